@@ -1,0 +1,1 @@
+"""pbbflow: exact branch-and-bound for the permutation flow-shop problem."""
