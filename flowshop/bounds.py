@@ -2,9 +2,11 @@
 
 A subproblem is summarised by three length-m vectors:
 
-* ``front[k]``: completion time of the prefix sigma1 on machine k;
+* ``front[k]``: earliest start of the unscheduled jobs on machine k: the completion
+  time of the prefix sigma1, and at least the smallest head ``min_j sum_{l<k} p[j, l]``
+  (Potts 1980; this is all there is when sigma1 is empty);
 * ``back[k]``: minimum time from the start of the suffix sigma2 on machine k to the end
-  (sigma2 scheduled on the reversed problem);
+  (sigma2 scheduled on the reversed problem), and at least the smallest tail;
 * ``remain[k]``: total processing time of the unscheduled jobs on machine k.
 
 LB1 (one-machine bound, Lomnicki / Ignall-Schrage, bidirectional per Potts 1980) is
@@ -89,6 +91,14 @@ def lb1_backward_child_body(back: np.ndarray, front_remain: np.ndarray, p: np.nd
     return lb
 
 
+def head_tail_minima(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Smallest head (time before machine k) and tail (time after machine k) over all jobs."""
+    done = np.cumsum(p, axis=1, dtype=np.int64)
+    heads = done - p
+    tails = done[:, -1:] - done
+    return heads.min(axis=0).astype(np.int32), tails.min(axis=0).astype(np.int32)
+
+
 def lb2_tables(p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per machine pair (k < l): the pair, the lags and the Johnson order of all jobs.
 
@@ -148,7 +158,7 @@ def lb2_body(
 
 
 def subproblem_vectors(p: np.ndarray, sigma1, sigma2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """front, remain, back (int64) of the subproblem (sigma1, sigma2)."""
+    """front, remain, back (int64) of the subproblem (sigma1, sigma2), as the bounds use them."""
     n, m = p.shape
     front = np.zeros(m, dtype=np.int64)
     back = np.zeros(m, dtype=np.int64)
@@ -160,7 +170,8 @@ def subproblem_vectors(p: np.ndarray, sigma1, sigma2) -> tuple[np.ndarray, np.nd
     scheduled[list(sigma1)] = True
     scheduled[list(sigma2)] = True
     remain = p[~scheduled].sum(axis=0, dtype=np.int64)
-    return front, remain, back
+    min_heads, min_tails = head_tail_minima(p)
+    return np.maximum(front, min_heads), remain, np.maximum(back, min_tails)
 
 
 def lower_bound(p: np.ndarray, sigma1, sigma2, bound: str = "lb1") -> int:

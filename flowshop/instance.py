@@ -19,6 +19,9 @@ ORIENTATIONS = ("job-major", "machine-major")
 FORMATS = ("auto", "taillard", "vfr")
 
 _INT32_MAX = np.iinfo(np.int32).max
+# The solver keeps completion times and bounds in int32; every value it forms stays below
+# twice the total processing time, so the total is capped at 2**30.
+MAX_TOTAL_TIME = 2**30
 _INT = re.compile(r"[+-]?\d+")
 _FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
 _TAILLARD_NAME = re.compile(r"ta(\d+)", re.IGNORECASE)
@@ -59,6 +62,9 @@ class FlowShop:
             raise InstanceError(source, "negative processing time")
         if np.any(a > _INT32_MAX):
             raise InstanceError(source, f"processing time above {_INT32_MAX}")
+        total = int(a.sum(dtype=np.float64 if a.dtype.kind == "f" else np.int64))
+        if total > MAX_TOTAL_TIME:
+            raise InstanceError(source, f"total processing time {total} is above {MAX_TOTAL_TIME} (times are 32-bit)")
         p = np.array(a, dtype=np.int32, order="C", copy=True)
         p.flags.writeable = False
         object.__setattr__(self, "p", p)
@@ -156,7 +162,7 @@ def _parse_taillard(path: Path, lines: Lines, orientation: str, name: str) -> Fl
             layout = f"{orientation}, one {unit} per line"
             raise InstanceError(path, f"ragged row: expected {cols} numbers ({layout}), found {len(values)}", line)
         matrix[r] = values
-    return FlowShop(name, matrix if job_major else matrix.T)
+    return _flowshop(path, name, matrix if job_major else matrix.T)
 
 
 def _parse_vfr(path: Path, lines: Lines, name: str) -> FlowShop:
@@ -175,7 +181,15 @@ def _parse_vfr(path: Path, lines: Lines, name: str) -> FlowShop:
                     path, f"machine index out of order: pair {k + 1} names machine {machine}, expected {k}", line
                 )
             matrix[j, k] = _to_int(path, line, tokens[2 * k + 1], "processing time")
-    return FlowShop(name, matrix)
+    return _flowshop(path, name, matrix)
+
+
+def _flowshop(path: Path, name: str, matrix: np.ndarray) -> FlowShop:
+    """The instance read from ``path``; a problem with the whole matrix names the file."""
+    try:
+        return FlowShop(name, matrix)
+    except InstanceError as error:
+        raise InstanceError(path, error.problem) from None
 
 
 def _looks_like_vfr(lines: Lines) -> bool:

@@ -38,6 +38,7 @@ from ..flowshop.bounds import (
     lb1_backward_child_body,
     lb1_forward_child_body,
     lb2_body,
+    head_tail_minima,
     lb2_tables,
 )
 
@@ -114,7 +115,7 @@ def _child_lb2(p, pairs, lags, orders, front, remain, back, job, direction, chil
 
 
 @_jit
-def _bound_and_prune(row, p, pairs, lags, orders, mode, branch, M, dirs, F, B, R, ub,
+def _bound_and_prune(row, p, min_heads, min_tails, pairs, lags, orders, mode, branch, M, dirs, F, B, R, ub,
                      lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain, scheduled):
     """Bound the children in ``row`` (the node's state is index ``row``), branch, prune.
 
@@ -126,9 +127,9 @@ def _bound_and_prune(row, p, pairs, lags, orders, mode, branch, M, dirs, F, B, R
     """
     n, m = p.shape
     count = n - row
-    for k in range(m):  # copies of the parent's row, not views
-        front[k] = F[row, k]
-        back[k] = B[row, k]
+    for k in range(m):  # the parent's vectors as the bounds use them (copies, not views)
+        front[k] = max(F[row, k], min_heads[k])
+        back[k] = max(B[row, k], min_tails[k])
         remain[k] = R[row, k]
         rb[k] = remain[k] + back[k]
         fr[k] = front[k] + remain[k]
@@ -222,11 +223,11 @@ def _decode(M, V, dirs, out):
 
 
 @_jit
-def init_at(p, tables, mode, branch, ivm, start):
+def init_at(p, bound_data, mode, branch, ivm, start):
     """Position the explorer at the factoradic ``start``; ancestors are decoded, not counted."""
     M, V, dirs, F, B, R, end, sc, best, work, scheduled = ivm
     lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain = work
-    pairs, lags, orders = tables
+    min_heads, min_tails, pairs, lags, orders = bound_data
     n, m = p.shape
     for l in range(n):
         V[l] = 0
@@ -238,7 +239,7 @@ def init_at(p, tables, mode, branch, ivm, start):
         for j in range(n):
             total += p[j, k]
         R[0, k] = total
-    _bound_and_prune(0, p, pairs, lags, orders, mode, branch, M, dirs, F, B, R, sc[UB],
+    _bound_and_prune(0, p, min_heads, min_tails, pairs, lags, orders, mode, branch, M, dirs, F, B, R, sc[UB],
                      lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain, scheduled)
     last_nonzero = -1
     for l in range(n):
@@ -260,27 +261,35 @@ def init_at(p, tables, mode, branch, ivm, start):
             break
         _descend(p, M[l, V[l]], dirs[l], l, F, B, R)
         _fill_row(M, V, l)
-        _bound_and_prune(l + 1, p, pairs, lags, orders, mode, branch, M, dirs, F, B, R, sc[UB],
+        _bound_and_prune(l + 1, p, min_heads, min_tails, pairs, lags, orders, mode, branch, M, dirs, F, B, R, sc[UB],
                      lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain, scheduled)
     sc[LEVEL] = level
 
 
 @_jit
-def explore_steps(p, tables, mode, branch, ivm, max_steps):
-    """Decompose nodes / reach leaves until the interval ends or ``max_steps`` are done."""
+def explore_steps(p, bound_data, mode, branch, ivm, max_steps):
+    """Decompose nodes / reach leaves until the interval ends or about ``max_steps`` are done."""
     M, V, dirs, F, B, R, end, sc, best, work, scheduled = ivm
     lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain = work
-    pairs, lags, orders = tables
+    min_heads, min_tails, pairs, lags, orders = bound_data
     n, m = p.shape
-    steps = max_steps if sc[DONE] == 0 else 0
+    if sc[DONE] == 1:
+        return
     level = sc[LEVEL]
     nodes = sc[NODES]
     leaves = sc[LEAVES]
     bounded_end = sc[END_IS_TOTAL] == 0
-    for _ in range(steps):
+    steps = 0
+    while True:
         if bounded_end and _at_or_after(V, end):
             sc[DONE] = 1
             break
+        # Stop only where the next node is not a first child (V[level] != 0): its
+        # ancestors then all have a smaller leftmost leaf, so resuming at the position
+        # re-decodes them without counting any node twice.  At most n more steps.
+        if steps >= max_steps and V[level] != 0:
+            break
+        steps += 1
         _descend(p, M[level, V[level]], dirs[level], level, F, B, R)
         if level == n - 1:
             leaves += 1
@@ -295,7 +304,7 @@ def explore_steps(p, tables, mode, branch, ivm, max_steps):
         else:
             nodes += 1
             _fill_row(M, V, level)
-            _bound_and_prune(level + 1, p, pairs, lags, orders, mode, branch, M, dirs, F, B, R, sc[UB],
+            _bound_and_prune(level + 1, p, min_heads, min_tails, pairs, lags, orders, mode, branch, M, dirs, F, B, R, sc[UB],
                      lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain, scheduled)
             level += 1
         level, exhausted = _select(M, V, level)
@@ -308,7 +317,7 @@ def explore_steps(p, tables, mode, branch, ivm, max_steps):
 
 
 class Problem:
-    """Instance data shared (read-only) by all explorers: times, LB2 tables, options."""
+    """Instance data shared (read-only) by all explorers: times, bound tables, options."""
 
     def __init__(self, p: np.ndarray, mode: int, branch: int) -> None:
         self.p = np.ascontiguousarray(p, dtype=np.int32)
@@ -316,9 +325,10 @@ class Problem:
         self.mode = mode
         self.branch = branch
         if mode == LB1:  # LB2 tables are unused: keep them tiny
-            self.tables = (np.zeros((0, 2), np.int32), np.zeros((0, self.n), np.int32), np.zeros((0, self.n), np.int32))
+            lb2 = (np.zeros((0, 2), np.int32), np.zeros((0, self.n), np.int32), np.zeros((0, self.n), np.int32))
         else:
-            self.tables = lb2_tables(self.p)
+            lb2 = lb2_tables(self.p)
+        self.bound_data = (*head_tail_minima(self.p), *lb2)
 
 
 class IVM:
@@ -352,7 +362,7 @@ class IVM:
             s[END_IS_TOTAL] = 0
             self.end[:] = end_digits
         pr = self.problem
-        init_at(pr.p, pr.tables, pr.mode, pr.branch, self.arrays, np.ascontiguousarray(start_digits, np.int32))
+        init_at(pr.p, pr.bound_data, pr.mode, pr.branch, self.arrays, np.ascontiguousarray(start_digits, np.int32))
 
     def set_end(self, end_digits: np.ndarray) -> None:
         """Shrink the interval to end at ``end_digits`` (the explorer must not be running)."""
@@ -362,7 +372,7 @@ class IVM:
     def run(self, max_steps: int) -> None:
         """Explore up to ``max_steps`` nodes and leaves (releases the GIL)."""
         pr = self.problem
-        explore_steps(pr.p, pr.tables, pr.mode, pr.branch, self.arrays, max_steps)
+        explore_steps(pr.p, pr.bound_data, pr.mode, pr.branch, self.arrays, max_steps)
 
     @property
     def done(self) -> bool:

@@ -1,0 +1,495 @@
+"""The ``pbbflow`` command: exit codes, JSON/human output, instance files, options and errors.
+
+Most tests call ``pbbflow.cli.main.main(argv)`` in-process; one group runs the real console
+script in a subprocess to check exit codes end to end.  Instances are small: Taillard ta001
+(20x5, optimum 1278), ta011 (20x10, optimum 1582), ta021 (only with limits) and tiny
+hand-written files whose optimum is computed here by brute force.
+"""
+
+import itertools
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pbbflow.cli.main import main, parse_duration
+from pbbflow.flowshop.taillard import taillard_instance
+
+JSON_FIELDS = {
+    "instance", "n", "m", "status", "makespan", "permutation", "lower_bound",
+    "nodes", "leaves", "elapsed_s", "remaining_fraction",
+}  # fmt: skip
+TA001_OPT = 1278
+TA011_OPT = 1582
+BOUNDS = ("lb1", "lb2", "lb1+lb2")
+BRANCHES = ("forward", "backward", "minmin", "minbranch")
+
+# 4 jobs x 3 machines, job-major; NEH gives 39 here, the optimum is 38, so the search
+# itself (not the NEH incumbent) has to find the optimal schedule.
+TINY = [[9, 7, 9], [4, 5, 5], [8, 9, 7], [1, 8, 4]]
+
+VFR_SMALL = Path(__file__).resolve().parents[2] / "shared" / "data" / "vfr" / "small"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def cmax(p, perm) -> int:
+    """Makespan of ``perm`` on the job-major matrix ``p``, in plain Python."""
+    completion = [0] * len(p[0])
+    for job in perm:
+        completion[0] += int(p[job][0])
+        for k in range(1, len(completion)):
+            completion[k] = max(completion[k], completion[k - 1]) + int(p[job][k])
+    return completion[-1]
+
+
+def brute_force(p) -> int:
+    return min(cmax(p, perm) for perm in itertools.permutations(range(len(p))))
+
+
+def taillard_text(p, orientation="job-major") -> str:
+    n, m = len(p), len(p[0])
+    rows = p if orientation == "job-major" else [[p[j][k] for j in range(n)] for k in range(m)]
+    return f"{n} {m}\n" + "".join(" ".join(map(str, row)) + "\n" for row in rows)
+
+
+def vfr_text(p) -> str:
+    n, m = len(p), len(p[0])
+    return f"{n} {m}\n" + "".join("  ".join(f"{k} {row[k]}" for k in range(m)) + "\n" for row in p)
+
+
+def write(path: Path, text: str) -> str:
+    path.write_text(text)
+    return str(path)
+
+
+def run(capsys, *argv):
+    """Run ``pbbflow`` in-process; return (exit code, stdout, stderr)."""
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def solve_json(capsys, *argv, expect_code=0) -> dict:
+    code, out, err = run(capsys, "solve", *argv, "--json", "--quiet")
+    assert code == expect_code, (code, out, err)
+    assert "Traceback" not in err
+    lines = out.splitlines()
+    assert len(lines) == 1, out  # exactly one JSON document on stdout
+    return json.loads(lines[0])
+
+
+def check_schedule(result: dict, p) -> None:
+    """The permutation is a permutation of the jobs and has the reported makespan."""
+    perm = result["permutation"]
+    assert sorted(perm) == list(range(len(p)))
+    assert cmax(p, perm) == result["makespan"]
+
+
+def check_optimal(result: dict, p, optimum: int) -> None:
+    assert result["status"] == "optimal", result
+    assert result["makespan"] == optimum
+    assert result["lower_bound"] == optimum
+    assert result["remaining_fraction"] == 0.0
+    check_schedule(result, p)
+
+
+def assert_input_error(code, out, err) -> None:
+    assert code == 2, (code, out, err)
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("pbbflow: error:"), err
+    assert out == ""
+
+
+def assert_usage_error(capsys, *argv, option: str | None = None) -> str:
+    """argparse rejects ``argv`` with SystemExit(2) and one 'error:' line naming ``option``."""
+    with pytest.raises(SystemExit) as excinfo:
+        main(list(argv))
+    assert excinfo.value.code == 2
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    errors = [line for line in err.splitlines() if "error:" in line]
+    assert len(errors) == 1, err
+    if option is not None:
+        assert option in errors[0], err
+    return errors[0]
+
+
+@pytest.fixture(scope="module")
+def ta001():
+    return taillard_instance(1).p.tolist()
+
+
+@pytest.fixture(scope="module")
+def ta011():
+    return taillard_instance(11).p.tolist()
+
+
+@pytest.fixture
+def tiny_file(tmp_path):
+    return write(tmp_path / "tiny.txt", taillard_text(TINY))
+
+
+# --------------------------------------------------------------------------- Taillard names
+
+
+def test_tiny_instance_needs_the_search():
+    # Sanity of the fixture itself: the brute-force optimum is 38.
+    assert brute_force(TINY) == 38
+
+
+def test_solve_ta001_json(capsys, ta001):
+    result = solve_json(capsys, "ta001")
+    assert set(result) == JSON_FIELDS
+    assert result["instance"] == "ta001"
+    assert (result["n"], result["m"]) == (20, 5)
+    check_optimal(result, ta001, TA001_OPT)
+    assert isinstance(result["nodes"], int) and result["nodes"] >= 1
+    assert isinstance(result["leaves"], int) and result["leaves"] >= 0
+    assert isinstance(result["elapsed_s"], float) and result["elapsed_s"] >= 0
+
+
+def test_solve_ta001_human_output(capsys):
+    code, out, err = run(capsys, "solve", "ta001", "--quiet")
+    assert code == 0
+    assert "optimal" in out
+    assert "1278" in out
+    assert "Traceback" not in err
+
+
+def test_taillard_name_is_case_insensitive_and_unpadded(capsys, ta001):
+    result = solve_json(capsys, "TA1")
+    assert result["instance"] == "ta001"
+    check_optimal(result, ta001, TA001_OPT)
+
+
+# --------------------------------------------------------------------------- instance files
+
+
+def test_job_major_file(capsys, tiny_file):
+    result = solve_json(capsys, tiny_file)
+    assert result["instance"] == "tiny"
+    assert (result["n"], result["m"]) == (4, 3)
+    check_optimal(result, TINY, brute_force(TINY))
+
+
+def test_machine_major_file(capsys, tmp_path):
+    path = write(tmp_path / "tiny_mm.txt", taillard_text(TINY, "machine-major"))
+    result = solve_json(capsys, path, "--orientation", "machine-major")
+    assert (result["n"], result["m"]) == (4, 3)
+    check_optimal(result, TINY, brute_force(TINY))
+    # Read as job-major (the default), the same 3 rows of 4 numbers are an error, not a guess.
+    assert_input_error(*run(capsys, "solve", path, "--quiet"))
+
+
+@pytest.mark.parametrize("fmt", [None, "vfr"], ids=["auto", "vfr"])
+def test_vfr_file(capsys, tmp_path, fmt):
+    path = write(tmp_path / "tiny_vfr.txt", vfr_text(TINY))
+    extra = [] if fmt is None else ["--format", fmt]
+    result = solve_json(capsys, path, *extra)
+    assert (result["n"], result["m"]) == (4, 3)
+    check_optimal(result, TINY, brute_force(TINY))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_small_files(capsys, tmp_path, seed):
+    import random
+
+    rng = random.Random(seed)
+    n, m = 6, 4
+    p = [[rng.randint(1, 20) for _ in range(m)] for _ in range(n)]
+    result = solve_json(capsys, write(tmp_path / f"r{seed}.txt", taillard_text(p)), "--threads", "1")
+    check_optimal(result, p, brute_force(p))
+
+
+@pytest.mark.skipif(not VFR_SMALL.is_dir(), reason=f"shared VFR data not found at {VFR_SMALL}")
+def test_shared_vfr_file_matches_its_matrix(capsys, tmp_path):
+    source = VFR_SMALL / "VFR10_5_1_Gap.txt"
+    tokens = source.read_text().split()
+    n, m = int(tokens[0]), int(tokens[1])
+    times = list(map(int, tokens[2:]))[1::2]
+    p = [times[j * m:(j + 1) * m] for j in range(n)]
+    from_vfr = solve_json(capsys, str(source))
+    from_matrix = solve_json(capsys, write(tmp_path / "vfr10_5_1.txt", taillard_text(p)), "--format", "taillard")
+    assert from_vfr["status"] == from_matrix["status"] == "optimal"
+    assert from_vfr["makespan"] == from_matrix["makespan"]
+    check_schedule(from_vfr, p)
+    # The VRF authors' published bounds for VFR10_5_1: LB 523, UB 695.
+    assert 523 <= from_vfr["makespan"] <= 695
+
+
+# --------------------------------------------------------------------------- --ub
+
+
+def test_ub_equal_to_optimum(capsys, ta011):
+    result = solve_json(capsys, "ta011", "--ub", str(TA011_OPT))
+    assert result["status"] in ("optimal", "bound_proved")
+    assert result["lower_bound"] == TA011_OPT
+    assert result["remaining_fraction"] == 0.0
+    assert result["makespan"] >= TA011_OPT
+    if result["status"] == "optimal":
+        assert result["makespan"] == TA011_OPT
+    check_schedule(result, ta011)
+
+
+def test_ub_below_optimum(capsys, ta011):
+    result = solve_json(capsys, "ta011", "--ub", str(TA011_OPT - 1))
+    assert result["status"] == "bound_proved"
+    assert result["lower_bound"] == TA011_OPT - 1
+    assert result["remaining_fraction"] == 0.0
+    assert result["makespan"] >= TA011_OPT  # the best schedule known, never better than optimal
+    check_schedule(result, ta011)
+
+
+def test_ub_above_optimum_still_finds_it(capsys, ta011):
+    result = solve_json(capsys, "ta011", "--ub", str(TA011_OPT + 30))
+    check_optimal(result, ta011, TA011_OPT)
+
+
+@pytest.mark.parametrize("ub", ["neh", "NEH", "100000"])
+def test_ub_neh_or_loose(capsys, ta001, ub):
+    check_optimal(solve_json(capsys, "ta001", "--ub", ub), ta001, TA001_OPT)
+
+
+# --------------------------------------------------------------------------- --bound / --branch
+
+
+@pytest.mark.parametrize("branch", BRANCHES)
+@pytest.mark.parametrize("bound", BOUNDS)
+def test_bound_and_branch_tiny(capsys, tiny_file, bound, branch):
+    result = solve_json(capsys, tiny_file, "--bound", bound, "--branch", branch)
+    check_optimal(result, TINY, brute_force(TINY))
+
+
+@pytest.fixture(scope="module")
+def ta001_mirror(tmp_path_factory, ta001):
+    """ta001 with its machines in reverse order: same optimum, forward and backward swapped."""
+    mirrored = [row[::-1] for row in ta001]
+    return mirrored, write(tmp_path_factory.mktemp("mirror") / "ta001_mirror.txt", taillard_text(mirrored))
+
+
+@pytest.mark.parametrize("branch", BRANCHES)
+@pytest.mark.parametrize("bound", BOUNDS)
+def test_bound_and_branch_ta001(capsys, ta001, ta001_mirror, bound, branch):
+    if branch == "forward":
+        # Pure forward branching does not finish ta001 in minutes (hundreds of millions of
+        # nodes with lb1); on the mirror instance forward is backward on ta001: < 0.2 s.
+        p, spec = ta001_mirror
+    else:
+        p, spec = ta001, "ta001"
+    result = solve_json(capsys, spec, "--bound", bound, "--branch", branch)
+    check_optimal(result, p, TA001_OPT)
+
+
+@pytest.mark.parametrize("bound", BOUNDS)
+def test_forward_on_ta001_is_sound_when_cut_short(capsys, ta001, bound):
+    result = solve_json(capsys, "ta001", "--bound", bound, "--branch", "forward", "--node-limit", "200000",
+                        expect_code=3)  # fmt: skip
+    assert result["status"] == "limit"
+    assert result["lower_bound"] <= TA001_OPT <= result["makespan"]
+    check_schedule(result, ta001)
+
+
+# --------------------------------------------------------------------------- --threads
+
+
+def test_threads_do_not_change_a_fixed_tree(capsys):
+    one = solve_json(capsys, "ta011", "--ub", str(TA011_OPT), "--threads", "1")
+    two = solve_json(capsys, "ta011", "--ub", str(TA011_OPT), "--threads", "2")
+    for key in ("status", "makespan", "lower_bound", "nodes", "leaves", "remaining_fraction"):
+        assert one[key] == two[key], key
+
+
+def test_threads_2_finds_the_optimum(capsys, ta011):
+    check_optimal(solve_json(capsys, "ta011", "--threads", "2"), ta011, TA011_OPT)
+
+
+# --------------------------------------------------------------------------- limits
+
+
+def check_limit(result: dict) -> None:
+    assert set(result) == JSON_FIELDS
+    assert result["status"] == "limit"
+    assert 0.0 < result["remaining_fraction"] < 1.0
+    assert result["makespan"] is not None
+    assert 0 < result["lower_bound"] <= result["makespan"]
+    check_schedule(result, taillard_instance(21).p.tolist())
+
+
+def test_node_limit(capsys):
+    result = solve_json(capsys, "ta021", "--node-limit", "20000", expect_code=3)
+    check_limit(result)
+    assert result["nodes"] >= 20000
+
+
+def test_time_limit(capsys):
+    result = solve_json(capsys, "ta021", "--time-limit", "0.5", expect_code=3)
+    check_limit(result)
+    assert 0.4 <= result["elapsed_s"] < 30
+
+
+def test_limit_human_output(capsys):
+    code, out, err = run(capsys, "solve", "ta021", "--node-limit", "5000", "--quiet")
+    assert code == 3
+    assert "limit" in out
+    assert "remaining" in out
+
+
+def test_generous_limits_do_not_stop_the_search(capsys, ta001):
+    result = solve_json(capsys, "ta001", "--node-limit", "100000000", "--time-limit", "1h")
+    check_optimal(result, ta001, TA001_OPT)
+
+
+@pytest.mark.parametrize("text", ["abc", "-1", "0", "0s", "5x", ""])
+def test_invalid_time_limit(capsys, text):
+    line = assert_usage_error(capsys, "solve", "ta001", "--time-limit", text, option="--time-limit")
+    assert "Traceback" not in line
+
+
+@pytest.mark.parametrize(
+    "text, seconds",
+    [("90", 90), ("90s", 90), ("5m", 300), ("1.5h", 5400), ("2d", 172800), (" 2M ", 120), ("0.25", 0.25)],
+)
+def test_parse_duration(text, seconds):
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+# --------------------------------------------------------------------------- input errors (exit 2)
+
+
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("ragged", "3 3\n1 2 3\n4 5\n6 7 8\n"),
+        ("nonnumeric", "2 2\n1 x\n3 4\n"),
+        ("negative", "2 2\n1 -2\n3 4\n"),
+        ("float", "2 2\n1 2.5\n3 4\n"),
+        ("too_few_rows", "3 2\n1 2\n3 4\n"),
+        ("too_many_rows", "1 2\n1 2\n3 4\n"),
+        ("bad_header", "2\n1 2\n3 4\n"),
+        ("zero_jobs", "0 2\n"),
+        ("empty", ""),
+        ("vfr_bad_machine", "2 2\n0 1 1 2\n1 3 0 4\n"),
+    ],
+)
+def test_bad_file(capsys, tmp_path, name, text):
+    path = write(tmp_path / f"{name}.txt", text)
+    fmt = ["--format", "vfr"] if name.startswith("vfr") else []
+    code, out, err = run(capsys, "solve", path, *fmt, "--quiet")
+    assert_input_error(code, out, err)
+    assert f"{name}.txt" in err  # the message names the file
+
+
+@pytest.mark.parametrize("name", ["ta121", "ta0", "ta000"])
+def test_unknown_taillard_name(capsys, name):
+    code, out, err = run(capsys, "solve", name, "--quiet")
+    assert_input_error(code, out, err)
+    assert "Taillard" in err
+
+
+def test_missing_file(capsys, tmp_path):
+    code, out, err = run(capsys, "solve", str(tmp_path / "nope.txt"), "--quiet")
+    assert_input_error(code, out, err)
+    assert "nope.txt" in err
+
+
+def test_directory_instead_of_file(capsys, tmp_path):
+    assert_input_error(*run(capsys, "solve", str(tmp_path), "--quiet"))
+
+
+def test_non_utf8_file(capsys, tmp_path):
+    path = tmp_path / "binary.txt"
+    path.write_bytes(b"2 2\n\xff\xfe 1\n1 1\n")
+    assert_input_error(*run(capsys, "solve", str(path), "--quiet"))
+
+
+def test_times_too_large_for_32_bit_makespans_are_rejected(capsys, tmp_path):
+    big = 2_000_000_000
+    path = write(tmp_path / "big.txt", f"2 2\n{big} {big}\n{big} {big}\n")
+    code, out, err = run(capsys, "solve", path, "--json", "--quiet")
+    assert_input_error(code, out, err)
+    assert "big.txt" in err and "total processing time" in err
+
+
+# --------------------------------------------------------------------------- usage errors (argparse)
+
+
+@pytest.mark.parametrize(
+    "argv, option",
+    [
+        (["--ub", "0"], "--ub"),
+        (["--ub", "x"], "--ub"),
+        (["--ub", "-5"], "--ub"),
+        (["--threads", "0"], "--threads"),
+        (["--threads", "two"], "--threads"),
+        (["--node-limit", "0"], "--node-limit"),
+        (["--bound", "lb3"], "--bound"),
+        (["--branch", "sideways"], "--branch"),
+        (["--format", "xml"], "--format"),
+        (["--orientation", "diagonal"], "--orientation"),
+        (["--no-such-option"], None),
+    ],
+)
+def test_usage_errors(capsys, argv, option):
+    assert_usage_error(capsys, "solve", "ta001", *argv, option=option)
+
+
+@pytest.mark.parametrize("argv", [[], ["solve"], ["frobnicate", "ta001"]])
+def test_missing_command_or_instance(capsys, argv):
+    assert_usage_error(capsys, *argv)
+
+
+def test_help_exits_0(capsys):
+    with pytest.raises(SystemExit) as excinfo:
+        main(["solve", "--help"])
+    assert excinfo.value.code == 0
+    out, _ = capsys.readouterr()
+    for option in ("--ub", "--bound", "--branch", "--threads", "--time-limit", "--node-limit", "--json"):
+        assert option in out
+
+
+# --------------------------------------------------------------------------- the real console script
+
+
+def _command() -> list[str]:
+    exe = shutil.which("pbbflow")
+    return [exe] if exe else [sys.executable, "-m", "pbbflow.cli.main"]
+
+
+@pytest.mark.parametrize(
+    "argv, code",
+    [
+        (["solve", "ta001", "--json"], 0),
+        (["solve", "ta021", "--node-limit", "2000", "--json"], 3),
+        (["solve", "ta121"], 2),
+        (["solve", "ta001", "--ub", "0"], 2),
+    ],
+    ids=["optimal", "limit", "input-error", "usage-error"],
+)
+def test_console_script_exit_codes(argv, code, tmp_path):
+    proc = subprocess.run(_command() + argv, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == code, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    if code == 0:
+        result = json.loads(proc.stdout)
+        assert result["status"] == "optimal" and result["makespan"] == TA001_OPT
+    elif code == 3:
+        assert json.loads(proc.stdout)["status"] == "limit"
+    elif argv[1] == "ta121":
+        assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
+        assert proc.stderr.startswith("pbbflow: error:")
+
+
+def test_module_entry_point(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "pbbflow.cli.main", "solve", "ta001", "--json", "--quiet"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["makespan"] == TA001_OPT

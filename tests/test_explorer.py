@@ -1,0 +1,122 @@
+"""The IVM explorer: brute-force oracle, fixed trees, interval ownership of nodes, budgets."""
+
+import itertools
+
+import numpy as np
+import pytest
+from gmpy2 import mpz
+
+from pbbflow.flowshop.evaluation import brute_force_optimum, makespan
+from pbbflow.flowshop.taillard import taillard_instance
+from pbbflow.search.explorer import explore
+from pbbflow.search.factoradic import factorial
+from pbbflow.search.intervals import WorkUnit
+
+BOUNDS = ("lb1", "lb2", "lb1+lb2")
+BRANCHES = ("forward", "backward", "minmin", "minbranch")
+NO_UB = 10**9
+
+
+def random_instances(seed, count, max_n=8):
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        n = int(rng.integers(1, max_n + 1))
+        m = int(rng.integers(1, 6))
+        yield rng.integers(1, 40, size=(n, m)).astype(np.int32)
+
+
+@pytest.mark.parametrize("bound,branch", list(itertools.product(BOUNDS, BRANCHES)))
+def test_optimum_equals_brute_force(bound, branch):
+    for p in random_instances(10, 12):
+        optimum, _ = brute_force_optimum(p)
+        result = explore(p, WorkUnit.full(p.shape[0]), NO_UB, bound=bound, branch=branch)
+        assert result.best_makespan == optimum
+        assert makespan(p, result.best_permutation) == optimum
+        assert not result.remaining
+        assert result.leaves >= 1
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_optimum_with_threads_equals_brute_force(threads):
+    for p in random_instances(11, 10):
+        optimum, _ = brute_force_optimum(p)
+        result = explore(p, WorkUnit.full(p.shape[0]), NO_UB, threads=threads)
+        assert result.best_makespan == optimum and not result.remaining
+
+
+def test_nothing_below_the_optimum():
+    for p in random_instances(12, 10):
+        optimum, _ = brute_force_optimum(p)
+        result = explore(p, WorkUnit.full(p.shape[0]), optimum)
+        assert result.best_makespan is None and result.best_permutation is None
+        assert result.leaves == 0 and not result.remaining
+
+
+@pytest.mark.parametrize("bound", BOUNDS)
+def test_fixed_tree_node_count_does_not_depend_on_threads(bound):
+    p = taillard_instance(11).p  # optimum 1582
+    counts = {threads: explore(p, WorkUnit.full(20), 1582, bound=bound, threads=threads).nodes for threads in (1, 2, 3)}
+    assert len(set(counts.values())) == 1, counts
+    assert counts[1] > 1000
+
+
+def test_node_counts_add_up_over_any_partition_of_the_space():
+    """A node belongs to the interval holding its leftmost leaf: pieces sum to the whole."""
+    rng = np.random.default_rng(13)
+    cases = [(taillard_instance(11).p, 1582)] + [(p, brute_force_optimum(p)[0]) for p in random_instances(14, 6)]
+    for p, ub in cases:
+        n = p.shape[0]
+        whole = explore(p, WorkUnit.full(n), ub).nodes
+        total = int(factorial(n))
+        cuts = sorted({0, total} | {int(rng.integers(0, total)) for _ in range(7)})
+        pieces = [explore(p, WorkUnit(n, [(a, b)]), ub).nodes for a, b in itertools.pairwise(cuts)]
+        assert sum(pieces) == whole
+
+
+def test_resuming_from_the_remainder_accounts_for_every_position():
+    p = taillard_instance(11).p
+    whole = explore(p, WorkUnit.full(20), 1582, threads=2).nodes
+    unit, nodes, explored, rounds = WorkUnit.full(20), 0, mpz(0), 0
+    while unit:
+        result = explore(p, unit, 1582, threads=2, max_nodes=20_000)
+        assert result.remaining.difference(unit).is_empty()  # never grows
+        assert result.remaining.size < unit.size
+        explored += unit.size - result.remaining.size
+        nodes += result.nodes
+        unit = result.remaining
+        rounds += 1
+    assert rounds > 3
+    assert nodes == whole
+    assert explored == factorial(20)
+
+
+def test_time_budget_stops_and_leaves_a_resumable_remainder():
+    p = taillard_instance(21).p  # 20 x 20: far longer than the budget
+    result = explore(p, WorkUnit.full(20), 2297, threads=2, max_seconds=0.3)
+    assert result.remaining and result.remaining.size < factorial(20)
+    assert result.elapsed_s < 5
+
+
+def test_work_unit_of_several_intervals():
+    p = taillard_instance(11).p
+    total = int(factorial(20))
+    parts = [(0, total // 5), (total // 3, total // 2), (3 * total // 4, total)]
+    unit = WorkUnit(20, parts)
+    rest = WorkUnit.full(20).difference(unit)
+    together = explore(p, unit, 1582, threads=2).nodes + explore(p, rest, 1582, threads=3).nodes
+    assert together == explore(p, WorkUnit.full(20), 1582).nodes
+
+
+def test_improving_schedules_are_reported():
+    p = taillard_instance(1).p  # optimum 1278
+    result = explore(p, WorkUnit.full(20), 1400, threads=2)
+    assert result.best_makespan == 1278
+    assert makespan(p, result.best_permutation) == 1278
+
+
+def test_invalid_arguments():
+    p = taillard_instance(1).p
+    with pytest.raises(ValueError):
+        explore(p, WorkUnit.full(20), 1300, threads=0)
+    with pytest.raises(ValueError):
+        explore(p, WorkUnit.full(19), 1300)
