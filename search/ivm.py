@@ -374,6 +374,10 @@ class IVM:
         pr = self.problem
         explore_steps(pr.p, pr.bound_data, pr.mode, pr.branch, self.arrays, max_steps)
 
+    def steps_done(self) -> int:
+        """Nodes decomposed plus leaves reached so far (all intervals)."""
+        return int(self.scalars[NODES] + self.scalars[LEAVES])
+
     @property
     def done(self) -> bool:
         return bool(self.scalars[DONE])
