@@ -16,7 +16,9 @@ pair (k, l), the two-machine problem with time lags (the machines between k and 
 Johnson's rule; the job orders are sorted once per instance.
 
 The ``*_body`` functions only read and write caller-provided arrays, so the CPU explorer
-and a CUDA kernel can share them.
+and a CUDA kernel can share them.  Developers: numba's on-disk cache of a caller (e.g.
+``search/ivm.py``) is keyed on the caller's own file, so after editing a body here delete
+the ``*.nbi``/``*.nbc`` files under ``__pycache__`` or the callers keep the old inlined code.
 """
 
 from __future__ import annotations

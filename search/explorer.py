@@ -67,8 +67,6 @@ class _Explorer:
         end_digits = None if b == factorial(self.n) else int_to_digits(b, self.n)
         self.ivm.start(int_to_digits(a, self.n), end_digits, ub)
         self.end = b
-        self.active = True
-        self.remaining = b - a
 
     def adapt_chunk(self, steps: int, seconds: float) -> None:
         """Size the next chunk to last about CHUNK_SECONDS at the measured rate."""
@@ -124,12 +122,12 @@ class _Exploration:
         while True:
             if self.stop:
                 return None
-            if me.inbox:
+            if me.inbox or self.pool:
+                interval = me.inbox.pop() if me.inbox else self.pool.pop(0)
                 me.victim = None
-                return me.inbox.pop()
-            if self.pool:
-                me.victim = None
-                return self.pool.pop(0)
+                me.active = True  # busy from now on: nobody may conclude that all work is done
+                me.remaining = interval[1] - interval[0]
+                return interval
             busy = [e for e in self.explorers if e.active]
             if not busy and not any(e.inbox for e in self.explorers):
                 self.stop = True  # the whole work unit is explored
@@ -177,7 +175,9 @@ class _Exploration:
                     interval = self._acquire(me)
                     if interval is None:
                         return
-                    me.begin(interval, self.ub)
+                    ub = self.ub
+                me.begin(interval, ub)  # decoding the start position happens outside the lock
+                with self.cond:
                     go_on = self._sync(me)
                 while go_on and not me.ivm.done:
                     steps = me.steps

@@ -33,8 +33,6 @@ from ..flowshop.bounds import (
     LB1,
     LB1_LB2,
     LB2,
-    add_back_body,
-    add_front_body,
     lb1_backward_child_body,
     lb1_forward_child_body,
     lb2_body,

@@ -209,17 +209,22 @@ TAILLARD_ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("text, line, word", [e[1:] for e in TAILLARD_ERRORS], ids=[e[0] for e in TAILLARD_ERRORS])
-def test_taillard_file_errors(tmp_path, text, line, word):
-    path = write(tmp_path / "broken_instance.txt", text)
-    for read in (read_taillard_file, load_instance):
+def assert_reported(path, readers, line, word):
+    """Every reader raises one InstanceError naming the file, the line and the problem."""
+    for read in readers:
         with pytest.raises(InstanceError) as info:
             read(path)
         message = str(info.value)
-        assert "broken_instance.txt" in message and word in message
+        assert Path(path).name in message and word in message
         assert info.value.line == line
         if line is not None:
             assert f"line {line}:" in message
+
+
+@pytest.mark.parametrize("text, line, word", [e[1:] for e in TAILLARD_ERRORS], ids=[e[0] for e in TAILLARD_ERRORS])
+def test_taillard_file_errors(tmp_path, text, line, word):
+    path = write(tmp_path / "broken_instance.txt", text)
+    assert_reported(path, (read_taillard_file, load_instance), line, word)
 
 
 VFR_ERRORS = [
@@ -238,14 +243,7 @@ VFR_ERRORS = [
 @pytest.mark.parametrize("text, line, word", [e[1:] for e in VFR_ERRORS], ids=[e[0] for e in VFR_ERRORS])
 def test_vfr_file_errors(tmp_path, text, line, word):
     path = write(tmp_path / "broken_vfr.txt", text)
-    for read in (read_vfr_file, lambda p: load_instance(p, fmt="vfr")):
-        with pytest.raises(InstanceError) as info:
-            read(path)
-        message = str(info.value)
-        assert "broken_vfr.txt" in message and word in message
-        assert info.value.line == line
-        if line is not None:
-            assert f"line {line}:" in message
+    assert_reported(path, (read_vfr_file, lambda p: load_instance(p, fmt="vfr")), line, word)
 
 
 def test_directory_is_not_an_instance(tmp_path):
