@@ -9,12 +9,13 @@ hand-written files whose optimum is computed here by brute force.
 import itertools
 import json
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
-
 from pbbflow.cli.main import main, parse_duration
 from pbbflow.flowshop.taillard import taillard_instance
 
@@ -493,3 +494,19 @@ def test_module_entry_point(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["makespan"] == TA001_OPT
+
+
+def test_ctrl_c_stops_with_a_limit_result(tmp_path):
+    """SIGINT stops the explorer threads at their next chunk: exit 3 and a valid partial result."""
+    proc = subprocess.Popen(
+        _command() + ["solve", "ta021", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, (out, err)
+    assert "Traceback" not in err
+    result = json.loads(out)
+    assert result["status"] == "limit" and 0 < result["remaining_fraction"] < 1
+    assert result["lower_bound"] <= 2297 <= result["makespan"]  # 2297: ta021's optimum
