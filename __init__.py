@@ -10,11 +10,14 @@ from .flowshop.taillard import taillard_instance
 from .search.explorer import ExploreResult, explore
 from .search.intervals import WorkUnit
 from .search.solve import SolveResult, solve
+from .storage.runstore import RunStore, RunStoreError
 
 __all__ = [
     "ExploreResult",
     "FlowShop",
     "InstanceError",
+    "RunStore",
+    "RunStoreError",
     "SolveResult",
     "WorkUnit",
     "explore",

@@ -1,22 +1,28 @@
-"""The ``pbbflow`` command.
+"""The ``pbbflow`` command: ``solve``, ``resume`` and ``info``.
 
-Exit codes: 0 the search finished, 3 it stopped at a limit (or was interrupted),
+Exit codes: 0 the search finished, 3 it stopped at a limit or on a signal (resumable),
 2 usage or input error (one line on stderr), 1 internal error.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
-import os
 import re
+import signal
 import sys
+import threading
+from pathlib import Path
 
 from ..flowshop.bounds import BOUND_NAMES
 from ..flowshop.instance import FORMATS, ORIENTATIONS, InstanceError, load_instance
-from ..search.explorer import Snapshot
 from ..search.ivm import BRANCH_NAMES
-from ..search.solve import LIMIT, SolveResult, solve
+from ..search.solve import LIMIT
+from ..storage.runstore import RunStore, RunStoreError
+from ..workflow.cluster import ClusterError, SlurmOptions, dashboard_link, open_cluster, slurm_job_script
+from ..workflow.run import create_run, drive, result_of
+from .progress import ProgressBar
 
 EXIT_DONE, EXIT_INTERNAL, EXIT_USAGE, EXIT_LIMIT = 0, 1, 2, 3
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -44,8 +50,42 @@ def _upper_bound(text: str) -> int | None:
     return None if text.lower() == "neh" else _positive_int(text)
 
 
-def _default_threads() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """Options shared by solve and resume: limits, cluster, output."""
+    parser.add_argument("--time-limit", type=parse_duration, default=None, metavar="DURATION",
+                        help="stop after this long (90, 90s, 5m, 1.5h); the run stays resumable")
+    parser.add_argument("--node-limit", type=_positive_int, default=None, metavar="INT",
+                        help="stop once the run has decomposed this many nodes (checked between checkpoints)")
+    parser.add_argument("--checkpoint-every", type=parse_duration, default=60.0, metavar="DURATION",
+                        help="write a checkpoint this often (default: 60s)")
+    cluster = parser.add_argument_group("cluster")
+    cluster.add_argument("--cluster", choices=("local", "slurm"), default="local",
+                         help="local: a LocalCluster on this machine (default); slurm: dask-jobqueue workers")
+    cluster.add_argument("--scheduler", metavar="ADDRESS", help="use the running Dask scheduler at ADDRESS")
+    cluster.add_argument("--workers", type=_positive_int, default=None,
+                         help="local worker processes (default: 1, exploring on every core)")
+    cluster.add_argument("--threads", type=_positive_int, default=None,
+                         help="explorer threads per local worker (default: the cores shared out)")
+    slurm = parser.add_argument_group("slurm (with --cluster slurm)")
+    slurm.add_argument("--partition")
+    slurm.add_argument("--account")
+    slurm.add_argument("--jobs", type=_positive_int, default=1, help="Slurm jobs of workers (default: 1)")
+    slurm.add_argument("--cores", type=_positive_int, default=1, help="cores per job = explorer threads (default: 1)")
+    slurm.add_argument("--memory", default="4GB", help="memory per job (default: 4GB)")
+    slurm.add_argument("--walltime", default="01:00:00", help="per job (default: 01:00:00)")
+    slurm.add_argument("--gpus-per-job", type=int, default=0, help="GPUs per job (default: 0)")
+    slurm.add_argument("--directive", action="append", default=[], metavar="TEXT",
+                       help="an extra #SBATCH directive, e.g. --directive=--exclusive (repeatable)")
+    slurm.add_argument("--prologue", action="append", default=[], metavar="LINE",
+                       help="a shell line run before the worker starts (repeatable)")
+    slurm.add_argument("--log-directory", default=None)
+    slurm.add_argument("--interface", default=None,
+                       help="network interface the scheduler and workers use, e.g. ib0 (default: 127.0.0.1 only)")
+    slurm.add_argument("--tls", action="store_true", help="encrypt with temporary TLS certificates")
+    slurm.add_argument("--dry-run", action="store_true", help="print the Slurm job script and exit")
+    out = parser.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print the result as JSON")
+    out.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     s = commands.add_parser("solve", help="prove an optimal schedule for an instance")
     s.add_argument("instance", help="a Taillard name (ta001 .. ta120) or an instance file")
+    s.add_argument("--run", type=Path, default=None,
+                   help="the run store to create (default: pbbflow-runs/<instance>-<time>.zarr)")
+    s.add_argument("--overwrite", action="store_true", help="replace an existing run store at --run")
     s.add_argument("--format", choices=FORMATS, default="auto", help="instance file format (default: auto)")
     s.add_argument("--orientation", choices=ORIENTATIONS, default="job-major",
                    help="Taillard-format files: n rows of m times (job-major, default) or m rows of n")
@@ -60,64 +103,136 @@ def build_parser() -> argparse.ArgumentParser:
                    help="search for schedules better than this makespan (default: NEH's)")
     s.add_argument("--bound", choices=list(BOUND_NAMES), default="lb1", help="lower bound (default: lb1)")
     s.add_argument("--branch", choices=list(BRANCH_NAMES), default="minmin", help="branching rule (default: minmin)")
-    s.add_argument("--threads", type=_positive_int, default=_default_threads(), help="explorer threads (default: all cores)")
-    s.add_argument("--time-limit", type=parse_duration, default=None, metavar="DURATION", help="stop after this long")
-    s.add_argument("--node-limit", type=_positive_int, default=None, metavar="INT", help="stop after this many nodes")
-    s.add_argument("--json", action="store_true", help="print the result as JSON")
-    s.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    _add_run_options(s)
+    r = commands.add_parser("resume", help="continue a run from its last checkpoint, on any cluster")
+    r.add_argument("run", type=Path, help="the run store (run.zarr)")
+    _add_run_options(r)
+    i = commands.add_parser("info", help="show a run's state as of its last checkpoint")
+    i.add_argument("run", type=Path, help="the run store (run.zarr)")
+    i.add_argument("--json", action="store_true", help="print the state as JSON")
     return parser
 
 
-def _progress_printer(stream):
-    def show(snapshot: Snapshot) -> None:
-        rate = snapshot.nodes / snapshot.elapsed_s if snapshot.elapsed_s > 0 else 0.0
-        stream.write(f"\r{snapshot.elapsed_s:8.1f} s  {snapshot.nodes:,} nodes  {rate / 1e6:.2f} M/s  "
-                     f"incumbent {snapshot.ub}   ")
-        stream.flush()
-
-    return show
+def _slurm_options(args: argparse.Namespace) -> SlurmOptions:
+    return SlurmOptions(
+        partition=args.partition, account=args.account, jobs=args.jobs, cores=args.cores, memory=args.memory,
+        walltime=args.walltime, gpus_per_job=args.gpus_per_job, extra_directives=args.directive,
+        prologue=args.prologue, log_directory=args.log_directory, tls=args.tls, interface=args.interface,
+    )  # fmt: skip
 
 
-def _print_result(result: SolveResult) -> None:
-    rate = result.nodes / result.elapsed_s if result.elapsed_s > 0 else 0.0
+def _cluster(args: argparse.Namespace):
+    if args.scheduler:
+        return open_cluster("address", scheduler=args.scheduler)
+    if args.cluster == "slurm":
+        return open_cluster("slurm", slurm=_slurm_options(args))
+    return open_cluster("local", workers=args.workers, threads_per_worker=args.threads)
+
+
+def _print_result(result: dict) -> None:
+    rate = result["nodes"] / result["elapsed_s"] if result["elapsed_s"] > 0 else 0.0
+    permutation = result["permutation"]
     lines = [
-        f"instance     {result.instance} ({result.n} jobs x {result.m} machines)",
-        f"status       {result.status}",
-        f"makespan     {result.makespan if result.makespan is not None else '-'}",
-        f"permutation  {' '.join(map(str, result.permutation)) if result.permutation else '-'}",
-        f"lower bound  {result.lower_bound}",
-        f"nodes        {result.nodes:,} decomposed, {result.leaves:,} leaves, {result.elapsed_s:.2f} s ({rate / 1e6:.2f} M nodes/s)",
+        f"instance     {result['instance']} ({result['n']} jobs x {result['m']} machines)",
+        f"status       {result['status']}",
+        f"makespan     {result['makespan'] if result['makespan'] is not None else '-'}",
+        f"permutation  {' '.join(map(str, permutation)) if permutation else '-'}",
+        f"lower bound  {result['lower_bound']}",
+        f"nodes        {result['nodes']:,} decomposed, {result['leaves']:,} leaves, "
+        f"{result['elapsed_s']:.2f} s ({rate / 1e6:.2f} M nodes/s)",
+        f"run          {result['run']}",
     ]
-    if result.status == LIMIT:
-        lines.append(f"remaining    {result.remaining_fraction:.3%} of the search space")
+    if result["status"] == LIMIT:
+        lines.append(f"remaining    {result['remaining_fraction']:.4%} of the search space")
     print("\n".join(lines))
 
 
-def _solve(args: argparse.Namespace) -> int:
-    instance = load_instance(args.instance, fmt=args.format, orientation=args.orientation)
-    show_progress = not args.quiet and sys.stderr.isatty()
-    result = solve(
-        instance, ub=args.ub, bound=args.bound, branch=args.branch, threads=args.threads,
-        time_limit=args.time_limit, node_limit=args.node_limit,
-        on_progress=_progress_printer(sys.stderr) if show_progress else None,
-    )  # fmt: skip
-    if show_progress:
-        sys.stderr.write("\n")
-    if args.json:
-        print(json.dumps(result.to_dict()))
+def _report(result: dict, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps(result))
     else:
         _print_result(result)
-    return EXIT_LIMIT if result.status == LIMIT else EXIT_DONE
+    if result["status"] == LIMIT:
+        print(f"pbbflow: stopped; continue with: pbbflow resume {result['run']}", file=sys.stderr)
+        return EXIT_LIMIT
+    return EXIT_DONE
+
+
+def _drive(store: RunStore, args: argparse.Namespace) -> int:
+    """Run ``store`` on the cluster the options describe; signals stop it gracefully."""
+    stop = threading.Event()
+
+    def on_signal(signum, frame):
+        if stop.is_set():  # a second signal: stop now, the last checkpoint stands
+            raise KeyboardInterrupt
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with _cluster(args) as client:
+            bar = None
+            if not args.quiet and sys.stderr.isatty():
+                bar = ProgressBar(sys.stderr, dashboard_link(client))
+            try:
+                result = drive(store, client, time_limit=args.time_limit, node_limit=args.node_limit,
+                               checkpoint_every=args.checkpoint_every, stop=stop, on_progress=bar)  # fmt: skip
+            finally:
+                if bar is not None:
+                    bar.close()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return _report(result, args.json)
+
+
+def _solve(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        print(slurm_job_script(_slurm_options(args)))
+        return EXIT_DONE
+    instance = load_instance(args.instance, fmt=args.format, orientation=args.orientation)
+    path = args.run
+    if path is None:
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+        path = Path("pbbflow-runs") / f"{instance.name}-{stamp}.zarr"
+    args.run = path
+    store = create_run(path, instance, ub=args.ub, bound=args.bound, branch=args.branch, overwrite=args.overwrite)
+    return _drive(store, args)
+
+
+def _resume(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        print(slurm_job_script(_slurm_options(args)))
+        return EXIT_DONE
+    return _drive(RunStore.open(args.run), args)
+
+
+def _info(args: argparse.Namespace) -> int:
+    store = RunStore.open(args.run)
+    result = result_of(store)
+    result["options"] = store.options
+    result["checkpoint"] = store.latest().seq
+    if args.json:
+        print(json.dumps(result))
+    else:
+        _print_result(result)
+        print(f"checkpoint   {result['checkpoint']}")
+        print(f"options      {json.dumps(store.options)}")
+    return EXIT_DONE
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``pbbflow`` console script."""
     args = build_parser().parse_args(argv)
+    command = {"solve": _solve, "resume": _resume, "info": _info}[args.command]
     try:
-        return _solve(args)
-    except InstanceError as error:
+        return command(args)
+    except (InstanceError, RunStoreError, ClusterError) as error:
         print(f"pbbflow: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"pbbflow: interrupted; the last checkpoint stands: pbbflow resume {getattr(args, 'run', '')}",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_LIMIT
 
 
 if __name__ == "__main__":

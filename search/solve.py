@@ -72,14 +72,7 @@ def solve(
         best_makespan, best_permutation = result.best_makespan, result.best_permutation
         if makespan(p, best_permutation) != best_makespan:
             raise RuntimeError("internal error: the schedule found does not have the reported makespan")
-    finished = not result.remaining
-    root_bound = lower_bound(p, [], [], bound)
-    if not finished:
-        status, proved = LIMIT, root_bound
-    elif best_makespan is not None and best_makespan <= search_ub:
-        status, proved = OPTIMAL, best_makespan
-    else:
-        status, proved = BOUND_PROVED, search_ub
+    status, proved = classify(not result.remaining, best_makespan, search_ub, lower_bound(p, [], [], bound))
     return SolveResult(
         instance=instance.name,
         n=instance.n,
@@ -87,9 +80,22 @@ def solve(
         status=status,
         makespan=best_makespan,
         permutation=None if best_permutation is None else [int(j) for j in best_permutation],
-        lower_bound=max(proved, root_bound) if status != OPTIMAL else proved,
+        lower_bound=proved,
         nodes=result.nodes,
         leaves=result.leaves,
         elapsed_s=round(result.elapsed_s, 6),
         remaining_fraction=result.remaining.fraction_of_space(),
     )
+
+
+def classify(finished: bool, best_makespan: int | None, search_ub: int, root_bound: int) -> tuple[str, int]:
+    """Status and proved lower bound of a search that pruned with ``search_ub`` from the start.
+
+    Finished with a schedule no worse than ``search_ub``: optimal.  Finished otherwise: no
+    schedule beats ``search_ub``.  Not finished: only the root bound is proved.
+    """
+    if not finished:
+        return LIMIT, root_bound
+    if best_makespan is not None and best_makespan <= search_ub:
+        return OPTIMAL, best_makespan
+    return BOUND_PROVED, max(search_ub, root_bound)

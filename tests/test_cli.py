@@ -16,13 +16,16 @@ import time
 from pathlib import Path
 
 import pytest
+from distributed import LocalCluster
 from pbbflow.cli.main import main, parse_duration
 from pbbflow.flowshop.taillard import taillard_instance
 
 JSON_FIELDS = {
     "instance", "n", "m", "status", "makespan", "permutation", "lower_bound",
-    "nodes", "leaves", "elapsed_s", "remaining_fraction",
+    "nodes", "leaves", "elapsed_s", "remaining_fraction", "run",
 }  # fmt: skip
+CLUSTER_OPTIONS = ("--scheduler", "--cluster", "--workers", "--threads", "--dry-run")
+_scheduler = {}  # the shared test cluster's address (set by the autouse fixture)
 TA001_OPT = 1278
 TA011_OPT = 1582
 BOUNDS = ("lb1", "lb2", "lb1+lb2")
@@ -36,6 +39,19 @@ VFR_SMALL = Path(__file__).resolve().parents[2] / "shared" / "data" / "vfr" / "s
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+@pytest.fixture(scope="module")
+def shared_cluster():
+    """One in-process cluster for the in-process solves (each solve is a separate run on it)."""
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
+
+
+@pytest.fixture(autouse=True)
+def in_tmp_dir_with_cluster(tmp_path, monkeypatch, shared_cluster):
+    monkeypatch.chdir(tmp_path)  # default run stores go to ./pbbflow-runs
+    _scheduler["address"] = shared_cluster
 
 
 def cmax(p, perm) -> int:
@@ -69,8 +85,11 @@ def write(path: Path, text: str) -> str:
 
 
 def run(capsys, *argv):
-    """Run ``pbbflow`` in-process; return (exit code, stdout, stderr)."""
-    code = main(list(argv))
+    """Run ``pbbflow`` in-process (solve/resume on the shared cluster); return (code, stdout, stderr)."""
+    argv = list(argv)
+    if argv and argv[0] in ("solve", "resume") and not any(a in argv for a in CLUSTER_OPTIONS):
+        argv += ["--scheduler", _scheduler["address"]]
+    code = main(argv)
     out, err = capsys.readouterr()
     return code, out, err
 

@@ -211,3 +211,13 @@ def test_digit_arrays_end_at_total():
     assert WorkUnit.from_digit_arrays(n, *WorkUnit.full(n).to_digit_arrays()) == WorkUnit.full(n)
     with pytest.raises(ValueError):
         WorkUnit.from_digit_arrays(n + 1, starts, ends, flags)
+
+
+@given(st.integers(1, 60), st.data())
+def test_bytes_round_trip(n, data):
+    total = int(factorial(n))
+    cuts = sorted(data.draw(st.lists(st.integers(0, total), max_size=8)))
+    unit = WorkUnit(n, zip(cuts[0::2], cuts[1::2]))
+    assert WorkUnit.from_bytes(n, unit.to_bytes()) == unit
+    with pytest.raises(ValueError):
+        WorkUnit.from_bytes(n, unit.to_bytes() + b"\x00")

@@ -1,0 +1,68 @@
+"""Benchmark: the Dask workflow against the bare threaded explorer on one fixed tree, as JSON.
+
+Both prove that nothing beats the optimum (UB = optimum: the same tree, the same node count)
+using every core of this machine: the bare explorer with one thread per core; the workflow
+with a LocalCluster of 1 worker x cores threads and of cores workers x 1 thread, checkpointing
+to a Zarr store every 60 s (as by default).  Overhead = workflow seconds / bare seconds - 1.
+
+    python benchmarks/workflow_overhead.py                 # ta026 (UB 2226), about 25 s per run on 2 cores
+    python benchmarks/workflow_overhead.py --instance ta017 --ub 1484
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from distributed import Client, LocalCluster
+
+from pbbflow.flowshop.instance import load_instance
+from pbbflow.search.explorer import explore
+from pbbflow.search.intervals import WorkUnit
+from pbbflow.workflow.cluster import usable_cores
+from pbbflow.workflow.run import create_run, drive
+
+
+def bare(instance, ub: int, threads: int) -> dict:
+    started = time.perf_counter()
+    result = explore(instance.p, WorkUnit.full(instance.n), ub, threads=threads)
+    return {"mode": f"bare explorer, {threads} threads", "seconds": round(time.perf_counter() - started, 3),
+            "nodes": result.nodes}  # fmt: skip
+
+
+def workflow(instance, ub: int, workers: int, threads: int, folder: Path) -> dict:
+    with LocalCluster(n_workers=workers, threads_per_worker=threads, host="127.0.0.1",
+                      dashboard_address=None) as cluster, Client(cluster) as client:  # fmt: skip
+        store = create_run(folder / f"run-{workers}x{threads}.zarr", instance, ub=ub, bound="lb1", branch="minmin")
+        started = time.perf_counter()
+        result = drive(store, client)
+        seconds = time.perf_counter() - started
+    return {"mode": f"workflow, {workers} worker(s) x {threads} thread(s)", "seconds": round(seconds, 3),
+            "nodes": result["nodes"], "status": result["status"]}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--instance", default="ta026")
+    parser.add_argument("--ub", type=int, default=2226)
+    args = parser.parse_args()
+    instance = load_instance(args.instance)
+    cores = usable_cores()
+    explore(load_instance("ta001").p, WorkUnit.full(20), 1278)  # compile / load the numba code
+    with tempfile.TemporaryDirectory() as folder:
+        runs = [bare(instance, args.ub, cores),
+                workflow(instance, args.ub, 1, cores, Path(folder)),
+                workflow(instance, args.ub, cores, 1, Path(folder))]  # fmt: skip
+    base = runs[0]["seconds"]
+    for run in runs[1:]:
+        run["overhead"] = round(run["seconds"] / base - 1, 4)
+        run["same_node_count"] = run["nodes"] == runs[0]["nodes"]
+    print(json.dumps({"benchmark": "workflow_overhead", "instance": args.instance, "ub": args.ub, "cores": cores,
+                      "runs": runs}, indent=2))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

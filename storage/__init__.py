@@ -1,0 +1,1 @@
+"""The Zarr run store: versioned, crash-safe checkpoints of a search."""

@@ -1,0 +1,338 @@
+"""The run store: a Zarr v3 directory (``run.zarr``) holding an instance and crash-safe checkpoints.
+
+Layout (plain Zarr v3, nothing pickled; readable with ``zarr.open_group(path, mode="r")``)::
+
+    run.zarr/                      root attrs: {"pbbflow": {"format": 1, "kind": "pfsp-run"},
+                                                "options": {...}, "instance": "ta001",
+                                                "current": "checkpoints/00000007" | None,
+                                                "current_seq": 7}
+      instance/p                   int32 (n jobs, m machines) processing times
+      checkpoints/<seq:08d>/       one complete version per commit; attrs below
+        starts, ends               int16 (k, n) factoradic digits of each interval [a, b)
+        end_is_total               bool (k,): b == n! (its ``ends`` row is all zeros)
+        permutation                int32 (n,) best permutation, or (0,) when none
+        series/<column>            int64 or float64 (L,) time series (see SERIES_COLUMNS)
+
+Version attrs: ``complete`` (True), ``seq``, ``n``, ``nodes`` and ``leaves`` (decimal strings),
+``incumbent`` (int or null), ``elapsed_s``, ``result`` (JSON or null), ``series_columns`` and
+``sha256``: a digest of ``instance/p``, every array of the version (fixed order, with dtype and
+shape) and the canonical JSON of the other attrs.
+
+A commit writes a new version group completely, then flips the root ``current`` pointer (one
+atomic key write), then deletes versions older than the previous one: a process killed at any
+moment leaves the last committed version readable, and a reader that holds the previous pointer
+still finds its version. Durable against a killed process, not a power loss (no fsync).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import operator
+import os
+import re
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import zarr
+
+from ..search.intervals import WorkUnit
+
+FORMAT = 1
+KIND = "pfsp-run"
+SERIES_COLUMNS = ("t", "nodes", "leaves", "remaining_fraction", "incumbent", "active_explorers")
+
+_CKPT = "checkpoints"
+_VERSION_NAME = re.compile(r"\d{8}")
+_CHUNK_BYTES = 1 << 20
+_READ_ATTEMPTS = 3  # a reader retries when a writer moved the pointer while it read
+
+
+class RunStoreError(Exception):
+    """A run store that is missing, foreign, of another format, empty or damaged."""
+
+    def __init__(self, path: str | os.PathLike[str], problem: str) -> None:
+        self.path, self.problem = os.fspath(path), problem
+        super().__init__(self.path, problem)
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.problem}"
+
+
+@dataclass(frozen=True, eq=False)  # eq=False: the numpy fields make == ambiguous
+class Checkpoint:
+    """One committed version of a run."""
+
+    seq: int
+    remaining: WorkUnit
+    incumbent: int | None
+    permutation: tuple[int, ...] | None
+    nodes: int
+    leaves: int
+    elapsed_s: float
+    series: dict[str, np.ndarray]
+    result: dict | None
+
+
+def _plain_json(value: Any, what: str) -> Any:
+    """Return ``value`` as it reads back from JSON; TypeError/ValueError if it is not plain JSON."""
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{what} must be plain finite JSON (no numpy scalars): {e}") from None
+
+
+def _canonical(attrs: Mapping[str, Any]) -> bytes:
+    return json.dumps(attrs, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _digest(arrays: Iterable[tuple[str, np.ndarray]], attrs: Mapping[str, Any]) -> str:
+    """sha256 over named arrays (name, dtype, shape, little-endian bytes) and canonical JSON attrs."""
+    h = hashlib.sha256()
+    for name, a in arrays:
+        le = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
+        h.update(f"{name}\0{le.dtype.str}\0{le.shape}\0".encode())
+        h.update(le.tobytes())
+    h.update(_canonical({k: v for k, v in attrs.items() if k != "sha256"}))
+    return h.hexdigest()
+
+
+def _rows_per_chunk(rows: int, row_bytes: int) -> int:
+    return max(1, min(rows, _CHUNK_BYTES // max(1, row_bytes)))
+
+
+def _write_array(group: zarr.Group, name: str, data: np.ndarray) -> None:
+    chunks = (_rows_per_chunk(data.shape[0], data[:1].nbytes),) + data.shape[1:]
+    group.create_array(name, shape=data.shape, chunks=chunks, dtype=data.dtype)[...] = data
+
+
+def _series_column(name: str, values: Any) -> np.ndarray:
+    if not name or "/" in name:
+        raise ValueError(f"series column name {name!r} must be non-empty and contain no '/'")
+    a = np.asarray(values)
+    if a.ndim != 1:
+        raise ValueError(f"series column {name!r} must be 1-D, got shape {a.shape}")
+    if a.dtype.kind in "biu":
+        return a.astype(np.int64)
+    if a.dtype.kind == "f":
+        return a.astype(np.float64)
+    raise ValueError(f"series column {name!r} must be numeric, got dtype {a.dtype}")
+
+
+class RunStore:
+    """A pbbflow run on disk: instance, options and versioned checkpoints (see the module docstring)."""
+
+    def __init__(self, path: Path, instance_name: str, p: np.ndarray, options: dict) -> None:
+        """Use :meth:`create` or :meth:`open`."""
+        self._path, self._instance_name, self._p, self._options = path, instance_name, p, options
+        self._partials_cleaned = False
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def create(cls, path: str | os.PathLike[str], *, instance_name: str, p: np.ndarray,
+               options: dict, overwrite: bool = False) -> RunStore:
+        """Create a new run store; an existing ``path`` is refused unless ``overwrite`` (run stores only)."""
+        path = Path(path)
+        if path.exists():
+            if not overwrite:
+                raise RunStoreError(path, "already exists; pass --overwrite to replace it")
+            if not (path.is_dir() and (not any(path.iterdir()) or _is_run_store(path))):
+                raise RunStoreError(path, "exists and is not a pbbflow run store; refusing to overwrite it")
+            shutil.rmtree(path)
+        p = np.array(p, dtype=np.int32, order="C", copy=True)
+        if p.ndim != 2 or min(p.shape) < 1:
+            raise ValueError(f"p must be a non-empty 2-D array (jobs x machines), got shape {p.shape}")
+        options = _plain_json(options, "options")
+        root = zarr.open_group(path, mode="w-", attributes={
+            "pbbflow": {"format": FORMAT, "kind": KIND}, "options": options,
+            "instance": str(instance_name), "current": None})
+        _write_array(root.create_group("instance"), "p", p)
+        root.create_group(_CKPT)
+        p.flags.writeable = False
+        return cls(path, str(instance_name), p, options)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> RunStore:
+        """Open an existing run store; RunStoreError if it is missing, foreign or of another format."""
+        path = Path(path)
+        root = _open_root(path)
+        attrs = root.attrs.asdict()
+        header = attrs.get("pbbflow")
+        if not isinstance(header, dict) or header.get("kind") != KIND:
+            raise RunStoreError(path, f"not a pbbflow run store (no 'pbbflow' attributes of kind {KIND!r})")
+        if header.get("format") != FORMAT:
+            raise RunStoreError(path, f"unsupported run store format {header.get('format')!r} "
+                                      f"(this pbbflow reads format {FORMAT})")
+        try:
+            p = np.asarray(_array(root, "instance/p")[...])
+            options, name = attrs["options"], attrs["instance"]
+        except KeyError as e:
+            raise RunStoreError(path, f"damaged run store: missing {e}") from None
+        except Exception as e:  # zarr raises assorted errors on corrupt metadata or chunks
+            raise RunStoreError(path, f"damaged run store: {type(e).__name__}: {e}") from None
+        if p.ndim != 2 or p.dtype != np.int32 or min(p.shape) < 1 or not isinstance(options, dict):
+            raise RunStoreError(path, f"damaged run store: bad instance/p {p.dtype} {p.shape} or options")
+        p = np.ascontiguousarray(p)
+        p.flags.writeable = False
+        return cls(path, str(name), p, options)
+
+    # --------------------------------------------------------------- properties
+
+    @property
+    def path(self) -> Path:
+        """The store's directory."""
+        return self._path
+
+    @property
+    def instance_name(self) -> str:
+        """Name of the instance the run solves."""
+        return self._instance_name
+
+    @property
+    def p(self) -> np.ndarray:
+        """Processing times, read-only int32 ``(n, m)``."""
+        return self._p
+
+    @property
+    def options(self) -> dict:
+        """The run's options (a copy)."""
+        return copy.deepcopy(self._options)
+
+    @property
+    def n(self) -> int:
+        """Number of jobs."""
+        return self._p.shape[0]
+
+    # ------------------------------------------------------------------ writing
+
+    def commit(self, *, remaining: WorkUnit, incumbent: int | None, permutation: Iterable[int] | None,
+               nodes: int, leaves: int, elapsed_s: float, series: Mapping[str, Any],
+               result: dict | None = None) -> int:
+        """Write a new checkpoint version, make it current, drop older spares; return its ``seq``."""
+        n = self.n
+        if not isinstance(remaining, WorkUnit) or remaining.n != n:
+            raise ValueError(f"remaining must be a WorkUnit over n={n}")
+        perm = np.zeros(0, np.int32) if permutation is None else np.array(list(permutation), np.int32)
+        if permutation is not None and sorted(perm.tolist()) != list(range(n)):
+            raise ValueError(f"permutation must be a permutation of range({n})")
+        elapsed_s = float(elapsed_s)
+        if not math.isfinite(elapsed_s):
+            raise ValueError(f"elapsed_s must be finite, got {elapsed_s}")
+        cols = {str(k): _series_column(str(k), v) for k, v in series.items()}
+        if len({len(c) for c in cols.values()}) > 1:
+            raise ValueError(f"series columns differ in length: { {k: len(c) for k, c in cols.items()} }")
+        starts, ends, end_is_total = remaining.to_digit_arrays()
+        arrays = [("starts", starts.astype(np.int16)), ("ends", ends.astype(np.int16)),
+                  ("end_is_total", end_is_total), ("permutation", perm)]
+        arrays += [(f"series/{k}", c) for k, c in cols.items()]
+
+        root = _open_root(self._path, mode="r+")
+        if not self._partials_cleaned:
+            for leftover in self._path.rglob("*.partial"):
+                leftover.unlink(missing_ok=True)
+            self._partials_cleaned = True
+        seq = int(root.attrs.get("current_seq", 0)) + 1
+        attrs = {
+            "complete": True, "seq": seq, "n": n,
+            "nodes": str(operator.index(nodes)), "leaves": str(operator.index(leaves)),
+            "incumbent": None if incumbent is None else operator.index(incumbent),
+            "elapsed_s": elapsed_s, "result": _plain_json(result, "result"),
+            "series_columns": list(cols),
+        }
+        attrs["sha256"] = _digest([("instance/p", self._p), *arrays], attrs)
+
+        name = f"{_CKPT}/{seq:08d}"
+        group = root.create_group(name, overwrite=True)  # replaces a version left half-written by a crash
+        group.create_group("series")
+        for key, data in arrays:
+            _write_array(group, key, data)
+        # Group.update_attributes writes zarr.json once; attrs.update would write it once per key.
+        group.update_attributes(attrs)                                   # the version is complete
+        root.update_attributes({"current": name, "current_seq": seq})   # the commit: one atomic write
+        for old in (self._path / _CKPT).iterdir():
+            if _VERSION_NAME.fullmatch(old.name) and int(old.name) < seq - 1:
+                shutil.rmtree(old, ignore_errors=True)
+        return seq
+
+    # ------------------------------------------------------------------ reading
+
+    def latest(self) -> Checkpoint:
+        """The current checkpoint, verified; RunStoreError if none was committed or it is damaged."""
+        pointer = None
+        for _ in range(_READ_ATTEMPTS):
+            root = _open_root(self._path)
+            attrs = root.attrs.asdict()
+            if attrs.get("current") is None:
+                raise RunStoreError(self._path, "no committed checkpoint")
+            if (attrs["current"], attrs.get("current_seq")) == pointer:
+                break  # the pointer did not move: the failure is real
+            pointer = (attrs["current"], attrs.get("current_seq"))
+            try:
+                return self._load(root, *pointer)
+            except RunStoreError as e:
+                error = e
+        raise error
+
+    def _load(self, root: zarr.Group, name: Any, seq: Any) -> Checkpoint:
+        where = f"checkpoint {name!r}"
+        try:
+            group = root[name]
+            attrs = group.attrs.asdict()
+            if not isinstance(group, zarr.Group) or attrs.get("complete") is not True:
+                raise RunStoreError(self._path, f"{where} is incomplete")
+            columns = list(attrs["series_columns"])
+            arrays = {key: np.asarray(_array(group, key)[...]) for key in
+                      ("starts", "ends", "end_is_total", "permutation", *(f"series/{c}" for c in columns))}
+            intact = _digest([("instance/p", self._p), *arrays.items()], attrs) == attrs["sha256"]
+        except KeyError as e:
+            raise RunStoreError(self._path, f"{where} is damaged: missing {e}") from None
+        except RunStoreError:
+            raise
+        except Exception as e:  # zarr raises assorted errors on corrupt metadata or chunks
+            raise RunStoreError(self._path, f"{where} is unreadable: {type(e).__name__}: {e}") from None
+        if not intact:
+            raise RunStoreError(self._path, f"{where} fails its sha256 checksum (tampered or truncated data)")
+        if attrs.get("seq") != seq:
+            raise RunStoreError(self._path, f"{where} holds seq {attrs.get('seq')}, the pointer says {seq}")
+        perm = arrays["permutation"]
+        try:
+            remaining = WorkUnit.from_digit_arrays(self.n, arrays["starts"], arrays["ends"],
+                                                   arrays["end_is_total"])
+        except ValueError as e:
+            raise RunStoreError(self._path, f"{where} holds invalid intervals: {e}") from None
+        return Checkpoint(
+            seq=attrs["seq"], remaining=remaining, incumbent=attrs["incumbent"],
+            permutation=tuple(perm.tolist()) if perm.size else None,
+            nodes=int(attrs["nodes"]), leaves=int(attrs["leaves"]), elapsed_s=float(attrs["elapsed_s"]),
+            series={c: arrays[f"series/{c}"] for c in columns}, result=attrs["result"])
+
+
+def _open_root(path: Path, mode: str = "r") -> zarr.Group:
+    if not path.exists():
+        raise RunStoreError(path, "does not exist")
+    try:
+        return zarr.open_group(path, mode=mode, use_consolidated=False)
+    except Exception as e:  # GroupNotFoundError, JSON errors, ...
+        raise RunStoreError(path, f"not a pbbflow run store ({type(e).__name__}: {e})") from None
+
+
+def _array(group: zarr.Group, key: str) -> zarr.Array:
+    node = group[key]
+    if not isinstance(node, zarr.Array):
+        raise KeyError(f"array {key!r}")
+    return node
+
+
+def _is_run_store(path: Path) -> bool:
+    try:
+        meta = json.loads((path / "zarr.json").read_text())
+        return meta["attributes"]["pbbflow"]["kind"] == KIND
+    except (OSError, ValueError, KeyError, TypeError):
+        return False

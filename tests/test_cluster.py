@@ -1,0 +1,144 @@
+"""The cluster factory: Slurm job scripts, a local cluster, an existing scheduler, real Slurm jobs.
+
+The Slurm tests need a running Slurm (``bash .ci/slurm-local.sh up``) and skip without one.
+"""
+
+import shutil
+import subprocess
+
+import pytest
+from distributed import Client, LocalCluster
+from pbbflow.workflow.cluster import ClusterError, SlurmOptions, dashboard_link, open_cluster, slurm_job_script
+
+TA001_NEH = 1286
+
+
+def slurm_idle() -> str | None:
+    """Why the Slurm tests cannot run here, or None when a node has free CPUs ("completing": jobs ending)."""
+    if shutil.which("sinfo") is None or shutil.which("sbatch") is None:
+        return "Slurm is not installed (no sinfo/sbatch on PATH)"
+    try:  # sinfo retries for ~9 s when no slurmctld answers
+        states = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=5, check=False)
+    except subprocess.TimeoutExpired:
+        return "no Slurm controller answered sinfo within 5 s"
+    if states.returncode != 0 or not {"idle", "mixed", "completing"} & set(states.stdout.split()):
+        return f"no idle Slurm partition (sinfo: {(states.stdout + states.stderr).strip() or 'nothing'})"
+    return None
+
+
+def test_cpu_job_script():
+    script = slurm_job_script(SlurmOptions(
+        partition="debug", account="proj", cores=4, memory="8GB", walltime="00:30:00",
+        extra_directives=["--exclusive", "--constraint=skylake"], prologue=["module load python", "echo ready"],
+    ))  # fmt: skip
+    for line in ("#SBATCH -p debug", "#SBATCH -A proj", "#SBATCH --cpus-per-task=4", "#SBATCH -t 00:30:00",
+                 "#SBATCH --exclusive", "#SBATCH --constraint=skylake", "module load python\necho ready"):
+        assert line in script
+    assert "distributed.cli.dask_worker" in script and "--gres" not in script and "dask_cuda" not in script
+    assert "tcp://127.0.0.1:" in script
+
+
+def test_gpu_job_script(tmp_path):
+    script = slurm_job_script(SlurmOptions(partition="gpu", cores=16, memory="240GB", walltime="12:00:00",
+                                           gpus_per_job=4, prologue=["module load cuda"], log_directory=tmp_path))
+    for line in ("#SBATCH -p gpu", "#SBATCH --gres=gpu:4", "#SBATCH -t 12:00:00", "module load cuda",
+                 f"#SBATCH -o {tmp_path}/dask-worker-%J.out"):
+        assert line in script
+    command = script.strip().splitlines()[-1]
+    assert "-m dask_cuda.cli" in command
+    # the per-worker overrides come after jobqueue's whole-job values (click keeps the last one)
+    assert command.endswith(f"--resources GPU=1 --nthreads 1 --memory-limit {240 * 10**9 // 4} --host 127.0.0.1")
+
+
+def test_local_cluster_two_workers():
+    with open_cluster("local", workers=2, threads_per_worker=1) as client:
+        workers = client.scheduler_info()["workers"]
+        assert len(workers) == 2
+        assert all(addr.startswith("tcp://127.0.0.1:") for addr in workers)
+        assert client.scheduler.address.startswith("tcp://127.0.0.1:")
+        assert all(info["nthreads"] == 1 for info in workers.values())
+        done = [client.submit(sum, [i, 1], workers=[a], pure=False) for i, a in enumerate(workers)]
+        assert client.gather(done) == [1, 2]
+        assert dashboard_link(client).startswith("http://127.0.0.1:")
+    assert client.status == "closed"
+
+
+def test_existing_scheduler_survives_client():
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0") as cluster:
+        with open_cluster("address", scheduler=cluster.scheduler_address) as client:
+            assert client.submit(sum, [2, 3]).result() == 5
+            assert dashboard_link(client) == cluster.dashboard_link
+        assert client.status == "closed"
+        with Client(cluster) as again:
+            assert again.submit(sum, [3, 4]).result() == 7
+
+
+@pytest.mark.slurm
+def test_slurm_workers_run_tasks(tmp_path):
+    reason = slurm_idle()
+    if reason:
+        pytest.skip(reason)
+
+    def ta001_neh() -> int:  # nested, so cloudpickle ships it by value (tests/ is not importable there)
+        from pbbflow.flowshop.evaluation import neh
+        from pbbflow.flowshop.taillard import taillard_instance
+
+        return int(neh(taillard_instance(1).p)[0])
+
+    options = SlurmOptions(jobs=2, cores=1, memory="1GB", walltime="00:10:00", log_directory=tmp_path, start_timeout=60)
+    with open_cluster("slurm", slurm=options) as client:
+        assert client.submit(ta001_neh, pure=False).result(timeout=60) == TA001_NEH
+        workers = list(client.scheduler_info()["workers"])
+        assert workers and all(addr.startswith("tcp://127.0.0.1:") for addr in workers)
+    assert list(tmp_path.glob("dask-worker-*.err"))
+
+
+@pytest.mark.slurm
+def test_slurm_rejected_job():
+    reason = slurm_idle()
+    if reason:
+        pytest.skip(reason)
+    with (
+        pytest.raises(ClusterError, match="Slurm rejects the worker job: .*invalid partition"),
+        open_cluster("slurm", slurm=SlurmOptions(partition="no-such-partition", memory="1GB")),
+    ):
+        pass
+
+
+def test_slurm_without_sbatch(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ClusterError, match="sbatch not found: is Slurm installed"), open_cluster("slurm"):
+        pass
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"kind": "cloud"}, "unknown cluster kind"),
+    ({"kind": "address"}, "needs one"),
+    ({"kind": "local", "scheduler": "tcp://127.0.0.1:8786"}, "kind 'address'"),
+    ({"kind": "address", "scheduler": "tcp://127.0.0.1:8786", "workers": 2}, "apply to a local cluster"),
+    ({"kind": "local", "slurm": SlurmOptions()}, "Slurm options given"),
+    ({"kind": "local", "workers": 0}, "at least 1"),
+])  # fmt: skip
+def test_bad_combinations(kwargs, message):
+    with pytest.raises(ClusterError, match=message), open_cluster(**kwargs):
+        pass
+
+
+@pytest.mark.slurm
+def test_solve_on_slurm_workers_proves_the_optimum(tmp_path, capsys):
+    """`pbbflow solve --cluster slurm`: explorer tasks on SLURMCluster workers prove ta011's optimum."""
+    import json
+
+    from pbbflow.cli.main import main
+
+    reason = slurm_idle()
+    if reason:
+        pytest.skip(reason)
+    code = main(["solve", "ta011", "--run", str(tmp_path / "run.zarr"), "--cluster", "slurm", "--jobs", "2",
+                 "--cores", "1", "--memory", "1GB", "--walltime", "00:10:00", "--log-directory", str(tmp_path),
+                 "--json", "--quiet"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    result = json.loads(out)
+    assert result["status"] == "optimal" and result["makespan"] == 1582 and result["lower_bound"] == 1582

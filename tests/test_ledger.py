@@ -1,0 +1,96 @@
+"""The coordinator's ledger on its own: intersection, hand-outs, splitting, termination, worker loss."""
+
+from pbbflow.search.factoradic import factorial
+from pbbflow.search.intervals import WorkUnit
+from pbbflow.workflow.ledger import CONTINUE, REPLACE, STOP, WAIT, Ledger
+
+N = 6
+TOTAL = int(factorial(N))  # 720
+
+
+def unit(*intervals):
+    return WorkUnit(N, intervals)
+
+
+def test_first_checkpoints_share_the_initial_pieces():
+    ledger = Ledger(WorkUnit.full(N), ub=100, pieces=3)
+    works = [ledger.checkpoint(f"e{i}", "w", WorkUnit.empty(N)) for i in range(3)]
+    assert all(r.action == REPLACE for r in works)
+    parts = [r.work for r in works]
+    assert parts[0].union(parts[1]).union(parts[2]) == WorkUnit.full(N)
+    assert parts[0].intersect(parts[1]).is_empty() and parts[1].intersect(parts[2]).is_empty()
+    assert ledger.remaining() == WorkUnit.full(N)
+
+
+def test_report_is_intersected_with_the_coordinators_copy():
+    ledger = Ledger(unit((0, 100)), ub=100)
+    assert ledger.checkpoint("e", "w", WorkUnit.empty(N)).work == unit((0, 100))
+    # progress inside the copy: continue
+    assert ledger.checkpoint("e", "w", unit((40, 100)), nodes=7).action == CONTINUE
+    # intervals it never had are ignored: the reply says what to explore instead
+    reply = ledger.checkpoint("e", "w", unit((50, 100), (200, 300)))
+    assert reply.action == REPLACE and reply.work == unit((50, 100))
+    assert ledger.nodes == 7
+
+
+def test_a_waiting_explorer_gets_half_of_a_busy_one_at_its_next_checkpoint():
+    ledger = Ledger(unit((0, 400)), ub=100)
+    ledger.checkpoint("busy", "w1", WorkUnit.empty(N))
+    assert ledger.checkpoint("idle", "w2", WorkUnit.empty(N)).action == WAIT
+    reply = ledger.checkpoint("busy", "w1", unit((100, 400)))
+    assert reply.action == REPLACE and reply.work == unit((100, 250)) and reply.hurry is False
+    stolen = ledger.checkpoint("idle", "w2", WorkUnit.empty(N))
+    assert stolen.action == REPLACE and stolen.work == unit((250, 400))
+    assert ledger.remaining() == unit((100, 400))  # nothing lost, nothing twice
+
+
+def test_busy_explorer_is_hurried_while_waiters_outnumber_the_pool():
+    ledger = Ledger(unit((0, 400)), ub=100)
+    ledger.checkpoint("busy", "w1", WorkUnit.empty(N))
+    ledger.checkpoint("idle1", "w2", WorkUnit.empty(N))
+    ledger.checkpoint("idle2", "w3", WorkUnit.empty(N))
+    reply = ledger.checkpoint("busy", "w1", unit((0, 400)))  # one half for one waiter; one still waits
+    assert reply.action == REPLACE and reply.hurry is True
+    ledger.checkpoint("idle1", "w2", WorkUnit.empty(N))
+    reply = ledger.checkpoint("busy", "w1", unit((0, 200)))  # serves idle2: nobody left waiting
+    assert reply.hurry is False
+    assert ledger.checkpoint("idle2", "w3", WorkUnit.empty(N)).action == REPLACE
+
+
+def test_termination_when_everything_is_explored():
+    ledger = Ledger(unit((0, 10)), ub=100)
+    ledger.checkpoint("a", "w", WorkUnit.empty(N))
+    assert ledger.checkpoint("b", "w", WorkUnit.empty(N)).action == WAIT
+    assert not ledger.finished
+    assert ledger.checkpoint("a", "w", WorkUnit.empty(N), nodes=3, leaves=1).action == STOP
+    assert ledger.finished and ledger.checkpoint("b", "w", WorkUnit.empty(N)).action == STOP
+    assert (ledger.nodes, ledger.leaves) == (3, 1)
+
+
+def test_worker_loss_returns_its_last_checkpoint_to_the_pool():
+    ledger = Ledger(WorkUnit.full(N), ub=100, pieces=2)
+    ledger.checkpoint("a", "w1", WorkUnit.empty(N))
+    ledger.checkpoint("b", "w2", WorkUnit.empty(N))
+    ledger.checkpoint("a", "w1", unit((100, 360)))  # a explored [0, 100)
+    ledger.remove_worker("w1")
+    assert ledger.remaining() == unit((100, TOTAL))
+    # the re-run of a's task starts empty and gets a's work back
+    assert ledger.checkpoint("a", "w3", WorkUnit.empty(N)).work == unit((100, 360))
+    # a late report from the lost task's old incarnation cannot resurrect anything else
+    assert ledger.remaining() == unit((100, TOTAL))
+
+
+def test_incumbent_only_improves():
+    ledger = Ledger(WorkUnit.full(N), ub=100)
+    ledger.improve(90, (0, 1, 2, 3, 4, 5))
+    ledger.improve(95, (5, 4, 3, 2, 1, 0))
+    assert ledger.ub == 90 and ledger.permutation == (0, 1, 2, 3, 4, 5)
+    assert ledger.checkpoint("e", "w", WorkUnit.empty(N)).ub == 90
+
+
+def test_stop_keeps_every_copy():
+    ledger = Ledger(WorkUnit.full(N), ub=100, pieces=2)
+    ledger.checkpoint("a", "w", WorkUnit.empty(N))
+    ledger.stop()
+    assert ledger.checkpoint("a", "w", unit((50, 360))).action == STOP
+    assert ledger.remaining() == unit((50, TOTAL))

@@ -1,0 +1,264 @@
+"""The Zarr run store: exact round trips, versioning, refusal of damaged stores, crash safety."""
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+import zarr
+from pbbflow import WorkUnit
+from pbbflow.search.factoradic import factorial
+from pbbflow.storage.runstore import SERIES_COLUMNS, Checkpoint, RunStore, RunStoreError
+
+N = 50
+P = np.arange(N * 5, dtype=np.int32).reshape(N, 5) % 97 + 1
+
+
+def expected(seq: int, n: int = N) -> dict:
+    """Commit arguments as a deterministic function of ``seq`` (shared with the writer subprocess)."""
+    rng = random.Random(seq)
+    total = int(factorial(n))
+    cuts = sorted({rng.randrange(1, total) for _ in range(2 * (seq % 40))})
+    ivs = list(zip(cuts[::2], cuts[1::2]))
+    if seq % 3 == 0:
+        ivs.append((total - rng.randrange(1, 10**6), total))  # an interval ending at n!
+    length = seq % 17
+    return {
+        "remaining": WorkUnit(n, ivs),
+        "incumbent": None if seq % 4 == 0 else 1000 + seq,
+        "permutation": None if seq % 4 == 0 else tuple(rng.sample(range(n), n)),
+        "nodes": 2**70 + seq, "leaves": seq * 7, "elapsed_s": seq / 3,
+        "series": {"t": np.arange(length) / 7, "nodes": np.arange(length) * 2**40,
+                   "leaves": np.arange(length), "remaining_fraction": np.linspace(1, 0, length),
+                   "incumbent": np.full(length, -1), "active_explorers": np.arange(length) % 5},
+        "result": {"status": "optimal", "makespan": 1000 + seq} if seq % 5 == 0 else None}
+
+
+def assert_matches(cp: Checkpoint, want: dict) -> None:
+    assert cp.remaining == want["remaining"]
+    assert cp.incumbent == want["incumbent"]
+    assert cp.permutation == want["permutation"]
+    assert (cp.nodes, cp.leaves, cp.elapsed_s, cp.result) == (
+        want["nodes"], want["leaves"], want["elapsed_s"], want["result"])
+    assert list(cp.series) == list(want["series"])
+    for name, col in want["series"].items():
+        assert cp.series[name].dtype == (np.float64 if col.dtype.kind == "f" else np.int64)
+        np.testing.assert_array_equal(cp.series[name], col)
+
+
+def make_store(path, **kw) -> RunStore:
+    return RunStore.create(path, instance_name="toy50", p=P, options={"bound": "lb1", "workers": 2}, **kw)
+
+
+def current_dir(path) -> str:
+    return os.path.join(path, zarr.open_group(path, mode="r").attrs["current"])
+
+
+def test_round_trip_exact(tmp_path):
+    path = tmp_path / "run.zarr"
+    store = make_store(path)
+    total = factorial(N)
+    want = expected(1)
+    want["remaining"] = WorkUnit(N, [(0, 1), (10**40, 10**40 + 3), (total // 3, total // 2), (total - 5, total)])
+    assert store.commit(**want) == 1
+    opened = RunStore.open(path)
+    assert (opened.instance_name, opened.n, opened.options) == ("toy50", N, {"bound": "lb1", "workers": 2})
+    assert opened.p.dtype == np.int32 and not opened.p.flags.writeable
+    np.testing.assert_array_equal(opened.p, P)
+    cp = opened.latest()
+    assert cp.seq == 1 and len(cp.remaining) == 4 and cp.remaining.intervals[-1][1] == total
+    assert_matches(cp, want)
+    assert set(cp.series) == set(SERIES_COLUMNS)
+
+
+def test_none_incumbent_empty_remaining_and_result(tmp_path):
+    store = make_store(tmp_path / "run.zarr")
+    want = expected(20)  # seq % 4 == 0: no incumbent, no permutation
+    want.update(remaining=WorkUnit.empty(N), result={"status": "optimal", "makespan": None, "proof": True})
+    store.commit(**want)
+    cp = RunStore.open(store.path).latest()
+    assert cp.incumbent is None and cp.permutation is None and cp.remaining.is_empty()
+    assert_matches(cp, want)
+
+
+def test_versions_seq_and_garbage_collection(tmp_path):
+    store = make_store(tmp_path / "run.zarr")
+    leftover = store.path / "checkpoints" / "zarr.json.0123abcd.partial"  # as a killed write leaves it
+    leftover.write_text("{")
+    seqs = [store.commit(**expected(seq)) for seq in range(1, 6)]
+    assert not leftover.exists()
+    assert seqs == [1, 2, 3, 4, 5]
+    assert sorted(os.listdir(store.path / "checkpoints")) == ["00000004", "00000005", "zarr.json"]
+    assert_matches(store.latest(), expected(5))
+    root = zarr.open_group(store.path, mode="r")
+    assert (root.attrs["current"], root.attrs["current_seq"]) == ("checkpoints/00000005", 5)
+
+
+def test_plain_zarr_reads_the_store(tmp_path):
+    store = make_store(tmp_path / "run.zarr")
+    want = expected(3)
+    store.commit(**want)
+    root = zarr.open_group(store.path, mode="r")
+    version = root[root.attrs["current"]]
+    starts = version["starts"][...]
+    assert starts.dtype == np.int16 and starts.shape == (len(want["remaining"]), N)
+    np.testing.assert_array_equal(starts, want["remaining"].to_digit_arrays()[0])
+    assert version.attrs["nodes"] == str(2**70 + 3) and version.attrs["complete"] is True
+    np.testing.assert_array_equal(root["instance/p"][...], P)
+
+
+def test_create_refuses_existing_path_unless_overwrite(tmp_path):
+    path = tmp_path / "run.zarr"
+    make_store(path).commit(**expected(1))
+    with pytest.raises(RunStoreError, match="--overwrite"):
+        make_store(path)
+    store = make_store(path, overwrite=True)
+    with pytest.raises(RunStoreError, match="no committed checkpoint"):
+        store.latest()
+    assert store.commit(**expected(1)) == 1
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "keep.txt").write_text("mine")
+    with pytest.raises(RunStoreError, match="not a pbbflow run store"):
+        make_store(other, overwrite=True)
+    assert (other / "keep.txt").read_text() == "mine"
+
+
+def test_open_missing_foreign_or_newer_format(tmp_path):
+    with pytest.raises(RunStoreError, match="does not exist"):
+        RunStore.open(tmp_path / "nope.zarr")
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(RunStoreError, match="not a pbbflow run store"):
+        RunStore.open(tmp_path / "plain")
+    zarr.open_group(tmp_path / "other.zarr", mode="w", attributes={"something": 1})
+    with pytest.raises(RunStoreError, match="not a pbbflow run store"):
+        RunStore.open(tmp_path / "other.zarr")
+    path = tmp_path / "run.zarr"
+    make_store(path)
+    zarr.open_group(path, mode="r+").attrs["pbbflow"] = {"format": 2, "kind": "pfsp-run"}
+    with pytest.raises(RunStoreError, match="unsupported run store format 2"):
+        RunStore.open(path)
+
+
+def test_tampered_chunk_fails_checksum(tmp_path):
+    store = make_store(tmp_path / "run.zarr")
+    store.commit(**expected(1))
+    store.commit(**expected(2))
+    root = zarr.open_group(store.path, mode="r+")
+    starts = root[root.attrs["current"]]["starts"]
+    starts[0, 5] = (int(starts[0, 5]) + 1) % (N - 5)
+    with pytest.raises(RunStoreError, match="checksum") as err:
+        RunStore.open(store.path).latest()
+    assert str(store.path) in str(err.value) and "00000002" in str(err.value)
+
+
+def test_tampered_attribute_fails_checksum(tmp_path):
+    store = make_store(tmp_path / "run.zarr")
+    store.commit(**expected(1))
+    root = zarr.open_group(store.path, mode="r+")
+    root[root.attrs["current"]].attrs["nodes"] = "1"
+    with pytest.raises(RunStoreError, match="checksum"):
+        store.latest()
+
+
+@pytest.mark.parametrize("victim", ["starts", "series/t", "zarr.json"])
+def test_truncated_version_is_reported(tmp_path, victim):
+    store = make_store(tmp_path / "run.zarr")
+    store.commit(**expected(1))
+    store.commit(**expected(2))
+    target = os.path.join(current_dir(store.path), victim)
+    shutil.rmtree(target) if os.path.isdir(target) else os.remove(target)
+    with pytest.raises(RunStoreError, match="checkpoints/00000002"):
+        RunStore.open(store.path).latest()
+
+
+def test_missing_instance_is_reported(tmp_path):
+    store = make_store(tmp_path / "run.zarr")
+    shutil.rmtree(store.path / "instance" / "p")
+    with pytest.raises(RunStoreError, match="damaged run store"):
+        RunStore.open(store.path)
+
+
+def test_commit_rejects_bad_arguments(tmp_path):
+    store = make_store(tmp_path / "run.zarr")
+    want = expected(1)
+    with pytest.raises(ValueError, match="WorkUnit over n=50"):
+        store.commit(**{**want, "remaining": WorkUnit.full(10)})
+    with pytest.raises(ValueError, match="differ in length"):
+        store.commit(**{**want, "series": {"t": np.zeros(3), "nodes": np.zeros(2, np.int64)}})
+    with pytest.raises(ValueError, match="no '/'"):
+        store.commit(**{**want, "series": {"a/b": np.zeros(3)}})
+    with pytest.raises(TypeError, match="plain finite JSON"):
+        store.commit(**{**want, "result": {"makespan": np.int64(3)}})
+    with pytest.raises(RunStoreError, match="no committed checkpoint"):
+        store.latest()
+
+
+WRITER = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[2])
+    from test_runstore import expected
+    from pbbflow.storage.runstore import RunStore, RunStoreError
+    store = RunStore.open(sys.argv[1])
+    try:
+        seq = store.latest().seq
+    except RunStoreError:
+        seq = 0
+    while True:
+        seq += 1
+        assert store.commit(**expected(seq)) == seq
+        print(seq, flush=True)
+""")
+
+
+def test_sigkill_during_commits_leaves_a_consistent_store(tmp_path):
+    path = tmp_path / "run.zarr"
+    make_store(path)
+    rng = random.Random(12345)
+    kills, last_seq, interrupted = 20, 0, 0
+    started = time.monotonic()
+    for _ in range(kills):
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path), os.path.dirname(__file__)],
+                                  stdout=subprocess.PIPE, text=True)
+        assert writer.stdout.readline().strip(), "writer did not commit"
+        time.sleep(rng.uniform(0, 0.25))
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+        writer.stdout.close()
+        cp = RunStore.open(path).latest()
+        assert cp.seq > last_seq
+        assert_matches(cp, expected(cp.seq))
+        versions = [v for v in os.listdir(path / "checkpoints") if v.isdigit()]
+        assert f"{cp.seq:08d}" in versions and len(versions) <= 3
+        interrupted += len(versions) == 3 or any(path.rglob("*.partial"))
+        last_seq = cp.seq
+    elapsed = time.monotonic() - started
+    print(f"{kills} SIGKILLs, {last_seq} commits, {interrupted} kills left a half-written or half-deleted "
+          f"version, all consistent, {elapsed:.1f} s")
+    assert interrupted > 0, "no kill landed inside a commit"
+
+
+def test_reader_during_writer_sees_only_verified_versions(tmp_path):
+    path = tmp_path / "run.zarr"
+    make_store(path)
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path), os.path.dirname(__file__)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        writer.stdout.readline()
+        store, seen = RunStore.open(path), set()
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            cp = store.latest()
+            assert_matches(cp, expected(cp.seq))
+            seen.add(cp.seq)
+    finally:
+        writer.kill()
+        writer.wait()
+        writer.stdout.close()
+    assert len(seen) > 5

@@ -1,0 +1,126 @@
+"""The Dask workflow end to end: coordinator plugin, explorer tasks, checkpoints, resume, faults."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from distributed import Client, LocalCluster
+
+from pbbflow.flowshop.taillard import taillard_instance
+from pbbflow.search.explorer import explore
+from pbbflow.search.intervals import WorkUnit
+from pbbflow.storage.runstore import RunStore
+from pbbflow.workflow.run import create_run, drive
+
+TA011_NODES = explore(taillard_instance(11).p, WorkUnit.full(20), 1582).nodes  # fixed tree, one process
+TA017_NODES = 38_400_745  # ta017's fixed tree (UB 1484) in one process: benchmarks/cpu_explorer.py
+
+
+def cluster(workers, processes=False):
+    """Workers in this process (in-memory transport) unless ``processes`` (TCP on 127.0.0.1)."""
+    network = {"host": "127.0.0.1"} if processes else {}
+    return LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes, dashboard_address=None,
+                        **network)  # fmt: skip
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_fixed_tree_node_count_is_the_single_process_count(tmp_path, workers):
+    with cluster(workers) as c, Client(c) as client:
+        store = create_run(tmp_path / "run.zarr", taillard_instance(11), ub=1582, bound="lb1", branch="minmin")
+        result = drive(store, client, checkpoint_every=0.5)
+    assert result["status"] == "bound_proved" and result["lower_bound"] == 1582
+    assert result["nodes"] == TA011_NODES
+    assert result["remaining_fraction"] == 0.0
+
+
+def test_two_runs_side_by_side_on_one_cluster(tmp_path):
+    results = {}
+    with cluster(2) as c, Client(c) as client:
+        def run(number):
+            store = create_run(tmp_path / f"ta{number}.zarr", taillard_instance(number), ub=None, bound="lb1",
+                               branch="minmin")  # fmt: skip
+            results[number] = drive(store, client, checkpoint_every=1)
+
+        threads = [threading.Thread(target=run, args=(k,)) for k in (1, 12)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert results[1]["status"] == "optimal" and results[1]["makespan"] == 1278
+    assert results[12]["status"] == "optimal" and results[12]["makespan"] == 1659
+
+
+def test_limit_then_resume_explores_every_position_once(tmp_path):
+    path = tmp_path / "run.zarr"
+    with cluster(2) as c, Client(c) as client:
+        store = create_run(path, taillard_instance(17), ub=1484, bound="lb1", branch="minmin")
+        first = drive(store, client, node_limit=2_000_000, checkpoint_every=0.2, budget_s=0.2)
+        assert first["status"] == "limit" and 0 < first["remaining_fraction"] < 1
+        assert first["nodes"] < TA017_NODES
+    with cluster(3) as c, Client(c) as client:  # another cluster shape
+        final = drive(RunStore.open(path), client, checkpoint_every=0.5)
+    assert final["status"] == "bound_proved" and final["nodes"] == TA017_NODES
+    series = RunStore.open(path).latest().series
+    assert len(series["t"]) >= 1 and series["remaining_fraction"][-1] == 0.0
+
+
+def test_stop_event_writes_a_resumable_checkpoint(tmp_path):
+    path = tmp_path / "run.zarr"
+    stop = threading.Event()
+    with cluster(2) as c, Client(c) as client:
+        store = create_run(path, taillard_instance(17), ub=1484, bound="lb1", branch="minmin")
+        threading.Timer(1.0, stop.set).start()
+        result = drive(store, client, stop=stop, checkpoint_every=60)
+    assert result["status"] == "limit"
+    cp = RunStore.open(path).latest()
+    assert cp.nodes == result["nodes"] > 0 and cp.remaining.fraction_of_space() == result["remaining_fraction"]
+
+
+def test_improvements_found_by_explorers_reach_the_result(tmp_path):
+    with cluster(2) as c, Client(c) as client:
+        store = create_run(tmp_path / "run.zarr", taillard_instance(5), ub=None, bound="lb1", branch="minmin")
+        result = drive(store, client)
+    assert result["status"] == "optimal" and result["makespan"] == 1235 and result["leaves"] > 0
+
+
+def test_killing_a_worker_loses_no_interval(tmp_path):
+    """SIGKILL one worker process mid-run: its work returns to the pool, the proof completes."""
+    with cluster(2, processes=True) as c, Client(c) as client:
+        store = create_run(tmp_path / "run.zarr", taillard_instance(17), ub=1484, bound="lb1", branch="minmin")
+        victim = next(iter(client.run(os.getpid).values()))
+        threading.Timer(3.0, os.kill, args=(victim, signal.SIGKILL)).start()
+        result = drive(store, client, checkpoint_every=1)
+    assert result["status"] == "bound_proved" and result["remaining_fraction"] == 0.0
+    assert result["nodes"] >= TA017_NODES  # the lost worker's last seconds are explored again
+
+
+def test_killing_the_solve_process_then_resume(tmp_path):
+    """SIGKILL `pbbflow solve` mid-run: `pbbflow resume` finishes the proof from the last checkpoint."""
+    path = tmp_path / "run.zarr"
+    command = [sys.executable, "-m", "pbbflow.cli.main"]
+    solve = subprocess.Popen(command + ["solve", "ta017", "--ub", "1484", "--run", str(path), "--checkpoint-every",
+                                        "1", "--quiet", "--workers", "2", "--threads", "1"], cwd=tmp_path,
+                             start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # wait until a checkpoint with progress is committed
+        try:
+            if RunStore.open(path).latest().nodes > 0:
+                break
+        except Exception:
+            pass
+        time.sleep(0.2)
+    os.killpg(solve.pid, signal.SIGKILL)  # the solve process and its local workers
+    solve.wait()
+    before = RunStore.open(path).latest()
+    assert 0 < before.remaining.fraction_of_space() < 1
+    resume = subprocess.run(command + ["resume", str(path), "--json", "--quiet"], capture_output=True, text=True,
+                            cwd=tmp_path, timeout=300)  # fmt: skip
+    assert resume.returncode == 0, resume.stderr
+    result = json.loads(resume.stdout)
+    assert result["status"] == "bound_proved" and result["lower_bound"] == 1484
+    assert result["nodes"] >= TA017_NODES and result["remaining_fraction"] == 0.0

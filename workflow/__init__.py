@@ -1,0 +1,1 @@
+"""Dask side of pbbflow: clusters, the coordinator scheduler plugin, explorer tasks, solve/resume."""

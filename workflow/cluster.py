@@ -1,0 +1,250 @@
+"""Cluster factory: a Dask ``Client`` on a local cluster, an existing scheduler or Slurm jobs.
+
+Nothing here knows about flow shops; every solver family gets its workers through
+:func:`open_cluster`.  All schedulers bind to loopback unless told otherwise, so tests and
+laptops never expose a port.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dask.config
+from dask.utils import parse_bytes
+from distributed import Client, LocalCluster
+
+KINDS = ("local", "address", "slurm")
+LOOPBACK = "127.0.0.1"
+logger = logging.getLogger(__name__)
+
+
+class ClusterError(RuntimeError):
+    """A cluster cannot be opened as asked (one line, meant for the user)."""
+
+
+@dataclass
+class SlurmOptions:
+    """What one Slurm job of Dask workers asks for, and how many jobs to run.
+
+    ``gpus_per_job > 0`` makes GPU jobs: ``--gres=gpu:N`` and one ``dask_cuda`` worker per
+    GPU, each with one thread, the resource ``GPU=1`` and an equal share of ``memory``.
+    ``interface`` (e.g. ``"ib0"``) is for real multi-node clusters; without it (and without a
+    ``jobqueue.slurm`` interface/host in the Dask config) the scheduler listens on 127.0.0.1,
+    which only workers on the same host can reach.  With ``tls`` the workers' temporary
+    certificates go (mode 0600, deleted at close) to ``log_directory``, else the current
+    directory: either must be on a filesystem the compute nodes share.
+    """
+
+    partition: str | None = None
+    account: str | None = None
+    jobs: int = 1
+    cores: int = 1
+    memory: str = "4GB"
+    walltime: str = "01:00:00"
+    gpus_per_job: int = 0
+    extra_directives: list[str] = field(default_factory=list)
+    prologue: list[str] = field(default_factory=list)
+    log_directory: str | os.PathLike[str] | None = None
+    python: str = sys.executable
+    tls: bool = False
+    interface: str | None = None
+    start_timeout: float = 600.0
+
+
+def gpu_count() -> int:
+    """GPUs this process may use: NVML's device count capped by ``CUDA_VISIBLE_DEVICES``; 0 on any failure."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            count = pynvml.nvmlDeviceGetCount()
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 (no driver, no library, no permission: all mean no GPU)
+        return 0
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        ids = [d.strip() for d in visible.split(",")]
+        usable = 0
+        for d in ids:  # CUDA ignores every id from the first invalid one on
+            if not d or d.startswith("-"):
+                break
+            usable += 1
+        count = min(count, usable)
+    return count
+
+
+def usable_cores() -> int:
+    """CPU cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _slurm_cluster(slurm: SlurmOptions, dashboard_address: str):
+    """A ``SLURMCluster`` for ``slurm`` (starts its scheduler, submits no job)."""
+    from dask_jobqueue import SLURMCluster
+    from distributed.security import Security
+
+    if slurm.jobs < 1 or slurm.cores < 1 or slurm.gpus_per_job < 0:
+        raise ClusterError("Slurm options need jobs >= 1, cores >= 1 and gpus_per_job >= 0")
+    try:
+        memory = parse_bytes(slurm.memory)
+    except ValueError:
+        raise ClusterError(f"invalid Slurm memory {slurm.memory!r} (examples: 4GB, 500MB)") from None
+    directives = list(slurm.extra_directives)
+    worker_args: list[str] = []
+    worker_command = "distributed.cli.dask_worker"
+    if slurm.gpus_per_job:
+        directives.insert(0, f"--gres=gpu:{slurm.gpus_per_job}")
+        worker_command = "dask_cuda.cli"
+        # jobqueue passes --nthreads/--memory-limit for the whole job; dask-cuda applies them per GPU
+        # worker, and click keeps the last value, so override them here.
+        worker_args += ["--resources", "GPU=1", "--nthreads", "1",
+                        "--memory-limit", str(memory // slurm.gpus_per_job)]
+    interface = slurm.interface or dask.config.get("jobqueue.slurm.interface", None)
+    scheduler_options = dict(dask.config.get("jobqueue.slurm.scheduler-options", None) or {})
+    scheduler_options["dashboard_address"] = dashboard_address
+    if interface is None and "interface" not in scheduler_options:
+        scheduler_options.setdefault("host", LOOPBACK)
+    if scheduler_options.get("host") == LOOPBACK:
+        worker_args += ["--host", LOOPBACK]  # TLS workers would otherwise listen on an external address
+    log_directory = None
+    if slurm.log_directory is not None:  # jobqueue creates it too, but only after writing TLS files
+        log_directory = str(Path(slurm.log_directory))
+        os.makedirs(log_directory, exist_ok=True)
+    shared = dask.config.get("jobqueue.slurm.shared-temp-directory", None) or log_directory or os.getcwd()
+    return SLURMCluster(
+        queue=slurm.partition,
+        account=slurm.account,
+        cores=slurm.cores,
+        memory=slurm.memory,
+        processes=1,
+        walltime=slurm.walltime,
+        job_extra_directives=directives,
+        job_script_prologue=list(slurm.prologue),
+        log_directory=log_directory,
+        shared_temp_directory=shared,
+        python=slurm.python,
+        interface=interface,
+        security=Security.temporary() if slurm.tls else None,
+        scheduler_options=scheduler_options,
+        worker_command=worker_command,
+        worker_extra_args=worker_args,
+    )
+
+
+def slurm_job_script(slurm: SlurmOptions) -> str:
+    """The batch script one Slurm job would run; submits nothing (the scheduler it names is closed again)."""
+    cluster = _slurm_cluster(slurm, dashboard_address="127.0.0.1:0")
+    try:
+        return cluster.job_script()
+    finally:
+        cluster.close()
+
+
+def _check_job_script(script: str) -> None:
+    """Raise ClusterError when Slurm would reject ``script`` (``sbatch --test-only`` submits nothing)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".sh") as f:
+        f.write(script)
+        f.flush()
+        try:
+            test = subprocess.run(["sbatch", "--test-only", f.name],
+                                  capture_output=True, text=True, timeout=60, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ClusterError(f"sbatch --test-only failed: {exc}") from None
+    if test.returncode != 0:
+        lines = [line.strip() for line in test.stderr.splitlines() if line.strip()]
+        why = "; ".join(lines) or f"exit {test.returncode}"
+        raise ClusterError(f"Slurm rejects the worker job: {why}")
+
+
+def _close_cluster(cluster) -> None:
+    """Close ``cluster``; a failure is logged, so it cannot hide the error that led here."""
+    try:
+        cluster.close()
+    except Exception:  # e.g. jobqueue asserts on jobs whose submission failed
+        logger.warning("closing the Dask cluster failed", exc_info=True)
+
+
+def dashboard_link(client: Client) -> str | None:
+    """The dashboard URL of ``client``'s scheduler, or None when it has no dashboard."""
+    try:
+        return client.dashboard_link or None
+    except (AttributeError, KeyError):
+        return None
+
+
+def _check(kind: str, workers, threads_per_worker, scheduler, slurm) -> None:
+    """Raise ClusterError for argument combinations that make no sense."""
+    if kind not in KINDS:
+        raise ClusterError(f"unknown cluster kind {kind!r} (choose from {', '.join(KINDS)})")
+    if (kind == "address") != (scheduler is not None):
+        raise ClusterError("a scheduler address goes with kind 'address', and kind 'address' needs one")
+    if kind != "local" and (workers is not None or threads_per_worker is not None):
+        raise ClusterError(f"workers/threads_per_worker apply to a local cluster, not to kind {kind!r}")
+    if kind != "slurm" and slurm is not None:
+        raise ClusterError(f"Slurm options given for kind {kind!r}")
+    if (workers is not None and workers < 1) or (threads_per_worker is not None and threads_per_worker < 1):
+        raise ClusterError("workers and threads_per_worker must be at least 1")
+    if kind == "slurm" and shutil.which("sbatch") is None:
+        raise ClusterError("sbatch not found: is Slurm installed?")
+
+
+@contextlib.contextmanager
+def open_cluster(
+    kind: str = "local",
+    *,
+    workers: int | None = None,
+    threads_per_worker: int | None = None,
+    scheduler: str | None = None,
+    slurm: SlurmOptions | None = None,
+    dashboard_address: str = "127.0.0.1:0",
+) -> Iterator[Client]:
+    """Yield a Client on a cluster of ``kind``; close what was opened here on exit, also on errors.
+
+    - ``"local"``: a LocalCluster of ``workers`` (1) processes with ``threads_per_worker``
+      threads (default: the usable cores shared out between them), all on 127.0.0.1.
+    - ``"address"``: connect to the running scheduler at ``scheduler``; only the client is closed.
+    - ``"slurm"``: submit ``slurm.jobs`` Slurm jobs of workers and wait for the first worker.
+    ``dashboard_address`` is where a scheduler started here serves its dashboard (port 0: any
+    free port; see :func:`dashboard_link`).
+    """
+    _check(kind, workers, threads_per_worker, scheduler, slurm)
+    slurm = slurm or SlurmOptions()
+    with contextlib.ExitStack() as stack:
+        if kind == "address":
+            try:
+                client = Client(scheduler)
+            except (OSError, TimeoutError, ValueError) as exc:
+                raise ClusterError(f"cannot connect to the scheduler at {scheduler}: {exc}") from None
+        else:
+            if kind == "local":
+                n = workers or 1
+                cluster = LocalCluster(host=LOOPBACK, processes=True, n_workers=n,
+                                       threads_per_worker=threads_per_worker or max(1, usable_cores() // n),
+                                       dashboard_address=dashboard_address)
+            else:
+                cluster = _slurm_cluster(slurm, dashboard_address)
+            stack.callback(_close_cluster, cluster)
+            if kind == "slurm":
+                _check_job_script(cluster.job_script())
+            client = Client(cluster)
+        stack.callback(client.close)
+        if kind == "slurm":
+            cluster.scale(jobs=slurm.jobs)
+            try:
+                client.wait_for_workers(1, timeout=slurm.start_timeout)
+            except TimeoutError:
+                logs = f"; job logs in {slurm.log_directory}" if slurm.log_directory else ""
+                raise ClusterError(f"no Slurm worker connected within {slurm.start_timeout:g} s: "
+                                   f"check the jobs with `squeue --me`{logs}") from None
+        yield client

@@ -1,0 +1,89 @@
+"""The coordinator: a Dask scheduler plugin holding one ``Ledger`` per run.
+
+Explorer tasks and the client call its ``pbbflow_*`` handlers through the scheduler
+connection.  Handlers run on the scheduler's event loop: they only touch the in-memory
+ledger (no disk, no blocking).  Big integers travel as bytes (``WorkUnit.to_bytes``), since
+msgpack refuses ints above 64 bits; every message names its run, so runs do not mix.
+"""
+
+from __future__ import annotations
+
+from distributed.diagnostics.plugin import SchedulerPlugin
+
+from ..search.intervals import WorkUnit
+from .ledger import Ledger
+
+PLUGIN_NAME = "pbbflow-coordinator"
+
+
+class Coordinator(SchedulerPlugin):
+    """Registers the ``pbbflow_*`` handlers; keeps the ledgers of the runs on this cluster."""
+
+    name = PLUGIN_NAME
+    idempotent = True  # registering again keeps the running coordinator (and its ledgers)
+
+    def __init__(self) -> None:
+        self.runs: dict[str, Ledger] = {}
+
+    async def start(self, scheduler) -> None:
+        scheduler.handlers.update(
+            {
+                "pbbflow_open": self.open_run,
+                "pbbflow_checkpoint": self.checkpoint,
+                "pbbflow_state": self.state,
+                "pbbflow_stop": self.stop_run,
+                "pbbflow_close": self.close_run,
+            }
+        )
+
+    def remove_worker(self, scheduler, worker: str, **kwargs) -> None:
+        for ledger in self.runs.values():
+            ledger.remove_worker(worker)
+
+    # ------------------------------------------------------------------ handlers
+    def open_run(self, run: str, n: int, work: bytes, ub: int, permutation=None, nodes: int = 0,
+                 leaves: int = 0, pieces: int = 1, min_split: int = 2) -> dict:
+        """Start a run's ledger (refused if the run id is in use)."""
+        if run in self.runs:
+            raise ValueError(f"run {run} is already open on this cluster")
+        self.runs[run] = Ledger(
+            WorkUnit.from_bytes(n, work), ub=ub, permutation=None if permutation is None else tuple(permutation),
+            nodes=nodes, leaves=leaves, pieces=pieces, min_split=min_split,
+        )  # fmt: skip
+        return {"run": run}
+
+    def checkpoint(self, run: str, explorer: str, worker: str, remaining: bytes, nodes: int = 0, leaves: int = 0,
+                   best: int | None = None, permutation=None) -> dict:
+        """An explorer's checkpoint: returns action, work (bytes or None) and the UB to prune with."""
+        ledger = self.runs.get(run)
+        if ledger is None:  # the run was closed (or never opened here): nothing to do
+            return {"action": "stop", "work": None, "ub": 0, "hurry": False}
+        if best is not None:
+            ledger.improve(best, tuple(permutation))
+        reply = ledger.checkpoint(explorer, worker, WorkUnit.from_bytes(ledger.n, remaining), nodes, leaves)
+        work = None if reply.work is None else reply.work.to_bytes()
+        return {"action": reply.action, "work": work, "ub": reply.ub, "hurry": reply.hurry}
+
+    def state(self, run: str, intervals: bool = False) -> dict:
+        """Counters, incumbent and the exact remaining fraction; with ``intervals`` the remainder too."""
+        ledger = self.runs[run]
+        remaining = ledger.remaining()
+        return {
+            "nodes": ledger.nodes,
+            "leaves": ledger.leaves,
+            "ub": ledger.ub,
+            "permutation": ledger.permutation,
+            "remaining_fraction": remaining.fraction_of_space(),
+            "active_explorers": len(ledger.active),
+            "checkpoints": ledger.checkpoints,
+            "finished": ledger.finished,
+            "remaining": remaining.to_bytes() if intervals else None,
+        }
+
+    def stop_run(self, run: str) -> dict:
+        self.runs[run].stop()
+        return {"run": run}
+
+    def close_run(self, run: str) -> dict:
+        self.runs.pop(run, None)
+        return {"run": run}

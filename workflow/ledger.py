@@ -1,0 +1,150 @@
+"""The coordinator's interval ledger: who explores what, the incumbent, the counters.
+
+Pure Python (gmpy2 through ``WorkUnit``), no Dask, so it is tested on its own; the
+scheduler plugin in ``coordinator.py`` wraps one ledger per run.
+
+Protocol (PBB@Cluster section 4, adapted): an explorer checkpoints with the intervals it
+has left and the nodes it decomposed since its previous checkpoint.  The ledger keeps a
+copy of every explorer's work unit; the reported intervals are intersected with that copy
+(a late report from a task whose work was re-assigned after a worker loss counts for
+nothing).  Work is never taken from an explorer between its checkpoints: when others are
+waiting, the right half of a reporting explorer's largest interval moves to the pool, so
+no position is explored twice and node counts stay exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..search.intervals import Interval, WorkUnit
+
+CONTINUE, REPLACE, WAIT, STOP = "continue", "replace", "wait", "stop"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the coordinator tells an explorer after a checkpoint."""
+
+    action: str  # CONTINUE, REPLACE (explore ``work`` instead), WAIT (ask again soon), STOP
+    work: WorkUnit | None
+    ub: int  # prune children with LB >= ub
+    hurry: bool = False  # others wait for work: checkpoint again soon, so that they can get some
+
+
+class Ledger:
+    """The global state of one run."""
+
+    def __init__(
+        self,
+        unassigned: WorkUnit,
+        *,
+        pieces: int = 1,
+        ub: int,
+        permutation: tuple[int, ...] | None = None,
+        nodes: int = 0,
+        leaves: int = 0,
+        min_split: int = 2,
+    ) -> None:
+        self.n = unassigned.n
+        self.pool: list[Interval] = _cut(list(unassigned), pieces)  # unassigned, handed out in order
+        self.active: dict[str, WorkUnit] = {}  # explorer id -> the coordinator's copy
+        self.worker_of: dict[str, str] = {}  # explorer id -> worker address
+        self.waiting: set[str] = set()  # explorers with nothing to do
+        self.ub = ub  # incumbent makespan, or the initial pruning bound
+        self.permutation = permutation  # schedule found below the initial bound, if any
+        self.nodes = nodes
+        self.leaves = leaves
+        self.min_split = max(2, min_split)
+        self.stopping = False
+        self.checkpoints = 0
+
+    # ------------------------------------------------------------------ queries
+    def remaining(self) -> WorkUnit:
+        """Everything not proved explored: the pool plus every explorer's copy."""
+        unit = WorkUnit(self.n, self.pool)
+        for copy in self.active.values():
+            unit = unit.union(copy)
+        return unit
+
+    @property
+    def finished(self) -> bool:
+        return not self.pool and not self.active
+
+    # ------------------------------------------------------------------ updates
+    def improve(self, makespan: int, permutation: tuple[int, ...]) -> None:
+        if makespan < self.ub:
+            self.ub, self.permutation = makespan, tuple(permutation)
+
+    def checkpoint(
+        self,
+        explorer: str,
+        worker: str,
+        remaining: WorkUnit,
+        nodes: int = 0,
+        leaves: int = 0,
+    ) -> Reply:
+        """Record an explorer's progress and decide what it does next."""
+        self.checkpoints += 1
+        self.nodes += nodes
+        self.leaves += leaves
+        self.worker_of[explorer] = worker
+        left = self.active.get(explorer, WorkUnit.empty(self.n)).intersect(remaining)
+        if self.stopping:
+            self._hold(explorer, left)
+            return Reply(STOP, None, self.ub)
+        if left:
+            if self.waiting - {explorer} and not self.pool and left.size >= self.min_split:
+                left, given = left.split_largest()
+                self.pool.extend(given)
+            self._hold(explorer, left)
+            hurry = len(self.waiting - {explorer}) > len(self.pool)  # waiters the pool cannot serve
+            return Reply(CONTINUE if left == remaining else REPLACE, left, self.ub, hurry)
+        self._hold(explorer, left)
+        if self.pool:
+            work = self._take_from_pool()
+            self._hold(explorer, work)
+            return Reply(REPLACE, work, self.ub)
+        if self.finished:
+            return Reply(STOP, None, self.ub)
+        self.waiting.add(explorer)
+        return Reply(WAIT, None, self.ub)
+
+    def remove_worker(self, worker: str) -> None:
+        """A worker is gone: its explorers' work (as of their last checkpoint) returns to the pool."""
+        for explorer in [e for e, w in self.worker_of.items() if w == worker]:
+            self.pool.extend(self.active.pop(explorer, ()))
+            self.waiting.discard(explorer)
+            del self.worker_of[explorer]
+
+    def stop(self) -> None:
+        """Answer STOP to every explorer from now on; their copies stay in the ledger."""
+        self.stopping = True
+
+    # ------------------------------------------------------------------ helpers
+    def _hold(self, explorer: str, unit: WorkUnit) -> None:
+        if unit:
+            self.active[explorer] = unit
+            self.waiting.discard(explorer)
+        else:
+            self.active.pop(explorer, None)
+
+    def _take_from_pool(self) -> WorkUnit:
+        """The pool's first interval; its right half stays in the pool while others wait too."""
+        a, b = self.pool.pop(0)
+        if not self.pool and len(self.waiting) > 1 and b - a >= self.min_split:
+            mid = (a + b) // 2
+            self.pool.append((mid, b))
+            b = mid
+        return WorkUnit(self.n, [(a, b)])
+
+
+def _cut(intervals: list[Interval], pieces: int) -> list[Interval]:
+    """Halve the largest interval until there are ``pieces`` (so every explorer starts at once)."""
+    while 0 < len(intervals) < pieces:
+        largest = max(range(len(intervals)), key=lambda i: intervals[i][1] - intervals[i][0])
+        a, b = intervals[largest]
+        if b - a < 2:
+            break
+        mid = (a + b) // 2
+        intervals[largest : largest + 1] = [(a, mid), (mid, b)]
+    return intervals

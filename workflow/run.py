@@ -1,0 +1,180 @@
+"""Drive a run on a Dask cluster: coordinator, explorer tasks, periodic Zarr checkpoints.
+
+``create_run`` writes a new run store (instance, options, NEH incumbent, the whole space
+as the first checkpoint).  ``drive`` continues the run from its last committed checkpoint
+on whatever cluster the client reaches, until the search ends, a time limit passes or
+``stop`` is set (a signal): the explorers are told to stop, and the last state is written
+as a new checkpoint.  Checkpoints are written by the client process on a background thread,
+never on the scheduler's event loop.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from distributed import Client, wait
+
+from ..flowshop.bounds import lower_bound
+from ..flowshop.evaluation import neh
+from ..flowshop.instance import FlowShop
+from ..search.intervals import WorkUnit
+from ..search.solve import classify
+from ..storage.runstore import RunStore
+from .coordinator import Coordinator
+from .tasks import explorer_task
+
+SERIES = ("t", "nodes", "leaves", "remaining_fraction", "incumbent", "active_explorers")
+POLL_SECONDS = 0.2
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A look at a running search, for progress bars."""
+
+    elapsed_s: float
+    nodes: int
+    nodes_per_s: float
+    incumbent: int | None
+    remaining_fraction: float
+    active_explorers: int
+
+
+def create_run(path, instance: FlowShop, *, ub: int | None, bound: str, branch: str,
+               overwrite: bool = False) -> RunStore:
+    """A new run store whose first checkpoint is the whole space and NEH's schedule."""
+    neh_makespan, neh_permutation = neh(instance.p)
+    search_ub = neh_makespan if ub is None else min(ub, neh_makespan)
+    options = {"bound": bound, "branch": branch, "search_ub": search_ub, "user_ub": ub,
+               "root_lower_bound": lower_bound(instance.p, [], [], bound)}  # fmt: skip
+    store = RunStore.create(path, instance_name=instance.name, p=instance.p, options=options, overwrite=overwrite)
+    store.commit(remaining=WorkUnit.full(instance.n), incumbent=neh_makespan, permutation=neh_permutation.tolist(),
+                 nodes=0, leaves=0, elapsed_s=0.0, series={k: [] for k in SERIES})  # fmt: skip
+    return store
+
+
+def result_of(store: RunStore) -> dict:
+    """The JSON result of the run as of its last checkpoint."""
+    cp = store.latest()
+    options = store.options
+    finished = not cp.remaining
+    status, proved = classify(finished, cp.incumbent, options["search_ub"], options["root_lower_bound"])
+    return {
+        "instance": store.instance_name,
+        "n": store.n,
+        "m": int(store.p.shape[1]),
+        "status": status,
+        "makespan": cp.incumbent,
+        "permutation": None if cp.permutation is None else list(cp.permutation),
+        "lower_bound": proved,
+        "nodes": cp.nodes,
+        "leaves": cp.leaves,
+        "elapsed_s": round(cp.elapsed_s, 6),
+        "remaining_fraction": cp.remaining.fraction_of_space(),
+        "run": str(store.path),
+    }
+
+
+class _Session:
+    """One ``drive`` call: the run id, the explorer futures, the series, the writer thread."""
+
+    def __init__(self, store: RunStore, client: Client, budget_s: float) -> None:
+        self.store, self.client = store, client
+        self.start = store.latest()
+        self.run = uuid.uuid4().hex
+        self.started = time.monotonic()
+        self.series = {k: list(v) for k, v in self.start.series.items()} or {k: [] for k in SERIES}
+        self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pbbflow-checkpoint")
+        self.pending = None
+        options = store.options
+        ub = options["search_ub"] if self.start.incumbent is None else min(options["search_ub"], self.start.incumbent)
+        client.register_plugin(Coordinator())
+        workers = sorted(client.scheduler_info()["workers"])
+        self.call("pbbflow_open", n=store.n, work=self.start.remaining.to_bytes(), ub=ub,
+                  nodes=self.start.nodes, leaves=self.start.leaves, pieces=max(1, len(workers)))  # fmt: skip
+        p = store.p
+        self.futures = [
+            client.submit(explorer_task, self.run, f"{self.run}-{i}", p, options["bound"], options["branch"],
+                          budget_s, key=f"pbbflow-explorer-{self.run}-{i}", workers=[w], allow_other_workers=True,
+                          pure=False)
+            for i, w in enumerate(workers)
+        ]  # fmt: skip
+
+    def call(self, op: str, **kwargs) -> dict:
+        return self.client.sync(getattr(self.client.scheduler, op), run=self.run, **kwargs)
+
+    def elapsed(self) -> float:
+        return self.start.elapsed_s + time.monotonic() - self.started
+
+    def sample(self, state: dict) -> None:
+        row = (self.elapsed(), state["nodes"], state["leaves"], state["remaining_fraction"],
+               state["ub"], state["active_explorers"])  # fmt: skip
+        for key, value in zip(SERIES, row, strict=True):
+            self.series[key].append(value)
+
+    def checkpoint(self, state: dict, *, final: bool = False) -> None:
+        """Write the ledger's state as a new version (waits for the previous write first)."""
+        if self.pending is not None:
+            self.pending.result()
+        remaining = WorkUnit.from_bytes(self.store.n, state["remaining"])
+        incumbent, permutation = self.start.incumbent, self.start.permutation
+        if state["permutation"] is not None:
+            incumbent, permutation = state["ub"], state["permutation"]
+        args = {"remaining": remaining, "incumbent": incumbent, "permutation": permutation, "nodes": state["nodes"],
+                "leaves": state["leaves"], "elapsed_s": self.elapsed(),
+                "series": {k: list(v) for k, v in self.series.items()}}  # fmt: skip
+        self.pending = self.writer.submit(lambda: self.store.commit(**args))
+        if final:
+            self.pending.result()
+            self.writer.shutdown()
+
+
+def drive(store: RunStore, client: Client, *, time_limit: float | None = None, node_limit: int | None = None,
+          checkpoint_every: float = 60.0, budget_s: float = 1.0, stop: threading.Event | None = None,
+          on_progress: Callable[[Progress], None] | None = None) -> dict:
+    """Continue the run in ``store`` until it ends, a limit is reached or ``stop`` is set.
+
+    ``time_limit`` counts this session's seconds; ``node_limit`` the run's total nodes (checked
+    between explorer checkpoints, so it is a soft limit).
+    """
+    if not store.latest().remaining:
+        return result_of(store)
+    session = _Session(store, client, budget_s)
+    stop = stop or threading.Event()
+    last_checkpoint = last_sample = time.monotonic()
+    try:
+        while True:
+            state = session.call("pbbflow_state")
+            now = time.monotonic()
+            if on_progress is not None:
+                rate = (state["nodes"] - session.start.nodes) / max(now - session.started, 1e-9)
+                on_progress(Progress(session.elapsed(), state["nodes"], rate, state["ub"],
+                                     state["remaining_fraction"], state["active_explorers"]))  # fmt: skip
+            if now - last_sample >= 1.0:
+                session.sample(state)
+                last_sample = now
+            out_of_time = time_limit is not None and now - session.started >= time_limit
+            out_of_nodes = node_limit is not None and state["nodes"] >= node_limit
+            if state["finished"] or stop.is_set() or out_of_time or out_of_nodes:
+                break
+            if now - last_checkpoint >= checkpoint_every:
+                session.checkpoint(session.call("pbbflow_state", intervals=True))
+                last_checkpoint = now
+            for future in session.futures:
+                if future.status == "error":
+                    future.result()  # raises the explorer's exception here
+            time.sleep(POLL_SECONDS)
+        session.call("pbbflow_stop")
+        wait(session.futures)
+        for future in session.futures:
+            future.result()
+        state = session.call("pbbflow_state", intervals=True)
+        session.sample(state)
+        session.checkpoint(state, final=True)
+    finally:
+        session.call("pbbflow_close")
+    return result_of(store)
