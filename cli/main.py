@@ -63,9 +63,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                          help="local: a LocalCluster on this machine (default); slurm: dask-jobqueue workers")
     cluster.add_argument("--scheduler", metavar="ADDRESS", help="use the running Dask scheduler at ADDRESS")
     cluster.add_argument("--workers", type=_positive_int, default=None,
-                         help="local worker processes (default: 1, exploring on every core)")
+                         help="local worker processes (default: one per core)")
     cluster.add_argument("--threads", type=_positive_int, default=None,
-                         help="explorer threads per local worker (default: the cores shared out)")
+                         help="explorer threads per local worker (default: the cores shared out, 1 by default)")
     slurm = parser.add_argument_group("slurm (with --cluster slurm)")
     slurm.add_argument("--partition")
     slurm.add_argument("--account")

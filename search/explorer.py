@@ -22,7 +22,7 @@ from .factoradic import digits_to_int, factorial, int_to_digits
 from .intervals import Interval, WorkUnit, split_interval
 from .ivm import BRANCH_NAMES, IVM, IMPROVED, LEAVES, NODES, UB, Problem
 
-CHUNK_SECONDS = 0.002  # target duration of one chunk: bounds steal latency; ~1% overhead measured
+CHUNK_SECONDS = 0.002  # default duration of one chunk: bounds steal latency; ~1% overhead measured
 MIN_STEPS, MAX_STEPS = 64, 1 << 22
 
 
@@ -51,8 +51,9 @@ class ExploreResult:
 class _Explorer:
     """One thread's IVM with its current interval [position, end) and mailbox."""
 
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: Problem, chunk_seconds: float) -> None:
         self.ivm = IVM(problem)
+        self.chunk_seconds = chunk_seconds
         self.n = problem.n
         self.end = mpz(0)
         self.active = False
@@ -69,9 +70,9 @@ class _Explorer:
         self.end = b
 
     def adapt_chunk(self, steps: int, seconds: float) -> None:
-        """Size the next chunk to last about CHUNK_SECONDS at the measured rate."""
+        """Size the next chunk to last about ``chunk_seconds`` at the measured rate."""
         if steps > 0 and seconds > 0:
-            wanted = steps / seconds * CHUNK_SECONDS
+            wanted = steps / seconds * self.chunk_seconds
             self.steps = int(min(MAX_STEPS, max(MIN_STEPS, wanted, self.steps / 2), self.steps * 2))
 
     def position(self) -> mpz:
@@ -87,7 +88,7 @@ class _Explorer:
 class _Exploration:
     """Shared state of one ``explore`` call; all fields are guarded by ``cond``."""
 
-    def __init__(self, problem, work, ub, threads, max_nodes, max_seconds):
+    def __init__(self, problem, work, ub, threads, max_nodes, max_seconds, chunk_seconds):
         self.cond = threading.Condition()
         self.problem = problem
         self.ub = ub
@@ -101,7 +102,7 @@ class _Exploration:
                 break
             left, right = split_interval(a, b)
             self.pool[largest : largest + 1] = [left, right]
-        self.explorers = [_Explorer(problem) for _ in range(threads)]
+        self.explorers = [_Explorer(problem, chunk_seconds) for _ in range(threads)]
         self.max_nodes = max_nodes
         self.deadline = None if max_seconds is None else time.monotonic() + max_seconds
         self.stop = False
@@ -220,12 +221,15 @@ def explore(
     max_seconds: float | None = None,
     on_progress: Callable[[Snapshot], None] | None = None,
     progress_every: float = 1.0,
+    chunk_seconds: float = CHUNK_SECONDS,
 ) -> ExploreResult:
     """Search ``work`` for schedules with makespan < ``ub``; stop when done or at a budget.
 
     Children with LB >= UB are pruned, so with ``ub`` = optimum the explored tree (and the
     node count) is the same for any number of threads.  A KeyboardInterrupt stops the
     threads at their next chunk boundary and returns what is left, like a budget.
+    ``chunk_seconds`` is how long a thread runs between visits to Python (stealing, limits):
+    raise it where other Python threads compete for the GIL (a Dask worker).
     """
     if threads < 1:
         raise ValueError("threads must be >= 1")
@@ -233,7 +237,7 @@ def explore(
     if work.n != problem.n:
         raise ValueError(f"work unit is for n={work.n}, instance has n={problem.n}")
     started = time.monotonic()
-    state = _Exploration(problem, work, ub, threads, max_nodes, max_seconds)
+    state = _Exploration(problem, work, ub, threads, max_nodes, max_seconds, chunk_seconds)
     workers = [threading.Thread(target=state.run, args=(e,), daemon=True) for e in state.explorers]
     for w in workers:
         w.start()

@@ -1,7 +1,14 @@
-"""The coordinator's ledger on its own: intersection, hand-outs, splitting, termination, worker loss."""
+"""The coordinator's ledger on its own (intersection, hand-outs, splitting, termination, worker
+loss), then its scheduler plugin on a gen_cluster."""
+
+import asyncio
+
+import pytest
+from distributed.utils_test import gen_cluster
 
 from pbbflow.search.factoradic import factorial
 from pbbflow.search.intervals import WorkUnit
+from pbbflow.workflow.coordinator import Coordinator
 from pbbflow.workflow.ledger import CONTINUE, REPLACE, STOP, WAIT, Ledger
 
 N = 6
@@ -94,3 +101,42 @@ def test_stop_keeps_every_copy():
     ledger.stop()
     assert ledger.checkpoint("a", "w", unit((50, 360))).action == STOP
     assert ledger.remaining() == unit((50, TOTAL))
+
+
+# ---------------------------------------------------------------------- the plugin on a scheduler
+
+
+@gen_cluster(client=True, nthreads=[("127.0.0.1", 1)] * 2)
+async def test_plugin_handlers_keep_runs_apart_and_requeue_a_lost_worker(c, s, a, b):
+    await c.register_plugin(Coordinator())
+    full = WorkUnit.full(N)
+    s.handlers["pbbflow_open"](run="r1", n=N, work=full.to_bytes(), ub=100, pieces=2)  # plain, synchronous
+    await c.scheduler.pbbflow_open(run="r2", n=N, work=unit((0, 10)).to_bytes(), ub=50)
+    first = await c.scheduler.pbbflow_checkpoint(run="r1", explorer="x", worker=a.address, remaining=b"")
+    second = await c.scheduler.pbbflow_checkpoint(run="r1", explorer="y", worker=b.address, remaining=b"")
+    assert first["action"] == second["action"] == REPLACE
+    other = await c.scheduler.pbbflow_checkpoint(run="r2", explorer="x", worker=a.address, remaining=b"")
+    assert WorkUnit.from_bytes(N, other["work"]) == unit((0, 10)) and other["ub"] == 50  # run r2's own ledger
+    x_work = WorkUnit.from_bytes(N, first["work"])
+    with pytest.raises(ValueError, match="already open"):
+        await c.scheduler.pbbflow_open(run="r1", n=N, work=full.to_bytes(), ub=100)
+    await a.close()  # worker loss: x's copy (r1) and r2's whole unit go back to their pools
+    for _ in range(100):
+        state = await c.scheduler.pbbflow_state(run="r1", intervals=True)
+        if state["active_explorers"] == 1:
+            break
+        await asyncio.sleep(0.05)
+    assert WorkUnit.from_bytes(N, state["remaining"]) == full
+    again = await c.scheduler.pbbflow_checkpoint(run="r1", explorer="x2", worker=b.address, remaining=b"")
+    assert WorkUnit.from_bytes(N, again["work"]) == x_work
+    closed = await c.scheduler.pbbflow_checkpoint(run="gone", explorer="x", worker=b.address, remaining=b"")
+    assert closed["action"] == STOP
+
+
+def test_capacity_takes_several_pool_intervals_and_the_fraction_is_exact():
+    ledger = Ledger(WorkUnit.full(N), ub=100, pieces=4)
+    assert ledger.remaining_fraction() == 1.0
+    work = ledger.checkpoint("e", "w", WorkUnit.empty(N), capacity=3).work
+    assert work.size * 4 == 3 * TOTAL  # three of the four pieces (adjacent, so merged)
+    ledger.checkpoint("e", "w", work.difference(unit((0, 120))))  # explored [0, 120)
+    assert ledger.remaining_fraction() == (TOTAL - 120) / TOTAL

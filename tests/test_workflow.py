@@ -9,6 +9,7 @@ import threading
 import time
 
 import pytest
+import zarr
 from distributed import Client, LocalCluster
 
 from pbbflow.flowshop.taillard import taillard_instance
@@ -36,6 +37,7 @@ def test_fixed_tree_node_count_is_the_single_process_count(tmp_path, workers):
     assert result["status"] == "bound_proved" and result["lower_bound"] == 1582
     assert result["nodes"] == TA011_NODES
     assert result["remaining_fraction"] == 0.0
+    assert RunStore.open(tmp_path / "run.zarr").latest().result == result
 
 
 def test_two_runs_side_by_side_on_one_cluster(tmp_path):
@@ -124,3 +126,28 @@ def test_killing_the_solve_process_then_resume(tmp_path):
     result = json.loads(resume.stdout)
     assert result["status"] == "bound_proved" and result["lower_bound"] == 1484
     assert result["nodes"] >= TA017_NODES and result["remaining_fraction"] == 0.0
+
+
+def test_sigterm_checkpoints_and_exits_3_then_a_tampered_store_is_refused(tmp_path):
+    path = tmp_path / "run.zarr"
+    command = [sys.executable, "-m", "pbbflow.cli.main"]
+    solve = subprocess.Popen(command + ["solve", "ta017", "--ub", "1484", "--run", str(path), "--json", "--quiet"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)  # fmt: skip
+    time.sleep(6)
+    solve.send_signal(signal.SIGTERM)
+    out, err = solve.communicate(timeout=120)
+    assert solve.returncode == 3, (out, err)
+    result = json.loads(out)
+    assert result["status"] == "limit" and 0 < result["remaining_fraction"] < 1
+    assert f"pbbflow resume {path}" in err
+    info = subprocess.run(command + ["info", str(path), "--json"], capture_output=True, text=True, timeout=60)
+    assert info.returncode == 0 and json.loads(info.stdout)["nodes"] == result["nodes"]
+
+
+    root = zarr.open_group(str(path), mode="r+")
+    starts = root[f"{root.attrs['current']}/starts"]
+    starts[0, 0] = (int(starts[0, 0]) + 1) % 20
+    info = subprocess.run(command + ["info", str(path)], capture_output=True, text=True, timeout=60)
+    assert info.returncode == 2 and "checksum" in info.stderr and "Traceback" not in info.stderr
+    resume = subprocess.run(command + ["resume", str(path)], capture_output=True, text=True, timeout=60)
+    assert resume.returncode == 2 and "checksum" in resume.stderr

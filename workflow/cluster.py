@@ -211,8 +211,9 @@ def open_cluster(
 ) -> Iterator[Client]:
     """Yield a Client on a cluster of ``kind``; close what was opened here on exit, also on errors.
 
-    - ``"local"``: a LocalCluster of ``workers`` (1) processes with ``threads_per_worker``
-      threads (default: the usable cores shared out between them), all on 127.0.0.1.
+    - ``"local"``: a LocalCluster on 127.0.0.1 of ``workers`` processes (default: one per core,
+      or the cores divided by ``threads_per_worker``) with ``threads_per_worker`` threads
+      (default: the usable cores shared out between the workers).
     - ``"address"``: connect to the running scheduler at ``scheduler``; only the client is closed.
     - ``"slurm"``: submit ``slurm.jobs`` Slurm jobs of workers and wait for the first worker.
     ``dashboard_address`` is where a scheduler started here serves its dashboard (port 0: any
@@ -228,7 +229,9 @@ def open_cluster(
                 raise ClusterError(f"cannot connect to the scheduler at {scheduler}: {exc}") from None
         else:
             if kind == "local":
-                n = workers or 1
+                # default: one single-threaded worker per core (measured faster than one worker
+                # with a thread per core: benchmarks/workflow_overhead.py)
+                n = workers or max(1, usable_cores() // (threads_per_worker or 1))
                 cluster = LocalCluster(host=LOOPBACK, processes=True, n_workers=n,
                                        threads_per_worker=threads_per_worker or max(1, usable_cores() // n),
                                        dashboard_address=dashboard_address)

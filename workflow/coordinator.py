@@ -53,31 +53,30 @@ class Coordinator(SchedulerPlugin):
         return {"run": run}
 
     def checkpoint(self, run: str, explorer: str, worker: str, remaining: bytes, nodes: int = 0, leaves: int = 0,
-                   best: int | None = None, permutation=None) -> dict:
+                   capacity: int = 1, best: int | None = None, permutation=None) -> dict:
         """An explorer's checkpoint: returns action, work (bytes or None) and the UB to prune with."""
         ledger = self.runs.get(run)
         if ledger is None:  # the run was closed (or never opened here): nothing to do
             return {"action": "stop", "work": None, "ub": 0, "hurry": False}
         if best is not None:
             ledger.improve(best, tuple(permutation))
-        reply = ledger.checkpoint(explorer, worker, WorkUnit.from_bytes(ledger.n, remaining), nodes, leaves)
+        reply = ledger.checkpoint(explorer, worker, WorkUnit.from_bytes(ledger.n, remaining), nodes, leaves, capacity)
         work = None if reply.work is None else reply.work.to_bytes()
         return {"action": reply.action, "work": work, "ub": reply.ub, "hurry": reply.hurry}
 
     def state(self, run: str, intervals: bool = False) -> dict:
         """Counters, incumbent and the exact remaining fraction; with ``intervals`` the remainder too."""
         ledger = self.runs[run]
-        remaining = ledger.remaining()
         return {
             "nodes": ledger.nodes,
             "leaves": ledger.leaves,
             "ub": ledger.ub,
             "permutation": ledger.permutation,
-            "remaining_fraction": remaining.fraction_of_space(),
+            "remaining_fraction": ledger.remaining_fraction(),
             "active_explorers": len(ledger.active),
             "checkpoints": ledger.checkpoints,
             "finished": ledger.finished,
-            "remaining": remaining.to_bytes() if intervals else None,
+            "remaining": ledger.remaining().to_bytes() if intervals else None,
         }
 
     def stop_run(self, run: str) -> dict:

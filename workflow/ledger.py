@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..search.factoradic import factorial
 from ..search.intervals import Interval, WorkUnit
 
 CONTINUE, REPLACE, WAIT, STOP = "continue", "replace", "wait", "stop"
@@ -59,6 +60,11 @@ class Ledger:
         self.checkpoints = 0
 
     # ------------------------------------------------------------------ queries
+    def remaining_fraction(self) -> float:
+        """Share of [0, n!) not proved explored, from sizes only (pool and copies are disjoint)."""
+        size = sum((b - a for a, b in self.pool), 0) + sum((copy.size for copy in self.active.values()), 0)
+        return int(size) / int(factorial(self.n))
+
     def remaining(self) -> WorkUnit:
         """Everything not proved explored: the pool plus every explorer's copy."""
         unit = WorkUnit(self.n, self.pool)
@@ -82,8 +88,12 @@ class Ledger:
         remaining: WorkUnit,
         nodes: int = 0,
         leaves: int = 0,
+        capacity: int = 1,
     ) -> Reply:
-        """Record an explorer's progress and decide what it does next."""
+        """Record an explorer's progress and decide what it does next.
+
+        ``capacity``: how many intervals the explorer can work on at once (its threads or IVMs).
+        """
         self.checkpoints += 1
         self.nodes += nodes
         self.leaves += leaves
@@ -101,7 +111,7 @@ class Ledger:
             return Reply(CONTINUE if left == remaining else REPLACE, left, self.ub, hurry)
         self._hold(explorer, left)
         if self.pool:
-            work = self._take_from_pool()
+            work = self._take_from_pool(capacity, len(self.waiting - {explorer}))
             self._hold(explorer, work)
             return Reply(REPLACE, work, self.ub)
         if self.finished:
@@ -128,14 +138,18 @@ class Ledger:
         else:
             self.active.pop(explorer, None)
 
-    def _take_from_pool(self) -> WorkUnit:
-        """The pool's first interval; its right half stays in the pool while others wait too."""
-        a, b = self.pool.pop(0)
-        if not self.pool and len(self.waiting) > 1 and b - a >= self.min_split:
+    def _take_from_pool(self, capacity: int, others: int) -> WorkUnit:
+        """Up to ``capacity`` intervals from the pool, leaving one for each of the ``others``
+        waiting explorers; a last interval is halved while others wait."""
+        taken = [self.pool.pop(0)]
+        while len(taken) < capacity and len(self.pool) > others:
+            taken.append(self.pool.pop(0))
+        a, b = taken[-1]
+        if not self.pool and others and b - a >= self.min_split:
             mid = (a + b) // 2
             self.pool.append((mid, b))
-            b = mid
-        return WorkUnit(self.n, [(a, b)])
+            taken[-1] = (a, mid)
+        return WorkUnit(self.n, taken)
 
 
 def _cut(intervals: list[Interval], pieces: int) -> list[Interval]:

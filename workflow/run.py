@@ -60,21 +60,24 @@ def create_run(path, instance: FlowShop, *, ub: int | None, bound: str, branch: 
 def result_of(store: RunStore) -> dict:
     """The JSON result of the run as of its last checkpoint."""
     cp = store.latest()
+    return _result(store, cp.remaining, cp.incumbent, cp.permutation, cp.nodes, cp.leaves, cp.elapsed_s)
+
+
+def _result(store: RunStore, remaining: WorkUnit, incumbent, permutation, nodes, leaves, elapsed_s) -> dict:
     options = store.options
-    finished = not cp.remaining
-    status, proved = classify(finished, cp.incumbent, options["search_ub"], options["root_lower_bound"])
+    status, proved = classify(not remaining, incumbent, options["search_ub"], options["root_lower_bound"])
     return {
         "instance": store.instance_name,
         "n": store.n,
         "m": int(store.p.shape[1]),
         "status": status,
-        "makespan": cp.incumbent,
-        "permutation": None if cp.permutation is None else list(cp.permutation),
+        "makespan": incumbent,
+        "permutation": None if permutation is None else [int(j) for j in permutation],
         "lower_bound": proved,
-        "nodes": cp.nodes,
-        "leaves": cp.leaves,
-        "elapsed_s": round(cp.elapsed_s, 6),
-        "remaining_fraction": cp.remaining.fraction_of_space(),
+        "nodes": nodes,
+        "leaves": leaves,
+        "elapsed_s": round(elapsed_s, 6),
+        "remaining_fraction": remaining.fraction_of_space(),
         "run": str(store.path),
     }
 
@@ -127,6 +130,9 @@ class _Session:
         args = {"remaining": remaining, "incumbent": incumbent, "permutation": permutation, "nodes": state["nodes"],
                 "leaves": state["leaves"], "elapsed_s": self.elapsed(),
                 "series": {k: list(v) for k, v in self.series.items()}}  # fmt: skip
+        if final and not remaining:  # the search ended: the result goes into the store too
+            args["result"] = _result(self.store, remaining, incumbent, permutation, state["nodes"], state["leaves"],
+                                     args["elapsed_s"])  # fmt: skip
         self.pending = self.writer.submit(lambda: self.store.commit(**args))
         if final:
             self.pending.result()

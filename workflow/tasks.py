@@ -20,6 +20,7 @@ from .ledger import REPLACE, STOP, WAIT
 
 WAIT_SECONDS = 0.05  # between checkpoints of an explorer that has nothing to do
 HURRY = 0.05  # fraction of the budget to explore before the next checkpoint when others wait
+CHUNK_SECONDS = 0.02  # explorer threads share the GIL with the worker's own threads: visit Python less
 
 
 def explorer_task(run: str, explorer: str, p: np.ndarray, bound: str, branch: str, budget_s: float) -> dict:
@@ -30,7 +31,7 @@ def explorer_task(run: str, explorer: str, p: np.ndarray, bound: str, branch: st
 
     def checkpoint(unit: WorkUnit, **progress) -> dict:
         return sync(worker.loop, worker.scheduler.pbbflow_checkpoint, run=run, explorer=explorer,
-                    worker=worker.address, remaining=unit.to_bytes(), **progress)  # fmt: skip
+                    worker=worker.address, remaining=unit.to_bytes(), capacity=threads, **progress)  # fmt: skip
 
     unit = WorkUnit.empty(n)
     totals = {"nodes": 0, "leaves": 0, "explorations": 0}
@@ -43,7 +44,8 @@ def explorer_task(run: str, explorer: str, p: np.ndarray, bound: str, branch: st
         if reply["action"] == REPLACE:
             unit = WorkUnit.from_bytes(n, reply["work"])
         budget = budget_s * HURRY if reply["hurry"] else budget_s
-        result = explore(p, unit, reply["ub"], bound=bound, branch=branch, threads=threads, max_seconds=budget)
+        result = explore(p, unit, reply["ub"], bound=bound, branch=branch, threads=threads, max_seconds=budget,
+                         chunk_seconds=CHUNK_SECONDS)  # fmt: skip
         unit = result.remaining
         totals["nodes"] += result.nodes
         totals["leaves"] += result.leaves
