@@ -83,6 +83,15 @@ def test_stop_event_writes_a_resumable_checkpoint(tmp_path):
     assert cp.nodes == result["nodes"] > 0 and cp.remaining.fraction_of_space() == result["remaining_fraction"]
 
 
+def test_workers_that_join_during_a_run_get_explorers(tmp_path):
+    with cluster(1) as c, Client(c) as client:
+        store = create_run(tmp_path / "run.zarr", taillard_instance(17), ub=1484, bound="lb1", branch="minmin")
+        threading.Timer(1.0, c.scale, args=(2,)).start()
+        result = drive(store, client, node_limit=15_000_000, checkpoint_every=60)
+    assert result["status"] == "limit"
+    assert max(RunStore.open(tmp_path / "run.zarr").latest().series["active_explorers"]) == 2
+
+
 def test_improvements_found_by_explorers_reach_the_result(tmp_path):
     with cluster(2) as c, Client(c) as client:
         store = create_run(tmp_path / "run.zarr", taillard_instance(5), ub=None, bound="lb1", branch="minmin")

@@ -99,13 +99,21 @@ class _Session:
         workers = sorted(client.scheduler_info()["workers"])
         self.call("pbbflow_open", n=store.n, work=self.start.remaining.to_bytes(), ub=ub,
                   nodes=self.start.nodes, leaves=self.start.leaves, pieces=max(1, len(workers)))  # fmt: skip
-        p = store.p
-        self.futures = [
-            client.submit(explorer_task, self.run, f"{self.run}-{i}", p, options["bound"], options["branch"],
-                          budget_s, key=f"pbbflow-explorer-{self.run}-{i}", workers=[w], allow_other_workers=True,
-                          pure=False)
-            for i, w in enumerate(workers)
-        ]  # fmt: skip
+        self.budget_s = budget_s
+        self.futures = []
+        self.served: set[str] = set()  # workers that were given an explorer task
+        self.add_explorers()
+
+    def add_explorers(self) -> None:
+        """One explorer task for every worker that has none yet (workers may join at any time)."""
+        options = self.store.options
+        for worker in sorted(set(self.client.scheduler_info()["workers"]) - self.served):
+            explorer = f"{self.run}-{len(self.futures)}"
+            self.futures.append(self.client.submit(
+                explorer_task, self.run, explorer, self.store.p, options["bound"], options["branch"], self.budget_s,
+                key=f"pbbflow-explorer-{explorer}", workers=[worker], allow_other_workers=True, pure=False,
+            ))  # fmt: skip
+            self.served.add(worker)
 
     def call(self, op: str, **kwargs) -> dict:
         return self.client.sync(getattr(self.client.scheduler, op), run=self.run, **kwargs)
@@ -173,6 +181,7 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
             for future in session.futures:
                 if future.status == "error":
                     future.result()  # raises the explorer's exception here
+            session.add_explorers()
             time.sleep(POLL_SECONDS)
         session.call("pbbflow_stop")
         wait(session.futures)
