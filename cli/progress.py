@@ -18,7 +18,7 @@ def _clock(seconds: float) -> str:
 
 
 class ProgressBar:
-    """Draws the explored share of [0, n!) (exact, from the ledger), rate, incumbent, elapsed."""
+    """Draws the share of [0, n!) left (exact, from the ledger), rate, the pruning UB, elapsed."""
 
     def __init__(self, stream: TextIO = sys.stderr, dashboard: str | None = None, every: float = 0.5) -> None:
         self.stream, self.dashboard, self.every = stream, dashboard, every
@@ -33,7 +33,7 @@ class ProgressBar:
         done = 1.0 - progress.remaining_fraction
         filled = min(WIDTH, int(done * WIDTH))
         line = (f"\r[{'#' * filled}{'.' * (WIDTH - filled)}] {progress.remaining_fraction:8.4%} left  "
-                f"{progress.nodes_per_s / 1e6:6.2f} M nodes/s  incumbent {progress.incumbent}  "
+                f"{progress.nodes_per_s / 1e6:6.2f} M nodes/s  UB {progress.incumbent}  "
                 f"{_clock(progress.elapsed_s)}  {progress.active_explorers} explorers")  # fmt: skip
         if self.dashboard:
             line += f"  {self.dashboard}"
