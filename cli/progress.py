@@ -33,7 +33,7 @@ class ProgressBar:
         done = 1.0 - progress.remaining_fraction
         filled = min(WIDTH, int(done * WIDTH))
         line = (f"\r[{'#' * filled}{'.' * (WIDTH - filled)}] {progress.remaining_fraction:8.4%} left  "
-                f"{progress.nodes_per_s / 1e6:6.2f} M nodes/s  UB {progress.incumbent}  "
+                f"{progress.nodes_per_s / 1e6:6.2f} M nodes/s  UB {progress.ub}  "
                 f"{_clock(progress.elapsed_s)}  {progress.active_explorers} explorers")  # fmt: skip
         if self.dashboard:
             line += f"  {self.dashboard}"

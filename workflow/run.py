@@ -39,7 +39,7 @@ class Progress:
     elapsed_s: float
     nodes: int
     nodes_per_s: float
-    incumbent: int | None
+    ub: int  # the pruning bound: the best makespan found, or the initial bound
     remaining_fraction: float
     active_explorers: int
 
