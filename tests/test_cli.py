@@ -529,3 +529,19 @@ def test_ctrl_c_stops_with_a_limit_result(tmp_path):
     result = json.loads(out)
     assert result["status"] == "limit" and 0 < result["remaining_fraction"] < 1
     assert result["lower_bound"] <= 2297 <= result["makespan"]  # 2297: ta021's optimum
+
+
+def test_progress_bar_line():
+    import io
+
+    from pbbflow.cli.progress import ProgressBar
+    from pbbflow.workflow.run import Progress
+
+    stream = io.StringIO()
+    bar = ProgressBar(stream, "http://127.0.0.1:8787/status", every=0)
+    bar(Progress(elapsed_s=3723.0, nodes=10, nodes_per_s=5e6, ub=1484, remaining_fraction=0.25, active_explorers=2))
+    bar.close()
+    line = stream.getvalue()
+    assert line.startswith("\r[" + "#" * 18 + "." * 6 + "]") and line.endswith("\n")
+    assert "25.0000% left" in line and "5.00 M nodes/s" in line and "UB 1484" in line and "1:02:03" in line
+    assert "http://127.0.0.1:8787/status" in line
