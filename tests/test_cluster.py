@@ -36,6 +36,7 @@ def test_cpu_job_script():
         assert line in script
     assert "distributed.cli.dask_worker" in script and "--gres" not in script and "dask_cuda" not in script
     assert "tcp://127.0.0.1:" in script
+    assert "--nworkers 4" in script and "--nthreads 1" in script  # one single-threaded worker per core
 
 
 def test_gpu_job_script(tmp_path):

@@ -127,7 +127,9 @@ def _slurm_cluster(slurm: SlurmOptions, dashboard_address: str):
         account=slurm.account,
         cores=slurm.cores,
         memory=slurm.memory,
-        processes=1,
+        # CPU jobs: one single-threaded worker per core, like the local default (measured faster
+        # than one worker with a thread per core: benchmarks/workflow_overhead.py)
+        processes=1 if slurm.gpus_per_job else slurm.cores,
         walltime=slurm.walltime,
         job_extra_directives=directives,
         job_script_prologue=list(slurm.prologue),
