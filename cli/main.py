@@ -70,7 +70,8 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     slurm.add_argument("--partition")
     slurm.add_argument("--account")
     slurm.add_argument("--jobs", type=_positive_int, default=1, help="Slurm jobs of workers (default: 1)")
-    slurm.add_argument("--cores", type=_positive_int, default=1, help="cores per job, one single-threaded worker each (default: 1)")
+    slurm.add_argument("--cores", type=_positive_int, default=1,
+                       help="cores per job, one single-threaded worker each (default: 1)")
     slurm.add_argument("--memory", default="4GB", help="memory per job (default: 4GB)")
     slurm.add_argument("--walltime", default="01:00:00", help="per job (default: 01:00:00)")
     slurm.add_argument("--gpus-per-job", type=int, default=0, help="GPUs per job (default: 0)")
