@@ -120,3 +120,13 @@ def test_invalid_arguments():
         explore(p, WorkUnit.full(20), 1300, threads=0)
     with pytest.raises(ValueError):
         explore(p, WorkUnit.full(19), 1300)
+
+
+def test_progress_callback_reports_growing_counters():
+    snapshots = []
+    p = taillard_instance(17).p
+    result = explore(p, WorkUnit.full(20), 1484, threads=2, max_seconds=2.0, on_progress=snapshots.append,
+                     progress_every=0.4)  # fmt: skip
+    assert len(snapshots) >= 2
+    assert all(a.nodes <= b.nodes and a.elapsed_s < b.elapsed_s for a, b in itertools.pairwise(snapshots))
+    assert all(s.ub == 1484 for s in snapshots) and snapshots[-1].nodes <= result.nodes

@@ -144,7 +144,11 @@ class _Session:
         self.pending = self.writer.submit(lambda: self.store.commit(**args))
         if final:
             self.pending.result()
-            self.writer.shutdown()
+
+    def close(self) -> None:
+        """Let a pending checkpoint write finish (also after an error), then forget the run."""
+        self.writer.shutdown(wait=True)
+        self.call("pbbflow_close")
 
 
 def drive(store: RunStore, client: Client, *, time_limit: float | None = None, node_limit: int | None = None,
@@ -191,5 +195,5 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
         session.sample(state)
         session.checkpoint(state, final=True)
     finally:
-        session.call("pbbflow_close")
+        session.close()
     return result_of(store)
