@@ -245,20 +245,23 @@ class WorkUnit:
                        for s, e, f in zip(starts, ends, flags.tolist())])
 
     def to_bytes(self) -> bytes:
-        """The bounds as fixed-width little-endian integers (a0 b0 a1 b1 ...), for messages."""
-        width = _byte_width(self._n)
-        return b"".join(v.to_bytes(width, "little") for interval in self._intervals for v in interval)
+        """The bounds as fixed-width big-endian integers (a0 b0 a1 b1 ...), for messages.
+
+        This is also the layout of ``PackedUnit.to_bytes``: big-endian bytes sort like the integers.
+        """
+        width = byte_width(self._n)
+        return b"".join(v.to_bytes(width, "big") for interval in self._intervals for v in interval)
 
     @classmethod
     def from_bytes(cls, n: int, data: bytes) -> WorkUnit:
         """Inverse of :meth:`to_bytes` (validated like the constructor)."""
-        width = _byte_width(n)
+        width = byte_width(n)
         if len(data) % (2 * width):
             raise ValueError(f"{len(data)} bytes is not a whole number of intervals for n={n}")
-        values = [mpz.from_bytes(data[i : i + width], "little") for i in range(0, len(data), width)]
+        values = [mpz.from_bytes(data[i : i + width], "big") for i in range(0, len(data), width)]
         return cls(n, zip(values[0::2], values[1::2], strict=True))
 
 
-def _byte_width(n: int) -> int:
-    """Bytes needed for any bound in [0, n!]."""
-    return max(1, (factorial(n).bit_length() + 7) // 8)
+def byte_width(n: int) -> int:
+    """Bytes per bound in messages: whole 64-bit words holding any bound in [0, n!]."""
+    return 8 * max(1, (factorial(n).bit_length() + 63) // 64)

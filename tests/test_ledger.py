@@ -8,6 +8,7 @@ from distributed.utils_test import gen_cluster
 
 from pbbflow.search.factoradic import factorial
 from pbbflow.search.intervals import WorkUnit
+from pbbflow.search.packed import PackedUnit
 from pbbflow.workflow.coordinator import Coordinator
 from pbbflow.workflow.ledger import CONTINUE, REPLACE, STOP, WAIT, Ledger
 
@@ -16,22 +17,25 @@ TOTAL = int(factorial(N))  # 720
 
 
 def unit(*intervals):
-    return WorkUnit(N, intervals)
+    return PackedUnit.from_work_unit(WorkUnit(N, intervals))
+
+
+EMPTY = unit()
+FULL = unit((0, TOTAL))
 
 
 def test_first_checkpoints_share_the_initial_pieces():
-    ledger = Ledger(WorkUnit.full(N), ub=100, pieces=3)
-    works = [ledger.checkpoint(f"e{i}", "w", WorkUnit.empty(N)) for i in range(3)]
+    ledger = Ledger(FULL, ub=100, pieces=3)
+    works = [ledger.checkpoint(f"e{i}", "w", EMPTY) for i in range(3)]
     assert all(r.action == REPLACE for r in works)
     parts = [r.work for r in works]
-    assert parts[0].union(parts[1]).union(parts[2]) == WorkUnit.full(N)
-    assert parts[0].intersect(parts[1]).is_empty() and parts[1].intersect(parts[2]).is_empty()
-    assert ledger.remaining() == WorkUnit.full(N)
+    assert PackedUnit.union_of_disjoint(N, parts) == FULL  # raises if two parts overlap
+    assert ledger.remaining() == FULL
 
 
 def test_report_is_intersected_with_the_coordinators_copy():
     ledger = Ledger(unit((0, 100)), ub=100)
-    assert ledger.checkpoint("e", "w", WorkUnit.empty(N)).work == unit((0, 100))
+    assert ledger.checkpoint("e", "w", EMPTY).work == unit((0, 100))
     # progress inside the copy: continue
     assert ledger.checkpoint("e", "w", unit((40, 100)), nodes=7).action == CONTINUE
     # intervals it never had are ignored: the reply says what to explore instead
@@ -42,62 +46,62 @@ def test_report_is_intersected_with_the_coordinators_copy():
 
 def test_a_waiting_explorer_gets_half_of_a_busy_one_at_its_next_checkpoint():
     ledger = Ledger(unit((0, 400)), ub=100)
-    ledger.checkpoint("busy", "w1", WorkUnit.empty(N))
-    assert ledger.checkpoint("idle", "w2", WorkUnit.empty(N)).action == WAIT
+    ledger.checkpoint("busy", "w1", EMPTY)
+    assert ledger.checkpoint("idle", "w2", EMPTY).action == WAIT
     reply = ledger.checkpoint("busy", "w1", unit((100, 400)))
     assert reply.action == REPLACE and reply.work == unit((100, 250)) and reply.hurry is False
-    stolen = ledger.checkpoint("idle", "w2", WorkUnit.empty(N))
+    stolen = ledger.checkpoint("idle", "w2", EMPTY)
     assert stolen.action == REPLACE and stolen.work == unit((250, 400))
     assert ledger.remaining() == unit((100, 400))  # nothing lost, nothing twice
 
 
 def test_busy_explorer_is_hurried_while_waiters_outnumber_the_pool():
     ledger = Ledger(unit((0, 400)), ub=100)
-    ledger.checkpoint("busy", "w1", WorkUnit.empty(N))
-    ledger.checkpoint("idle1", "w2", WorkUnit.empty(N))
-    ledger.checkpoint("idle2", "w3", WorkUnit.empty(N))
+    ledger.checkpoint("busy", "w1", EMPTY)
+    ledger.checkpoint("idle1", "w2", EMPTY)
+    ledger.checkpoint("idle2", "w3", EMPTY)
     reply = ledger.checkpoint("busy", "w1", unit((0, 400)))  # one half for one waiter; one still waits
     assert reply.action == REPLACE and reply.hurry is True
-    ledger.checkpoint("idle1", "w2", WorkUnit.empty(N))
+    ledger.checkpoint("idle1", "w2", EMPTY)
     reply = ledger.checkpoint("busy", "w1", unit((0, 200)))  # serves idle2: nobody left waiting
     assert reply.hurry is False
-    assert ledger.checkpoint("idle2", "w3", WorkUnit.empty(N)).action == REPLACE
+    assert ledger.checkpoint("idle2", "w3", EMPTY).action == REPLACE
 
 
 def test_termination_when_everything_is_explored():
     ledger = Ledger(unit((0, 10)), ub=100)
-    ledger.checkpoint("a", "w", WorkUnit.empty(N))
-    assert ledger.checkpoint("b", "w", WorkUnit.empty(N)).action == WAIT
+    ledger.checkpoint("a", "w", EMPTY)
+    assert ledger.checkpoint("b", "w", EMPTY).action == WAIT
     assert not ledger.finished
-    assert ledger.checkpoint("a", "w", WorkUnit.empty(N), nodes=3, leaves=1).action == STOP
-    assert ledger.finished and ledger.checkpoint("b", "w", WorkUnit.empty(N)).action == STOP
+    assert ledger.checkpoint("a", "w", EMPTY, nodes=3, leaves=1).action == STOP
+    assert ledger.finished and ledger.checkpoint("b", "w", EMPTY).action == STOP
     assert (ledger.nodes, ledger.leaves) == (3, 1)
 
 
 def test_worker_loss_returns_its_last_checkpoint_to_the_pool():
-    ledger = Ledger(WorkUnit.full(N), ub=100, pieces=2)
-    ledger.checkpoint("a", "w1", WorkUnit.empty(N))
-    ledger.checkpoint("b", "w2", WorkUnit.empty(N))
+    ledger = Ledger(FULL, ub=100, pieces=2)
+    ledger.checkpoint("a", "w1", EMPTY)
+    ledger.checkpoint("b", "w2", EMPTY)
     ledger.checkpoint("a", "w1", unit((100, 360)))  # a explored [0, 100)
     ledger.remove_worker("w1")
     assert ledger.remaining() == unit((100, TOTAL))
     # the re-run of a's task starts empty and gets a's work back
-    assert ledger.checkpoint("a", "w3", WorkUnit.empty(N)).work == unit((100, 360))
+    assert ledger.checkpoint("a", "w3", EMPTY).work == unit((100, 360))
     # a late report from the lost task's old incarnation cannot resurrect anything else
     assert ledger.remaining() == unit((100, TOTAL))
 
 
 def test_incumbent_only_improves():
-    ledger = Ledger(WorkUnit.full(N), ub=100)
+    ledger = Ledger(FULL, ub=100)
     ledger.improve(90, (0, 1, 2, 3, 4, 5))
     ledger.improve(95, (5, 4, 3, 2, 1, 0))
     assert ledger.ub == 90 and ledger.permutation == (0, 1, 2, 3, 4, 5)
-    assert ledger.checkpoint("e", "w", WorkUnit.empty(N)).ub == 90
+    assert ledger.checkpoint("e", "w", EMPTY).ub == 90
 
 
 def test_stop_keeps_every_copy():
-    ledger = Ledger(WorkUnit.full(N), ub=100, pieces=2)
-    ledger.checkpoint("a", "w", WorkUnit.empty(N))
+    ledger = Ledger(FULL, ub=100, pieces=2)
+    ledger.checkpoint("a", "w", EMPTY)
     ledger.stop()
     assert ledger.checkpoint("a", "w", unit((50, 360))).action == STOP
     assert ledger.remaining() == unit((50, TOTAL))
@@ -109,15 +113,15 @@ def test_stop_keeps_every_copy():
 @gen_cluster(client=True, nthreads=[("127.0.0.1", 1)] * 2)
 async def test_plugin_handlers_keep_runs_apart_and_requeue_a_lost_worker(c, s, a, b):
     await c.register_plugin(Coordinator())
-    full = WorkUnit.full(N)
+    full = FULL
     s.handlers["pbbflow_open"](run="r1", n=N, work=full.to_bytes(), ub=100, pieces=2)  # plain, synchronous
     await c.scheduler.pbbflow_open(run="r2", n=N, work=unit((0, 10)).to_bytes(), ub=50)
     first = await c.scheduler.pbbflow_checkpoint(run="r1", explorer="x", worker=a.address, remaining=b"")
     second = await c.scheduler.pbbflow_checkpoint(run="r1", explorer="y", worker=b.address, remaining=b"")
     assert first["action"] == second["action"] == REPLACE
     other = await c.scheduler.pbbflow_checkpoint(run="r2", explorer="x", worker=a.address, remaining=b"")
-    assert WorkUnit.from_bytes(N, other["work"]) == unit((0, 10)) and other["ub"] == 50  # run r2's own ledger
-    x_work = WorkUnit.from_bytes(N, first["work"])
+    assert PackedUnit.from_bytes(N, other["work"]) == unit((0, 10)) and other["ub"] == 50  # run r2's own ledger
+    x_work = PackedUnit.from_bytes(N, first["work"])
     with pytest.raises(ValueError, match="already open"):
         await c.scheduler.pbbflow_open(run="r1", n=N, work=full.to_bytes(), ub=100)
     await a.close()  # worker loss: x's copy (r1) and r2's whole unit go back to their pools
@@ -126,17 +130,18 @@ async def test_plugin_handlers_keep_runs_apart_and_requeue_a_lost_worker(c, s, a
         if state["active_explorers"] == 1:
             break
         await asyncio.sleep(0.05)
-    assert WorkUnit.from_bytes(N, state["remaining"]) == full
+    assert PackedUnit.from_bytes(N, state["remaining"]) == full
     again = await c.scheduler.pbbflow_checkpoint(run="r1", explorer="x2", worker=b.address, remaining=b"")
-    assert WorkUnit.from_bytes(N, again["work"]) == x_work
+    assert PackedUnit.from_bytes(N, again["work"]) == x_work
     closed = await c.scheduler.pbbflow_checkpoint(run="gone", explorer="x", worker=b.address, remaining=b"")
     assert closed["action"] == STOP
 
 
 def test_capacity_takes_several_pool_intervals_and_the_fraction_is_exact():
-    ledger = Ledger(WorkUnit.full(N), ub=100, pieces=4)
+    ledger = Ledger(FULL, ub=100, pieces=4)
     assert ledger.remaining_fraction() == 1.0
-    work = ledger.checkpoint("e", "w", WorkUnit.empty(N), capacity=3).work
+    work = ledger.checkpoint("e", "w", EMPTY, capacity=3).work
     assert work.size * 4 == 3 * TOTAL  # three of the four pieces (adjacent, so merged)
-    ledger.checkpoint("e", "w", work.difference(unit((0, 120))))  # explored [0, 120)
+    explored = work.to_work_unit().difference(WorkUnit(N, [(0, 120)]))
+    ledger.checkpoint("e", "w", PackedUnit.from_work_unit(explored))  # explored [0, 120)
     assert ledger.remaining_fraction() == (TOTAL - 120) / TOTAL

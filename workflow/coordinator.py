@@ -2,16 +2,17 @@
 
 Explorer tasks and the client call its ``pbbflow_*`` handlers through the scheduler
 connection.  Handlers run on the scheduler's event loop: they only touch the in-memory
-ledger (no disk, no blocking).  Big integers travel as bytes (``WorkUnit.to_bytes``), since
-msgpack refuses ints above 64 bits; every message names its run, so runs do not mix.
+ledger (no disk, no blocking).  Work units travel as packed big-endian bytes
+(``PackedUnit.to_bytes``, since msgpack refuses ints above 64 bits) and are decoded into numpy
+arrays without a Python object per interval; every message names its run, so runs do not mix.
 """
 
 from __future__ import annotations
 
 from distributed.diagnostics.plugin import SchedulerPlugin
 
-from ..search.intervals import WorkUnit
-from .ledger import Ledger
+from ..search.packed import PackedUnit
+from .ledger import REPLACE, Ledger
 
 PLUGIN_NAME = "pbbflow-coordinator"
 
@@ -47,21 +48,21 @@ class Coordinator(SchedulerPlugin):
         if run in self.runs:
             raise ValueError(f"run {run} is already open on this cluster")
         self.runs[run] = Ledger(
-            WorkUnit.from_bytes(n, work), ub=ub, permutation=None if permutation is None else tuple(permutation),
+            PackedUnit.from_bytes(n, work), ub=ub, permutation=None if permutation is None else tuple(permutation),
             nodes=nodes, leaves=leaves, pieces=pieces, min_split=min_split,
         )  # fmt: skip
         return {"run": run}
 
     def checkpoint(self, run: str, explorer: str, worker: str, remaining: bytes, nodes: int = 0, leaves: int = 0,
                    capacity: int = 1, best: int | None = None, permutation=None) -> dict:
-        """An explorer's checkpoint: returns action, work (bytes or None) and the UB to prune with."""
+        """An explorer's checkpoint: returns action, work (bytes, with REPLACE only) and the UB to prune with."""
         ledger = self.runs.get(run)
         if ledger is None:  # the run was closed (or never opened here): nothing to do
             return {"action": "stop", "work": None, "ub": 0, "hurry": False}
         if best is not None:
             ledger.improve(best, tuple(permutation))
-        reply = ledger.checkpoint(explorer, worker, WorkUnit.from_bytes(ledger.n, remaining), nodes, leaves, capacity)
-        work = None if reply.work is None else reply.work.to_bytes()
+        reply = ledger.checkpoint(explorer, worker, PackedUnit.from_bytes(ledger.n, remaining), nodes, leaves, capacity)
+        work = reply.work.to_bytes() if reply.action == REPLACE else None
         return {"action": reply.action, "work": work, "ub": reply.ub, "hurry": reply.hurry}
 
     def state(self, run: str, intervals: bool = False) -> dict:

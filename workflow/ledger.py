@@ -1,7 +1,9 @@
 """The coordinator's interval ledger: who explores what, the incumbent, the counters.
 
-Pure Python (gmpy2 through ``WorkUnit``), no Dask, so it is tested on its own; the
-scheduler plugin in ``coordinator.py`` wraps one ledger per run.
+No Dask, so it is tested on its own; the scheduler plugin in ``coordinator.py`` wraps one
+ledger per run.  Work units are ``PackedUnit`` arrays (numba set operations): a GPU worker
+reports thousands of intervals per checkpoint.  The unassigned pool is a short list of
+exact ``(a, b)`` integer pairs.
 
 Protocol (PBB@Cluster section 4, adapted): an explorer checkpoints with the intervals it
 has left and the nodes it decomposed since its previous checkpoint.  The ledger keeps a
@@ -14,10 +16,14 @@ no position is explored twice and node counts stay exact.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
+
+from gmpy2 import mpz
 
 from ..search.factoradic import factorial
 from ..search.intervals import Interval, WorkUnit
+from ..search.packed import PackedUnit
 
 CONTINUE, REPLACE, WAIT, STOP = "continue", "replace", "wait", "stop"
 
@@ -27,7 +33,7 @@ class Reply:
     """What the coordinator tells an explorer after a checkpoint."""
 
     action: str  # CONTINUE, REPLACE (explore ``work`` instead), WAIT (ask again soon), STOP
-    work: WorkUnit | None
+    work: PackedUnit | None
     ub: int  # prune children with LB >= ub
     hurry: bool = False  # others wait for work: checkpoint again soon, so that they can get some
 
@@ -37,7 +43,7 @@ class Ledger:
 
     def __init__(
         self,
-        unassigned: WorkUnit,
+        unassigned: PackedUnit,
         *,
         pieces: int = 1,
         ub: int,
@@ -47,8 +53,8 @@ class Ledger:
         min_split: int = 2,
     ) -> None:
         self.n = unassigned.n
-        self.pool: list[Interval] = _cut(list(unassigned), pieces)  # unassigned, handed out in order
-        self.active: dict[str, WorkUnit] = {}  # explorer id -> the coordinator's copy
+        self.pool: deque[Interval] = deque(_cut(unassigned.intervals(), pieces))  # unassigned, handed out in order
+        self.active: dict[str, PackedUnit] = {}  # explorer id -> the coordinator's copy
         self.worker_of: dict[str, str] = {}  # explorer id -> worker address
         self.waiting: set[str] = set()  # explorers with nothing to do
         self.ub = ub  # incumbent makespan, or the initial pruning bound
@@ -62,15 +68,13 @@ class Ledger:
     # ------------------------------------------------------------------ queries
     def remaining_fraction(self) -> float:
         """Share of [0, n!) not proved explored, from sizes only (pool and copies are disjoint)."""
-        size = sum((b - a for a, b in self.pool), 0) + sum((copy.size for copy in self.active.values()), 0)
+        size = sum((b - a for a, b in self.pool), mpz(0)) + sum((c.size for c in self.active.values()), mpz(0))
         return int(size) / int(factorial(self.n))
 
-    def remaining(self) -> WorkUnit:
+    def remaining(self) -> PackedUnit:
         """Everything not proved explored: the pool plus every explorer's copy."""
-        unit = WorkUnit(self.n, self.pool)
-        for copy in self.active.values():
-            unit = unit.union(copy)
-        return unit
+        pool = PackedUnit.from_work_unit(WorkUnit(self.n, self.pool))
+        return PackedUnit.union_of_disjoint(self.n, [pool, *self.active.values()])
 
     @property
     def finished(self) -> bool:
@@ -85,7 +89,7 @@ class Ledger:
         self,
         explorer: str,
         worker: str,
-        remaining: WorkUnit,
+        remaining: PackedUnit,
         nodes: int = 0,
         leaves: int = 0,
         capacity: int = 1,
@@ -98,14 +102,15 @@ class Ledger:
         self.nodes += nodes
         self.leaves += leaves
         self.worker_of[explorer] = worker
-        left = self.active.get(explorer, WorkUnit.empty(self.n)).intersect(remaining)
+        copy = self.active.get(explorer)
+        left = PackedUnit.empty(self.n) if copy is None else copy.intersect(remaining)
         if self.stopping:
             self._hold(explorer, left)
             return Reply(STOP, None, self.ub)
         if left:
             if self.waiting - {explorer} and not self.pool and left.size >= self.min_split:
                 left, given = left.split_largest()
-                self.pool.extend(given)
+                self.pool.append(given)
             self._hold(explorer, left)
             hurry = len(self.waiting - {explorer}) > len(self.pool)  # waiters the pool cannot serve
             return Reply(CONTINUE if left == remaining else REPLACE, left, self.ub, hurry)
@@ -122,7 +127,9 @@ class Ledger:
     def remove_worker(self, worker: str) -> None:
         """A worker is gone: its explorers' work (as of their last checkpoint) returns to the pool."""
         for explorer in [e for e, w in self.worker_of.items() if w == worker]:
-            self.pool.extend(self.active.pop(explorer, ()))
+            copy = self.active.pop(explorer, None)
+            if copy is not None:
+                self.pool.extend(copy.intervals())
             self.waiting.discard(explorer)
             del self.worker_of[explorer]
 
@@ -131,25 +138,25 @@ class Ledger:
         self.stopping = True
 
     # ------------------------------------------------------------------ helpers
-    def _hold(self, explorer: str, unit: WorkUnit) -> None:
+    def _hold(self, explorer: str, unit: PackedUnit) -> None:
         if unit:
             self.active[explorer] = unit
             self.waiting.discard(explorer)
         else:
             self.active.pop(explorer, None)
 
-    def _take_from_pool(self, capacity: int, others: int) -> WorkUnit:
+    def _take_from_pool(self, capacity: int, others: int) -> PackedUnit:
         """Up to ``capacity`` intervals from the pool, leaving one for each of the ``others``
         waiting explorers; a last interval is halved while others wait."""
-        taken = [self.pool.pop(0)]
+        taken = [self.pool.popleft()]
         while len(taken) < capacity and len(self.pool) > others:
-            taken.append(self.pool.pop(0))
+            taken.append(self.pool.popleft())
         a, b = taken[-1]
         if not self.pool and others and b - a >= self.min_split:
             mid = (a + b) // 2
             self.pool.append((mid, b))
             taken[-1] = (a, mid)
-        return WorkUnit(self.n, taken)
+        return PackedUnit.from_work_unit(WorkUnit(self.n, taken))
 
 
 def _cut(intervals: list[Interval], pieces: int) -> list[Interval]:
