@@ -195,11 +195,12 @@ class PackedUnit:
     def union_of_disjoint(cls, n: int, units: Iterable[PackedUnit]) -> PackedUnit:
         """The union of pairwise disjoint units (``ValueError`` if two overlap)."""
         parts = [u.bounds for u in units if len(u)]
-        if not parts:
-            return cls.empty(n)
-        bounds = np.concatenate(parts)
-        starts = bounds[:, 0, :]
-        order = np.lexsort(starts.T[::-1])  # the most significant limb is the primary key
+        return cls.from_disjoint_bounds(n, np.concatenate(parts) if parts else cls.empty(n).bounds)
+
+    @classmethod
+    def from_disjoint_bounds(cls, n: int, bounds: np.ndarray) -> PackedUnit:
+        """Normalise ``(k, 2, limbs(n))`` rows of disjoint, non-empty intervals in any order."""
+        order = np.lexsort(bounds[:, 0, :].T[::-1])  # the most significant limb is the primary key
         out = np.empty_like(bounds)
         k = _coalesce(bounds, order, out)
         if k < 0:

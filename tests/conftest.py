@@ -4,12 +4,19 @@ pytest >= 8 collects the repository root, which holds ``__init__.py``, as a Pack
 imports that file under a name derived from the folder (``__init__`` when the folder name
 is not an identifier, as in a clone into ``ci-check``), where its relative imports fail.
 Point that name at the installed ``pbbflow`` (the same file), so nothing is imported twice.
+
+GPU kernels run under numba's CUDA simulator unless ``PBBFLOW_TEST_GPU=1`` (on a machine
+with a GPU); the variable must be set before numba is imported.
 """
 
+import os
 import sys
 from pathlib import Path
 
-import pbbflow
+if os.environ.get("PBBFLOW_TEST_GPU") != "1":
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
+import pbbflow  # noqa: E402
 
 _ROOT = Path(__file__).resolve().parents[1]
 if Path(pbbflow.__file__).resolve().parent == _ROOT:

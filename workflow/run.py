@@ -152,7 +152,7 @@ class _Session:
 
 
 def drive(store: RunStore, client: Client, *, time_limit: float | None = None, node_limit: int | None = None,
-          checkpoint_every: float = 60.0, budget_s: float = 1.0, stop: threading.Event | None = None,
+          checkpoint_every: float = 60.0, budget_s: float = 2.0, stop: threading.Event | None = None,
           on_progress: Callable[[Progress], None] | None = None) -> dict:
     """Continue the run in ``store`` until it ends, a limit is reached or ``stop`` is set.
 

@@ -1,0 +1,240 @@
+"""The GPU explorer: K IVMs on one device, with the CPU explorer's contract.
+
+``GpuExplorer`` keeps its IVMs on the device between calls, so an explorer task that the
+coordinator tells to continue does not reload anything: ``load`` a work unit (at most K
+intervals), ``run`` under a UB for a budget, read ``remaining`` (a ``PackedUnit`` built from
+the IVMs' digit vectors in numba, no Python integer per interval) and ``best``.
+``explore_gpu`` is the one-shot form, returning an ``ExploreResult`` like ``search.explorer``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numba import cuda
+
+from ..flowshop.bounds import BOUND_NAMES, LB1, head_tail_minima
+from ..search.explorer import ExploreResult, Snapshot
+from ..search.intervals import WorkUnit
+from ..search.ivm import BRANCH_NAMES
+from ..search.packed import PackedUnit, limbs
+from . import kernels as K
+from .factoradic import digits_to_limbs, limbs_to_digits
+from .warp import WARP, WARPS_PER_BLOCK
+
+DEFAULT_IVMS = 16384  # the paper's K
+STEAL_BELOW = 0.8  # steal when fewer than this share of the IVMs is busy (paper, section 3.3)
+VICTIM_SLACK = 2  # victims: intervals within this many leading factoradic digits of the largest
+LAUNCH_SECONDS = 0.004  # aim of one explore launch: stealing latency vs launch overhead
+MIN_STEPS, MAX_STEPS = 4, 1 << 16
+
+
+class GpuError(RuntimeError):
+    """No usable GPU, or a request the GPU explorer cannot serve."""
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    """What one ``GpuExplorer.run`` call did."""
+
+    nodes: int
+    leaves: int
+    launches: int
+    peak_active: int  # the most IVMs busy in one launch
+    kernel_s: float  # time inside explore launches (synchronised), the rest is stealing and host
+
+
+def device_summary() -> dict:
+    """Name and memory of the current device (for reports)."""
+    device = cuda.get_current_device()
+    free, total = cuda.current_context().get_memory_info()
+    name = device.name.decode() if isinstance(device.name, bytes) else str(device.name)
+    return {"gpu": name, "device_memory_total": int(total), "device_memory_free": int(free)}
+
+
+class GpuExplorer:
+    """K IVMs of one instance on the current device."""
+
+    def __init__(self, p: np.ndarray, *, ivms: int = DEFAULT_IVMS, bound: str = "lb1", branch: str = "minmin") -> None:
+        if BOUND_NAMES.get(bound) != LB1:
+            raise GpuError(f"the GPU explorer bounds with lb1 only, not {bound!r}")
+        if not cuda.is_available():
+            raise GpuError("no CUDA GPU is visible (check CUDA_VISIBLE_DEVICES and the driver)")
+        p = np.ascontiguousarray(p, dtype=np.int32)
+        n, m = p.shape
+        if n > K.MAX_CHUNKS * WARP:
+            raise GpuError(f"the GPU explorer handles up to {K.MAX_CHUNKS * WARP} jobs, not {n}")
+        if ivms < 1:
+            raise GpuError("ivms must be >= 1")
+        self.n, self.m, self.k = n, m, ivms
+        self.branch = BRANCH_NAMES[branch]
+        heads, tails = head_tail_minima(p)
+        self.p, self.heads, self.tails = cuda.to_device(p), cuda.to_device(heads), cuda.to_device(tails)
+        self.M = cuda.device_array((ivms, n, n), np.int16)
+        self.V = cuda.to_device(np.zeros((ivms, n), np.int32))
+        self.dirs = cuda.to_device(np.zeros((ivms, n), np.int32))
+        self.F, self.B, self.R = (cuda.device_array((ivms, n + 1, m), np.int32) for _ in range(3))
+        self.S = cuda.device_array((ivms, 4, m), np.int32)
+        self.end = cuda.to_device(np.zeros((ivms, n + 1), np.int32))
+        self.start = cuda.to_device(np.zeros((ivms, n + 1), np.int32))
+        state = np.zeros((ivms, K.N_STATE), np.int64)
+        state[:, K.DONE] = 1
+        self.state = cuda.to_device(state)
+        self.best_schedule = cuda.to_device(np.zeros((ivms, n), np.int32))
+        self.best_cost = cuda.to_device(np.full(ivms, np.iinfo(np.int32).max, np.int32))
+        self.ub = cuda.to_device(np.zeros(1, np.int32))
+        self.counters = cuda.to_device(np.zeros(K.N_COUNTERS, np.int64))
+        self.idle = cuda.device_array(ivms, np.int32)
+        self.victims = cuda.device_array(ivms, np.int32)
+        self.steps = MIN_STEPS
+        self.initial_ub: int | None = None
+
+    @property
+    def memory_bytes(self) -> int:
+        """Device memory held by the IVMs and the instance."""
+        arrays = (self.M, self.V, self.dirs, self.F, self.B, self.R, self.S, self.end, self.start, self.state,
+                  self.best_schedule, self.best_cost, self.idle, self.victims, self.p)  # fmt: skip
+        return int(sum(a.nbytes for a in arrays))
+
+    # ------------------------------------------------------------------ work in and out
+    def load(self, unit: PackedUnit | WorkUnit) -> None:
+        """Replace the IVMs' work by ``unit`` (at most K intervals): one interval per IVM."""
+        if isinstance(unit, WorkUnit):
+            unit = PackedUnit.from_work_unit(unit)
+        if unit.n != self.n:
+            raise ValueError(f"work unit is for n={unit.n}, instance has n={self.n}")
+        count = len(unit)
+        if count > self.k:
+            raise GpuError(f"{count} intervals for {self.k} IVMs: ask the coordinator for at most {self.k}")
+        starts = np.zeros((self.k, self.n + 1), np.int32)
+        ends = np.zeros((self.k, self.n + 1), np.int32)
+        limbs_to_digits(np.ascontiguousarray(unit.bounds[:, 0, :]), starts[:count])
+        limbs_to_digits(np.ascontiguousarray(unit.bounds[:, 1, :]), ends[:count])
+        state = np.zeros((self.k, K.N_STATE), np.int64)
+        state[count:, K.DONE] = 1
+        state[:count, K.INIT] = 1
+        self.start.copy_to_device(starts)
+        self.end.copy_to_device(ends)
+        self.state.copy_to_device(state)
+        self.best_cost.copy_to_device(np.full(self.k, np.iinfo(np.int32).max, np.int32))
+
+    def remaining(self) -> PackedUnit:
+        """What the IVMs have not explored yet."""
+        state = self.state.copy_to_host()
+        busy = np.flatnonzero(state[:, K.DONE] == 0)
+        positions = np.zeros((busy.size, self.n + 1), np.int32)
+        positions[:, 1:] = self.V.copy_to_host()[busy]
+        pending = state[busy, K.INIT] != 0  # stolen, not decoded yet: the position is the start
+        positions[pending] = self.start.copy_to_host()[busy[pending]]
+        ends = np.ascontiguousarray(self.end.copy_to_host()[busy])
+        bounds = np.zeros((busy.size, 2, limbs(self.n)), np.uint64)
+        starts_limbs = np.zeros((busy.size, limbs(self.n)), np.uint64)
+        ends_limbs = np.zeros_like(starts_limbs)
+        digits_to_limbs(positions, starts_limbs)
+        digits_to_limbs(ends, ends_limbs)
+        bounds[:, 0, :] = starts_limbs
+        bounds[:, 1, :] = ends_limbs
+        return PackedUnit.from_disjoint_bounds(self.n, bounds)
+
+    def best(self) -> tuple[int, np.ndarray] | None:
+        """The best schedule found below the UB of the last ``run`` start, if any."""
+        costs = self.best_cost.copy_to_host()
+        winner = int(np.argmin(costs))
+        if self.initial_ub is None or costs[winner] >= self.initial_ub:
+            return None
+        return int(costs[winner]), self.best_schedule.copy_to_host()[winner].copy()
+
+    # ------------------------------------------------------------------ exploring
+    def run(self, ub: int, *, max_seconds: float | None = None, max_nodes: int | None = None,
+            on_launch: Callable[[int, int, int], None] | None = None) -> RunCounts:
+        """Explore under ``ub`` until the work is done or a budget is reached (checked between launches).
+
+        ``on_launch(nodes, leaves, ub)`` is called after every launch with the totals of this call.
+        """
+        self.initial_ub = ub
+        self.ub.copy_to_device(np.array([ub], np.int32))
+        deadline = None if max_seconds is None else time.monotonic() + max_seconds
+        threads = WARP * WARPS_PER_BLOCK
+        blocks = (self.k + WARPS_PER_BLOCK - 1) // WARPS_PER_BLOCK
+        zero = np.zeros(K.N_COUNTERS, np.int64)
+        nodes = leaves = launches = peak_active = 0
+        kernel_s = 0.0
+        while True:
+            self.counters.copy_to_device(zero)
+            started = time.perf_counter()
+            K.explore[blocks, threads](self.p, self.heads, self.tails, self.M, self.V, self.dirs, self.F, self.B,
+                                       self.R, self.S, self.end, self.start, self.state, self.best_schedule, self.best_cost,
+                                       self.ub, self.counters, self.steps, self.branch)  # fmt: skip
+            counters = self.counters.copy_to_host()  # synchronises
+            elapsed = time.perf_counter() - started
+            kernel_s += elapsed
+            launches += 1
+            nodes += int(counters[K.C_NODES])
+            leaves += int(counters[K.C_LEAVES])
+            active = int(counters[K.C_ACTIVE])
+            peak_active = max(peak_active, active)
+            if on_launch is not None:
+                on_launch(nodes, leaves, int(self.ub.copy_to_host()[0]))
+            if active == 0:
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            if max_nodes is not None and nodes >= max_nodes:
+                break
+            self._adapt(elapsed)
+            if active < STEAL_BELOW * self.k:
+                self._steal()
+        return RunCounts(nodes, leaves, launches, peak_active, kernel_s)
+
+    def _adapt(self, elapsed: float) -> None:
+        """Size the next launch to last about ``LAUNCH_SECONDS``."""
+        if elapsed < LAUNCH_SECONDS / 2:
+            self.steps = min(MAX_STEPS, self.steps * 2)
+        elif elapsed > LAUNCH_SECONDS * 2:
+            self.steps = max(MIN_STEPS, self.steps // 2)
+
+    def _steal(self) -> None:
+        counters = np.zeros(K.N_COUNTERS, np.int64)
+        counters[K.C_MIN_LEADING] = self.n + 1
+        self.counters.copy_to_device(counters)
+        threads = 128
+        blocks = (self.k + threads - 1) // threads
+        K.classify[blocks, threads](self.V, self.end, self.state, self.idle, self.counters)
+        K.list_victims[blocks, threads](self.V, self.end, self.state, self.victims, self.counters, VICTIM_SLACK)
+        K.steal[blocks, threads](self.V, self.end, self.start, self.state, self.idle, self.victims, self.counters)
+
+
+def explore_gpu(
+    p: np.ndarray,
+    work: WorkUnit,
+    ub: int,
+    *,
+    bound: str = "lb1",
+    branch: str = "minmin",
+    ivms: int = DEFAULT_IVMS,
+    max_nodes: int | None = None,
+    max_seconds: float | None = None,
+    on_progress: Callable[[Snapshot], None] | None = None,
+) -> ExploreResult:
+    """``search.explorer.explore`` on the GPU: same arguments (``ivms`` for ``threads``), same result."""
+    started = time.monotonic()
+    explorer = GpuExplorer(p, ivms=ivms, bound=bound, branch=branch)
+    explorer.load(work)
+
+    def progress(nodes: int, leaves: int, current_ub: int) -> None:
+        if on_progress is not None:
+            on_progress(Snapshot(nodes, leaves, current_ub, time.monotonic() - started))
+
+    counts = explorer.run(ub, max_seconds=max_seconds, max_nodes=max_nodes, on_launch=progress)
+    best = explorer.best()
+    return ExploreResult(
+        remaining=explorer.remaining().to_work_unit(),
+        nodes=counts.nodes,
+        leaves=counts.leaves,
+        best_makespan=None if best is None else best[0],
+        best_permutation=None if best is None else best[1],
+        elapsed_s=time.monotonic() - started,
+    )

@@ -1,0 +1,427 @@
+"""PBB@GPU kernels in numba-cuda: one warp per IVM, many decompositions per launch.
+
+``explore`` runs every IVM for up to ``max_steps`` nodes and leaves, fusing the paper's
+selection and bounding kernels: a warp selects the next node, descends (max-plus prefix
+scan over the machines with shuffles), fills the child row, bounds all children at once
+(one child per lane, LB1 in O(m) with the CPU's own ``njit`` bodies), reduces for the
+MinMin direction and prunes, without leaving the kernel.  The IVM's digit vector ``V`` and
+branching directions live in registers spread over the lanes (lane ``l % 32`` holds level
+``l``); the matrix ``M`` and the front/back/remaining rows live in global memory.
+
+The semantics are exactly the CPU explorer's (``search/ivm.py``): same bounds, same
+tie-breaking, nodes counted by the owner of their leftmost leaf and a budget stop only
+where ``V[level] != 0``, so with UB = optimum node counts equal the CPU's.
+
+Work stealing (paper section 3.3) is three small kernels between explore launches:
+``classify`` lists idle IVMs and finds the largest remaining interval size, ``list_victims``
+lists busy IVMs with an interval of about that size, and ``steal`` pairs the i-th idle IVM
+with the i-th victim (unique pairs, no conflicts): the thief takes ``[mid, end)`` with
+``mid = (position + end) // 2`` and the victim keeps ``[position, mid)``.
+"""
+
+from __future__ import annotations
+
+from numba import cuda, int32, int64
+
+from ..flowshop import bounds
+from . import factoradic
+from .warp import WARP, shared_body, shfl, scan_max, scan_sum, sync_lanes, warp_max, warp_min, warp_sum
+
+lb1_forward_child_body = shared_body(bounds.lb1_forward_child_body)
+lb1_backward_child_body = shared_body(bounds.lb1_backward_child_body)
+fd_subtract = shared_body(factoradic.subtract)
+fd_add = shared_body(factoradic.add)
+fd_halve = shared_body(factoradic.halve)
+fd_compare = shared_body(factoradic.compare)
+fd_leading_digit = shared_body(factoradic.leading_digit)
+
+# columns of ``state`` (int64, one row per IVM)
+LEVEL, DONE, INIT, NODES, LEAVES = 0, 1, 2, 3, 4
+N_STATE = 5
+# ``counters`` (int64): totals over the IVMs, reset by the host
+C_NODES, C_LEAVES, C_ACTIVE, C_IDLE, C_VICTIMS, C_MIN_LEADING = 0, 1, 2, 3, 4, 5
+N_COUNTERS = 6
+
+FORWARD, BACKWARD, MINMIN, MINBRANCH = 0, 1, 2, 3  # as in search/ivm.py
+MAX_CHUNKS = 16  # levels and children per lane: n <= 512
+NEG = -(1 << 30)
+
+
+@cuda.jit(device=True)
+def get_digit(loc, level):
+    """Digit ``level`` of a vector spread over the lanes (all lanes get it)."""
+    return shfl(loc[level // WARP], level % WARP)
+
+
+@cuda.jit(device=True)
+def set_digit(loc, level, value, lane):
+    if lane == level % WARP:
+        loc[level // WARP] = value
+
+
+@cuda.jit(device=True)
+def descend(p, F, B, R, w, level, job, direction, lane):
+    """Row ``level + 1`` of F, B, R = row ``level`` with ``job`` added in ``direction``.
+
+    Completion times are a max-plus prefix: C_k = P_k + max_{i<=k} (F_i - P_{i-1}) with P
+    the prefix sums of the job's times, so two warp scans replace the O(m) chain.
+    """
+    m = p.shape[1]
+    carry_sum = 0
+    carry_max = NEG
+    for base in range(0, m, WARP):
+        step = base + lane
+        active = step < m
+        k = step if direction == 0 else m - 1 - step
+        pk = 0
+        edge = 0
+        if active:
+            pk = p[job, k]
+            edge = F[w, level, k] if direction == 0 else B[w, level, k]
+        total = scan_sum(pk, lane) + carry_sum
+        x = edge - (total - pk) if active else NEG
+        best = max(scan_max(x, lane), carry_max)
+        if active:
+            if direction == 0:
+                F[w, level + 1, k] = total + best
+                B[w, level + 1, k] = B[w, level, k]
+            else:
+                B[w, level + 1, k] = total + best
+                F[w, level + 1, k] = F[w, level, k]
+            R[w, level + 1, k] = R[w, level, k] - pk
+        carry_sum = shfl(total, WARP - 1)
+        carry_max = shfl(best, WARP - 1)
+    sync_lanes()
+
+
+@cuda.jit(device=True)
+def leaf_cost(F, B, w, n, m, lane):
+    cost = 0
+    for base in range(0, m, WARP):
+        k = base + lane
+        value = F[w, n, k] + B[w, n, k] if k < m else 0
+        cost = max(cost, warp_max(value))
+    return cost
+
+
+@cuda.jit(device=True)
+def fill_row(M, w, level, selected, n, lane):
+    """Row level+1 = row level without the selected cell, pruning flags cleared, order kept."""
+    count = n - level
+    for base in range(0, count, WARP):
+        v = base + lane
+        if v < count and v != selected:
+            cell = M[w, level, v]
+            M[w, level + 1, v - (1 if v > selected else 0)] = cell if cell >= 0 else ~cell
+    sync_lanes()
+
+
+@cuda.jit(device=True)
+def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, ub, branch, lane):
+    """Bound the children of the node at ``row``, choose the direction, prune; returns it."""
+    n, m = p.shape
+    for base in range(0, m, WARP):
+        k = base + lane
+        if k < m:
+            front = max(F[w, row, k], heads[k])
+            back = max(B[w, row, k], tails[k])
+            remain = R[w, row, k]
+            S[w, 0, k] = front
+            S[w, 1, k] = back
+            S[w, 2, k] = remain + back
+            S[w, 3, k] = front + remain
+    sync_lanes()
+    count = n - row
+    chunks = (count + WARP - 1) // WARP
+    lbf = cuda.local.array(MAX_CHUNKS, int32)
+    lbb = cuda.local.array(MAX_CHUNKS, int32)
+    do_forward = branch != BACKWARD
+    do_backward = branch != FORWARD
+    smallest = ub
+    for chunk in range(chunks):
+        c = chunk * WARP + lane
+        lf = ub
+        lb = ub
+        if c < count:
+            job = M[w, row, c]
+            if do_forward:
+                lf = lb1_forward_child_body(S[w, 0], S[w, 2], p, job)
+            if do_backward:
+                lb = lb1_backward_child_body(S[w, 1], S[w, 3], p, job)
+            smallest = min(smallest, lf, lb)
+        lbf[chunk] = lf
+        lbb[chunk] = lb
+    smallest = warp_min(smallest)
+    keys = int64(0)  # forward key in the low 32 bits, backward key above
+    sum_f = int64(0)
+    sum_b = int64(0)
+    for chunk in range(chunks):
+        if chunk * WARP + lane < count:
+            lf = lbf[chunk]
+            lb = lbb[chunk]
+            if branch == MINMIN:
+                keys += int64(lf == smallest) + (int64(lb == smallest) << 32)
+            else:
+                keys += int64(lf < ub) + (int64(lb < ub) << 32)
+            sum_f += lf
+            sum_b += lb
+    keys = warp_sum(keys)
+    sum_f = warp_sum(sum_f)
+    sum_b = warp_sum(sum_b)
+    key_f = keys & 0xFFFFFFFF
+    key_b = keys >> 32
+    dynamic_backward = (key_b < key_f) or (key_b == key_f and sum_b > sum_f)
+    direction = 1 if branch == BACKWARD or (branch >= MINMIN and dynamic_backward) else 0
+    for chunk in range(chunks):
+        c = chunk * WARP + lane
+        if c < count:
+            lb = lbf[chunk] if direction == 0 else lbb[chunk]
+            if lb >= ub:
+                M[w, row, c] = ~M[w, row, c]
+    sync_lanes()
+    return direction
+
+
+@cuda.jit(device=True)
+def select(M, vloc, w, level, n, lane):
+    """Advance to the next unpruned cell in DFS order; returns (level, exhausted)."""
+    while True:
+        v = get_digit(vloc, level)
+        if v >= n - level:
+            if level == 0:
+                return level, True
+            set_digit(vloc, level, 0, lane)
+            level -= 1
+            set_digit(vloc, level, get_digit(vloc, level) + 1, lane)
+        elif M[w, level, v] < 0:
+            set_digit(vloc, level, v + 1, lane)
+        else:
+            return level, False
+
+
+@cuda.jit(device=True)
+def at_or_after_end(vloc, end, w, n, lane):
+    """Position (V) >= end, comparing the digits of all lanes at once."""
+    if end[w, 0] != 0:  # end = n!: never reached
+        return False
+    for chunk in range((n + WARP - 1) // WARP):
+        level = chunk * WARP + lane
+        differs = level < n and vloc[chunk] != end[w, 1 + level]
+        first = warp_min(level if differs else n)
+        if first < n:
+            return get_digit(vloc, first) > end[w, 1 + first]
+    return True
+
+
+@cuda.jit(device=True)
+def read_ub(ub_global, lane):
+    """The shared incumbent, read once and broadcast (lanes must agree on it)."""
+    value = int32(0)
+    if lane == 0:
+        value = ub_global[0]
+    return shfl(value, 0)
+
+
+@cuda.jit(device=True)
+def record_leaf(M, vloc, dloc, best, best_cost, ub_global, w, n, cost, lane):
+    """Publish an improving schedule: global incumbent and this IVM's best."""
+    head = 0
+    tail = n - 1
+    for level in range(n):
+        cell = M[w, level, get_digit(vloc, level)]
+        job = cell if cell >= 0 else ~cell
+        if get_digit(dloc, level) == 0:
+            if lane == 0:
+                best[w, head] = job
+            head += 1
+        else:
+            if lane == 0:
+                best[w, tail] = job
+            tail -= 1
+    if lane == 0:
+        best_cost[w] = cost
+        cuda.atomic.min(ub_global, 0, cost)
+
+
+@cuda.jit(device=True)
+def init_at(p, heads, tails, M, F, B, R, S, start, vloc, dloc, w, ub, branch, lane):
+    """Decode the path to the position ``start[w]``; returns (level, done, nodes owned)."""
+    n, m = p.shape
+    for chunk in range(MAX_CHUNKS):
+        vloc[chunk] = 0
+        dloc[chunk] = 0
+    for base in range(0, n, WARP):
+        if base + lane < n:
+            M[w, 0, base + lane] = base + lane
+    for base in range(0, m, WARP):
+        k = base + lane
+        if k < m:
+            total = 0
+            for j in range(n):
+                total += p[j, k]
+            F[w, 0, k] = 0
+            B[w, 0, k] = 0
+            R[w, 0, k] = total
+    sync_lanes()
+    set_digit(dloc, 0, bound_and_prune(p, heads, tails, M, F, B, R, S, w, 0, ub, branch, lane), lane)
+    last_nonzero = -1
+    for base in range(0, n, WARP):
+        level = base + lane
+        last_nonzero = max(last_nonzero, warp_max(level if level < n and start[w, 1 + level] != 0 else -1))
+    owned = 1 if last_nonzero == -1 else 0  # the root's leftmost leaf is 0
+    done = False
+    level = 0
+    for l in range(n):
+        level = l
+        v = start[w, 1 + l]
+        set_digit(vloc, l, v, lane)
+        if M[w, l, v] < 0:
+            level, done = select(M, vloc, w, l, n, lane)
+            break
+        if l >= last_nonzero:
+            break
+        descend(p, F, B, R, w, l, M[w, l, v], get_digit(dloc, l), lane)
+        fill_row(M, w, l, v, n, lane)
+        set_digit(dloc, l + 1, bound_and_prune(p, heads, tails, M, F, B, R, S, w, l + 1, ub, branch, lane), lane)
+    return level, done, owned
+
+
+@cuda.jit
+def explore(p, heads, tails, M, V, dirs, F, B, R, S, end, start, state, best, best_cost, ub_global, counters,
+            max_steps, branch):
+    """Every IVM (one warp each) explores up to about ``max_steps`` nodes and leaves."""
+    n = p.shape[0]
+    lane = cuda.threadIdx.x % WARP
+    w = (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) // WARP
+    if w >= state.shape[0]:
+        return
+    if state[w, DONE] != 0 and state[w, INIT] == 0:
+        return
+    vloc = cuda.local.array(MAX_CHUNKS, int32)
+    dloc = cuda.local.array(MAX_CHUNKS, int32)
+    ub = read_ub(ub_global, lane)
+    nodes = int64(0)
+    leaves = int64(0)
+    if state[w, INIT] != 0:
+        level, done, owned = init_at(p, heads, tails, M, F, B, R, S, start, vloc, dloc, w, ub, branch, lane)
+        nodes += owned
+    else:
+        for chunk in range(MAX_CHUNKS):
+            level = chunk * WARP + lane
+            vloc[chunk] = V[w, level] if level < n else 0
+            dloc[chunk] = dirs[w, level] if level < n else 0
+        level = state[w, LEVEL]
+        done = False
+    steps = 0
+    while not done:
+        if at_or_after_end(vloc, end, w, n, lane):
+            done = True
+            break
+        v = get_digit(vloc, level)
+        # stop only where the next node is not a first child (see search/ivm.py)
+        if steps >= max_steps and v != 0:
+            break
+        steps += 1
+        descend(p, F, B, R, w, level, M[w, level, v], get_digit(dloc, level), lane)
+        if level == n - 1:
+            leaves += 1
+            cost = leaf_cost(F, B, w, n, p.shape[1], lane)
+            if cost < ub:
+                ub = min(ub, read_ub(ub_global, lane))
+                if cost < ub:
+                    record_leaf(M, vloc, dloc, best, best_cost, ub_global, w, n, cost, lane)
+                    ub = cost
+            set_digit(vloc, level, v + 1, lane)
+        else:
+            nodes += 1
+            fill_row(M, w, level, v, n, lane)
+            ub = min(ub, read_ub(ub_global, lane))
+            direction = bound_and_prune(p, heads, tails, M, F, B, R, S, w, level + 1, ub, branch, lane)
+            set_digit(dloc, level + 1, direction, lane)
+            level += 1
+        level, done = select(M, vloc, w, level, n, lane)
+    for chunk in range(MAX_CHUNKS):
+        l = chunk * WARP + lane
+        if l < n:
+            V[w, l] = vloc[chunk]
+            dirs[w, l] = dloc[chunk]
+    if lane == 0:
+        state[w, LEVEL] = level
+        state[w, DONE] = 1 if done else 0
+        state[w, INIT] = 0
+        state[w, NODES] += nodes
+        state[w, LEAVES] += leaves
+        cuda.atomic.add(counters, C_NODES, nodes)
+        cuda.atomic.add(counters, C_LEAVES, leaves)
+        if not done:
+            cuda.atomic.add(counters, C_ACTIVE, 1)
+
+
+# ---------------------------------------------------------------------- work stealing, one thread per IVM
+
+
+@cuda.jit(device=True)
+def position_of(V, w, out):
+    """The IVM's position as an (n+1)-digit vector."""
+    out[0] = 0
+    for level in range(V.shape[1]):
+        out[1 + level] = V[w, level]
+
+
+@cuda.jit
+def classify(V, end, state, idle, counters):
+    """List idle IVMs; find the largest remaining interval (smallest leading digit of end - position)."""
+    w = cuda.grid(1)
+    if w >= state.shape[0]:
+        return
+    if state[w, DONE] != 0:
+        idle[cuda.atomic.add(counters, C_IDLE, 1)] = w
+        return
+    position = cuda.local.array(513, int32)
+    size = cuda.local.array(513, int32)
+    n = V.shape[1]
+    position_of(V, w, position)
+    fd_subtract(end[w], position[: n + 1], size[: n + 1])
+    cuda.atomic.min(counters, C_MIN_LEADING, fd_leading_digit(size[: n + 1]))
+
+
+@cuda.jit
+def list_victims(V, end, state, victims, counters, slack):
+    """Busy IVMs whose interval is within ``slack`` leading digits of the largest, and at least 2."""
+    w = cuda.grid(1)
+    if w >= state.shape[0] or state[w, DONE] != 0:
+        return
+    position = cuda.local.array(513, int32)
+    size = cuda.local.array(513, int32)
+    n = V.shape[1]
+    position_of(V, w, position)
+    fd_subtract(end[w], position[: n + 1], size[: n + 1])
+    leading = fd_leading_digit(size[: n + 1])
+    big_enough = leading <= n - 2  # the last two digits are worth 0 and 1: size >= 2
+    if big_enough and leading <= counters[C_MIN_LEADING] + slack:
+        victims[cuda.atomic.add(counters, C_VICTIMS, 1)] = w
+
+
+@cuda.jit
+def steal(V, end, start, state, idle, victims, counters):
+    """The i-th idle IVM takes the right half of the i-th victim's interval."""
+    i = cuda.grid(1)
+    if i >= min(counters[C_IDLE], counters[C_VICTIMS]):
+        return
+    thief = idle[i]
+    victim = victims[i]
+    n = V.shape[1]
+    position = cuda.local.array(513, int32)
+    scratch = cuda.local.array(513, int32)
+    mid = cuda.local.array(513, int32)
+    position_of(V, victim, position)
+    fd_add(position[: n + 1], end[victim], scratch[: n + 1])
+    fd_halve(scratch[: n + 1], mid[: n + 1])
+    if fd_compare(mid[: n + 1], position[: n + 1]) <= 0:
+        return
+    for d in range(n + 1):
+        start[thief, d] = mid[d]
+        end[thief, d] = end[victim, d]
+        end[victim, d] = mid[d]
+    state[thief, DONE] = 0
+    state[thief, INIT] = 1

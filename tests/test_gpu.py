@@ -1,0 +1,173 @@
+"""The GPU explorer against the CPU explorer (the oracle), under the CUDA simulator in CI.
+
+With UB = optimum the tree is fixed, so the GPU must decompose exactly the CPU's nodes, on
+any partition of the work and across budget stops.  The simulator runs a warp as 4 threads
+(``gpu/warp.py``), so these small instances take the kernels' multi-chunk paths too.
+"""
+
+import sys
+
+import numpy as np
+import pytest
+from gmpy2 import mpz
+from hypothesis import given, settings, strategies as st
+
+from pbbflow.flowshop.evaluation import brute_force_optimum, makespan
+from pbbflow.flowshop.instance import load_instance
+from pbbflow.gpu import factoradic as fd
+from pbbflow.gpu.explorer import GpuError, GpuExplorer, explore_gpu
+from pbbflow.search.explorer import explore
+from pbbflow.search.factoradic import digits_to_int, factorial, int_to_digits
+from pbbflow.search.intervals import WorkUnit
+from pbbflow.search.packed import PackedUnit, limbs
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(autouse=True)
+def fast_simulator_barriers():
+    """The simulator's barriers hand the GIL around; a short switch interval makes them ~50x faster."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)
+    yield
+    sys.setswitchinterval(before)
+
+
+def vector(x: int, n: int) -> np.ndarray:
+    """(n+1)-digit vector of x in [0, n!]."""
+    if x == factorial(n):
+        return np.array([1] + [0] * n, np.int32)
+    return np.concatenate([[0], int_to_digits(x, n)]).astype(np.int32)
+
+
+def value(v: np.ndarray) -> int:
+    n = v.shape[0] - 1
+    return int(v[0]) * int(factorial(n)) + int(digits_to_int(v[1:]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 40), st.data())
+def test_factoradic_arithmetic_matches_gmpy2(n, data):
+    total = int(factorial(n))
+    x = data.draw(st.integers(0, total))
+    y = data.draw(st.integers(0, total - x))  # x + y <= n!
+    out = np.zeros(n + 1, np.int32)
+    fd.add(vector(x, n), vector(y, n), out)
+    assert value(out) == x + y
+    hi, lo = max(x, y), min(x, y)
+    fd.subtract(vector(hi, n), vector(lo, n), out)
+    assert value(out) == hi - lo
+    fd.halve(vector(x, n), out)
+    assert value(out) == x // 2
+    assert fd.compare(vector(x, n), vector(y, n)) == (x > y) - (x < y)
+    leading = fd.leading_digit(vector(x, n))
+    assert leading == (n + 1 if x == 0 else next(i for i, d in enumerate(vector(x, n)) if d))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 60), st.data())
+def test_digit_vectors_and_limbs_round_trip(n, data):
+    total = int(factorial(n))
+    values = data.draw(st.lists(st.integers(0, total), min_size=1, max_size=5))
+    digits = np.stack([vector(x, n) for x in values])
+    words = np.zeros((len(values), limbs(n)), np.uint64)
+    fd.digits_to_limbs(digits, words)
+    packed = b"".join(int(x).to_bytes(8 * limbs(n), "big") for x in values)
+    assert words.astype(">u8").tobytes() == packed
+    back = np.zeros_like(digits)
+    fd.limbs_to_digits(words, back)
+    assert np.array_equal(back, digits)
+
+
+def random_instance(seed: int, n: int, m: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(1, 30, size=(n, m)).astype(np.int32)
+
+
+@pytest.mark.parametrize(
+    ("seed", "n", "m", "branch", "ivms"),
+    [
+        (0, 5, 3, "minmin", 1),
+        (1, 6, 5, "minmin", 3),
+        (2, 7, 4, "minmin", 8),
+        (3, 6, 6, "minbranch", 4),
+        (4, 6, 3, "forward", 2),
+        (5, 6, 4, "backward", 5),
+    ],
+)
+def test_same_nodes_as_the_cpu_with_ub_at_the_optimum(seed, n, m, branch, ivms):
+    p = random_instance(seed, n, m)
+    optimum = brute_force_optimum(p)[0]
+    cpu = explore(p, WorkUnit.full(n), optimum, branch=branch)
+    gpu = explore_gpu(p, WorkUnit.full(n), optimum, branch=branch, ivms=ivms)
+    assert (gpu.nodes, gpu.leaves) == (cpu.nodes, cpu.leaves)
+    assert not gpu.remaining and gpu.best_makespan is None
+
+
+@pytest.mark.parametrize(("name", "optimum"), [("ta001", 1278), ("ta002", 1359)])
+def test_same_nodes_as_the_cpu_on_small_taillard_trees(name, optimum):
+    p = load_instance(name).p
+    cpu = explore(p, WorkUnit.full(20), optimum)
+    gpu = explore_gpu(p, WorkUnit.full(20), optimum, ivms=4)
+    assert gpu.nodes == cpu.nodes > 0 and not gpu.remaining
+
+
+def test_finds_an_optimal_schedule_from_above():
+    p = random_instance(7, 6, 4)
+    optimum = brute_force_optimum(p)[0]
+    result = explore_gpu(p, WorkUnit.full(6), optimum + 20, ivms=3)
+    assert result.best_makespan == optimum
+    assert makespan(p, result.best_permutation) == optimum
+    assert sorted(result.best_permutation.tolist()) == list(range(6))
+
+
+def test_budget_stops_resume_to_the_same_count_and_account_for_the_space():
+    p = random_instance(21, 6, 5)
+    optimum = brute_force_optimum(p)[0]
+    total = explore(p, WorkUnit.full(6), optimum).nodes  # 56 nodes
+    explorer = GpuExplorer(p, ivms=3)
+    explorer.load(WorkUnit.full(6))
+    done, rounds = 0, 0
+    while True:
+        before = explorer.remaining()
+        counts = explorer.run(optimum, max_nodes=15)
+        done += counts.nodes
+        rounds += 1
+        left = explorer.remaining()
+        assert left.to_work_unit().difference(before.to_work_unit()).is_empty()  # only shrinks
+        if not left:
+            break
+        explorer = GpuExplorer(p, ivms=3)  # resume on a fresh explorer from the remaining unit
+        explorer.load(left)
+    assert done == total and rounds > 2
+
+
+def test_idle_ivms_steal_work():
+    p = random_instance(10, 7, 5)
+    optimum = brute_force_optimum(p)[0]
+    explorer = GpuExplorer(p, ivms=4)
+    explorer.load(WorkUnit.full(7))
+    counts = explorer.run(optimum)
+    assert counts.peak_active >= 3  # one interval was shared out on the device
+    assert counts.nodes == explore(p, WorkUnit.full(7), optimum).nodes == 109
+
+
+def test_a_partial_unit_of_many_intervals():
+    p = random_instance(9, 7, 4)
+    optimum = brute_force_optimum(p)[0]
+    total = int(factorial(7))
+    unit = WorkUnit(7, [(a, a + 37) for a in range(0, total - 37, 211)])
+    cpu = explore(p, unit, optimum + 5)
+    gpu = explore_gpu(p, PackedUnit.from_work_unit(unit).to_work_unit(), optimum + 5, ivms=len(unit))
+    assert (gpu.nodes, gpu.leaves) == (cpu.nodes, cpu.leaves)
+
+
+def test_clear_errors():
+    p = random_instance(0, 5, 3)
+    with pytest.raises(GpuError, match="lb1 only"):
+        GpuExplorer(p, bound="lb2")
+    explorer = GpuExplorer(p, ivms=2)
+    with pytest.raises(GpuError, match="at most 2"):
+        explorer.load(WorkUnit(5, [(0, 1), (5, 6), (9, 10)]))
+    with pytest.raises(ValueError, match="n=4"):
+        explorer.load(WorkUnit.full(4))
+    assert explorer.memory_bytes > 0 and mpz(explorer.k) == 2
