@@ -1,0 +1,86 @@
+"""Benchmark: the GPU explorer on Taillard's 20x20 instances with UB = optimum, as JSON.
+
+With the optimum as UB the tree is fixed, so ``nodes`` is the same for every machine and
+explorer; ``--check-cpu`` runs the CPU explorer (all cores) on the named instances and
+reports whether the counts agree.  The kernels are compiled by a warm-up run first.
+
+    python benchmarks/gpu_explorer.py                                  # ta021-ta030, K = 16384
+    python benchmarks/gpu_explorer.py --instances ta021 --ivms 4096 16384 32768
+    python benchmarks/gpu_explorer.py --instances ta017 --check-cpu ta017
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+from pbbflow.flowshop.instance import load_instance
+from pbbflow.gpu.explorer import DEFAULT_IVMS, GpuExplorer, device_summary
+from pbbflow.search.explorer import explore
+from pbbflow.search.intervals import WorkUnit
+
+# Optimal makespans from ../shared/data/taillard/bounds.csv (optimal=yes rows).
+OPTIMA = {
+    "ta001": 1278, "ta011": 1582, "ta017": 1484,
+    "ta021": 2297, "ta022": 2099, "ta023": 2326, "ta024": 2223, "ta025": 2291,
+    "ta026": 2226, "ta027": 2273, "ta028": 2200, "ta029": 2237, "ta030": 2178,
+}  # fmt: skip
+# The paper authors' CUDA code on the same H200 model (issue 4): ta021, 495 M nodes in 7.9 s.
+REFERENCE_TA021_NODES_PER_S = 63e6
+
+
+def run_one(name: str, ivms: int, max_seconds: float) -> dict:
+    p = load_instance(name).p
+    explorer = GpuExplorer(p, ivms=ivms)
+    explorer.load(WorkUnit.full(p.shape[0]))
+    started = time.perf_counter()
+    counts = explorer.run(OPTIMA[name], max_seconds=max_seconds)
+    seconds = time.perf_counter() - started
+    finished = not explorer.remaining()
+    return {
+        "instance": name, "ub": OPTIMA[name], "ivms": ivms, "finished": finished,
+        "improved": explorer.best() is not None, "nodes": counts.nodes, "leaves": counts.leaves,
+        "seconds": round(seconds, 3), "nodes_per_s": round(counts.nodes / seconds),
+        "launches": counts.launches, "kernel_share": round(counts.kernel_s / seconds, 4),
+        "peak_active_ivms": counts.peak_active, "ivm_memory_bytes": explorer.memory_bytes,
+    }  # fmt: skip
+
+
+def cpu_check(name: str) -> dict:
+    p = load_instance(name).p
+    threads = len(os.sched_getaffinity(0))
+    started = time.perf_counter()
+    result = explore(p, WorkUnit.full(p.shape[0]), OPTIMA[name], threads=threads)
+    return {"instance": name, "cpu_threads": threads, "cpu_nodes": result.nodes,
+            "cpu_seconds": round(time.perf_counter() - started, 3)}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--instances", nargs="+", default=[f"ta0{i}" for i in range(21, 31)])
+    parser.add_argument("--ivms", nargs="+", type=int, default=[DEFAULT_IVMS])
+    parser.add_argument("--max-seconds", type=float, default=120.0, help="per run")
+    parser.add_argument("--check-cpu", nargs="*", default=[], help="instances to count with the CPU explorer too")
+    args = parser.parse_args()
+    run_one("ta001", 64, 60.0)  # compiles the kernels
+    runs = [run_one(name, ivms, args.max_seconds) for name in args.instances for ivms in args.ivms]
+    checks = []
+    for name in args.check_cpu:
+        check = cpu_check(name)
+        gpu_nodes = {r["nodes"] for r in runs if r["instance"] == name and r["finished"]}
+        check["same_nodes_as_gpu"] = gpu_nodes == {check["cpu_nodes"]}
+        checks.append(check)
+    finished = [r for r in runs if r["finished"]]
+    print(json.dumps({
+        "benchmark": "gpu_explorer", **device_summary(), "bound": "lb1", "branch": "minmin",
+        "runs": runs, "cpu_checks": checks,
+        "total_seconds_finished": round(sum(r["seconds"] for r in finished), 3),
+        "finished": len(finished), "of": len(runs),
+        "reference_paper_ta021_nodes_per_s": REFERENCE_TA021_NODES_PER_S,
+    }, indent=2))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
