@@ -149,11 +149,14 @@ class GpuExplorer:
 
     # ------------------------------------------------------------------ exploring
     def run(self, ub: int, *, max_seconds: float | None = None, max_nodes: int | None = None,
-            on_launch: Callable[[int, int, int], None] | None = None) -> RunCounts:
+            steps: int | None = None, on_launch: Callable[[int, int, int], None] | None = None) -> RunCounts:
         """Explore under ``ub`` until the work is done or a budget is reached (checked between launches).
 
+        ``steps``: nodes per IVM and launch (default: sized to ``LAUNCH_SECONDS``).
         ``on_launch(nodes, leaves, ub)`` is called after every launch with the totals of this call.
         """
+        if steps is not None:
+            self.steps = steps
         self.initial_ub = ub
         self.ub.copy_to_device(np.array([ub], np.int32))
         deadline = None if max_seconds is None else time.monotonic() + max_seconds
@@ -184,7 +187,8 @@ class GpuExplorer:
                 break
             if max_nodes is not None and nodes >= max_nodes:
                 break
-            self._adapt(elapsed)
+            if steps is None:
+                self._adapt(elapsed)
             if active < STEAL_BELOW * self.k:
                 self._steal()
         return RunCounts(nodes, leaves, launches, peak_active, kernel_s)
