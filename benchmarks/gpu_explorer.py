@@ -31,16 +31,16 @@ OPTIMA = {
 REFERENCE_TA021_NODES_PER_S = 63e6
 
 
-def run_one(name: str, ivms: int, max_seconds: float) -> dict:
+def run_one(name: str, ivms: int, max_seconds: float, branch: str = "minmin") -> dict:
     p = load_instance(name).p
-    explorer = GpuExplorer(p, ivms=ivms)
+    explorer = GpuExplorer(p, ivms=ivms, branch=branch)
     explorer.load(WorkUnit.full(p.shape[0]))
     started = time.perf_counter()
     counts = explorer.run(OPTIMA[name], max_seconds=max_seconds)
     seconds = time.perf_counter() - started
     finished = not explorer.remaining()
     return {
-        "instance": name, "ub": OPTIMA[name], "ivms": ivms, "finished": finished,
+        "instance": name, "ub": OPTIMA[name], "branch": branch, "ivms": ivms, "finished": finished,
         "improved": explorer.best() is not None, "nodes": counts.nodes, "leaves": counts.leaves,
         "seconds": round(seconds, 3), "nodes_per_s": round(counts.nodes / seconds),
         "launches": counts.launches, "kernel_share": round(counts.kernel_s / seconds, 4),
@@ -62,10 +62,11 @@ def main() -> None:
     parser.add_argument("--instances", nargs="+", default=[f"ta0{i}" for i in range(21, 31)])
     parser.add_argument("--ivms", nargs="+", type=int, default=[DEFAULT_IVMS])
     parser.add_argument("--max-seconds", type=float, default=120.0, help="per run")
+    parser.add_argument("--branch", default="minmin")
     parser.add_argument("--check-cpu", nargs="*", default=[], help="instances to count with the CPU explorer too")
     args = parser.parse_args()
     run_one("ta001", 64, 60.0)  # compiles the kernels
-    runs = [run_one(name, ivms, args.max_seconds) for name in args.instances for ivms in args.ivms]
+    runs = [run_one(name, ivms, args.max_seconds, args.branch) for name in args.instances for ivms in args.ivms]
     checks = []
     for name in args.check_cpu:
         check = cpu_check(name)
@@ -74,7 +75,7 @@ def main() -> None:
         checks.append(check)
     finished = [r for r in runs if r["finished"]]
     print(json.dumps({
-        "benchmark": "gpu_explorer", **device_summary(), "bound": "lb1", "branch": "minmin",
+        "benchmark": "gpu_explorer", **device_summary(), "bound": "lb1", "branch": args.branch,
         "runs": runs, "cpu_checks": checks,
         "total_seconds_finished": round(sum(r["seconds"] for r in finished), 3),
         "finished": len(finished), "of": len(runs),

@@ -16,11 +16,19 @@ import threading
 from pathlib import Path
 
 from ..flowshop.bounds import BOUND_NAMES
+from ..gpu import DEFAULT_IVMS
 from ..flowshop.instance import FORMATS, ORIENTATIONS, InstanceError, load_instance
 from ..search.ivm import BRANCH_NAMES
 from ..search.solve import LIMIT
 from ..storage.runstore import RunStore, RunStoreError
-from ..workflow.cluster import ClusterError, SlurmOptions, dashboard_link, open_cluster, slurm_job_script
+from ..workflow.cluster import (
+    ClusterError,
+    SlurmOptions,
+    dashboard_link,
+    open_cluster,
+    resolve_gpus,
+    slurm_job_script,
+)
 from ..workflow.run import create_run, drive, result_of
 from .progress import ProgressBar
 
@@ -50,6 +58,18 @@ def _upper_bound(text: str) -> int | None:
     return None if text.lower() == "neh" else _positive_int(text)
 
 
+def _gpus(text: str) -> int | str:
+    if text == "all":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0 or 'all', got {text!r}")
+    return value
+
+
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     """Options shared by solve and resume: limits, cluster, output."""
     parser.add_argument("--time-limit", type=parse_duration, default=None, metavar="DURATION",
@@ -64,6 +84,11 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument("--scheduler", metavar="ADDRESS", help="use the running Dask scheduler at ADDRESS")
     cluster.add_argument("--workers", type=_positive_int, default=None,
                          help="local worker processes (default: one per core)")
+    cluster.add_argument("--gpus", type=_gpus, default=None, metavar="N|all",
+                         help="local GPUs, one explorer of --ivms IVMs each (default: all GPUs present, "
+                              "CPU workers otherwise; 0: CPU only)")
+    cluster.add_argument("--ivms", type=_positive_int, default=DEFAULT_IVMS, metavar="K",
+                         help=f"IVMs per GPU (default: {DEFAULT_IVMS})")
     cluster.add_argument("--threads", type=_positive_int, default=None,
                          help="explorer threads per local worker (default: the cores shared out, 1 by default)")
     slurm = parser.add_argument_group("slurm (with --cluster slurm)")
@@ -122,12 +147,22 @@ def _slurm_options(args: argparse.Namespace) -> SlurmOptions:
     )  # fmt: skip
 
 
-def _cluster(args: argparse.Namespace):
+def _local_gpus(args: argparse.Namespace, bound: str) -> int:
+    """GPUs of the local cluster; ClusterError for a request that cannot be served."""
+    if bound != "lb1":
+        if args.gpus not in (None, 0):
+            raise ClusterError(f"the GPU explorer bounds with lb1 only (this run uses {bound}); use --gpus 0")
+        return 0
+    return resolve_gpus(args.gpus)
+
+
+def _cluster(args: argparse.Namespace, store_bound: str):
     if args.scheduler:
         return open_cluster("address", scheduler=args.scheduler)
     if args.cluster == "slurm":
         return open_cluster("slurm", slurm=_slurm_options(args))
-    return open_cluster("local", workers=args.workers, threads_per_worker=args.threads)
+    return open_cluster("local", workers=args.workers, threads_per_worker=args.threads,
+                        gpus=_local_gpus(args, store_bound))
 
 
 def _print_result(result: dict) -> None:
@@ -170,13 +205,14 @@ def _drive(store: RunStore, args: argparse.Namespace) -> int:
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with _cluster(args) as client:
+        with _cluster(args, store.options["bound"]) as client:
             bar = None
             if not args.quiet and sys.stderr.isatty():
                 bar = ProgressBar(sys.stderr, dashboard_link(client))
             try:
                 result = drive(store, client, time_limit=args.time_limit, node_limit=args.node_limit,
-                               checkpoint_every=args.checkpoint_every, stop=stop, on_progress=bar)  # fmt: skip
+                               checkpoint_every=args.checkpoint_every, stop=stop, on_progress=bar,
+                               ivms=args.ivms)  # fmt: skip
             finally:
                 if bar is not None:
                     bar.close()
@@ -191,6 +227,8 @@ def _solve(args: argparse.Namespace) -> int:
         print(slurm_job_script(_slurm_options(args)))
         return EXIT_DONE
     instance = load_instance(args.instance, fmt=args.format, orientation=args.orientation)
+    if args.cluster == "local" and not args.scheduler:
+        _local_gpus(args, args.bound)  # refuse a bad GPU request before creating the run store
     path = args.run
     if path is None:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")

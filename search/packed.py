@@ -154,6 +154,23 @@ def _largest(bounds) -> int:
     return found
 
 
+@njit(cache=True)
+def _log2_sizes(bounds, out) -> None:
+    """``out[i]`` ~ log2(b_i - a_i), for ranking intervals by size (-1 for an empty one)."""
+    width = bounds.shape[2]
+    diff = np.zeros(width, dtype=np.uint64)
+    for i in range(bounds.shape[0]):
+        _difference(bounds, i, diff)
+        out[i] = -1.0
+        for lead in range(width):
+            if diff[lead] != 0:
+                top = float(diff[lead])
+                if lead + 1 < width:
+                    top += float(diff[lead + 1]) / 18446744073709551616.0  # 2**64
+                out[i] = np.log2(top) + 64.0 * (width - 1 - lead)
+                break
+
+
 class PackedUnit:
     """Immutable normalised set of intervals of ``[0, n!)``, bounds packed in one uint64 array."""
 
@@ -253,6 +270,15 @@ class PackedUnit:
         out = np.empty((len(self) + len(other), 2, self.bounds.shape[2]), dtype=np.uint64)
         k = _intersect(self.bounds, other.bounds, out)
         return PackedUnit(self.n, out[:k].copy())
+
+    def split_half(self) -> tuple[PackedUnit, PackedUnit]:
+        """``(kept, given)``: every second interval, in decreasing size, is given away, so
+        each side gets about half of the work of a unit of many intervals (a GPU's IVMs)."""
+        sizes = np.empty(len(self), dtype=np.float64)
+        _log2_sizes(self.bounds, sizes)
+        given = np.zeros(len(self), dtype=bool)
+        given[np.argsort(-sizes, kind="stable")[1::2]] = True
+        return PackedUnit(self.n, self.bounds[~given]), PackedUnit(self.n, self.bounds[given])
 
     def split_largest(self) -> tuple[PackedUnit, Interval | None]:
         """``(self without the right half of its largest interval, that right half)``.

@@ -145,3 +145,15 @@ def test_capacity_takes_several_pool_intervals_and_the_fraction_is_exact():
     explored = work.to_work_unit().difference(WorkUnit(N, [(0, 120)]))
     ledger.checkpoint("e", "w", PackedUnit.from_work_unit(explored))  # explored [0, 120)
     assert ledger.remaining_fraction() == (TOTAL - 120) / TOTAL
+
+
+def test_a_many_interval_explorer_gives_half_its_work_to_a_waiter():
+    ledger = Ledger(unit((0, 600)), ub=100)
+    ledger.checkpoint("gpu", "w1", EMPTY, capacity=64)
+    assert ledger.checkpoint("idle", "w2", EMPTY).action == WAIT
+    report = unit(*[(a, a + 10) for a in range(0, 600, 20)])  # 30 equal intervals left
+    reply = ledger.checkpoint("gpu", "w1", report, capacity=64)
+    assert reply.action == REPLACE and len(reply.work) == 15
+    stolen = ledger.checkpoint("idle", "w2", EMPTY, capacity=64)
+    assert stolen.action == REPLACE and stolen.work.size == 150
+    assert PackedUnit.union_of_disjoint(N, [reply.work, stolen.work]) == report

@@ -106,3 +106,21 @@ def test_packed_units_are_read_only():
     with pytest.raises(ValueError):
         packed.bounds[0, 0, 0] = 1
     assert np.array_equal(PackedUnit.empty(4).bounds, np.zeros((0, 2, 1), dtype=np.uint64))
+
+
+@given(units(1))
+def test_split_half_partitions_the_unit(case):
+    n, unit = case
+    kept, given_away = PackedUnit.from_work_unit(unit).split_half()
+    assert kept.to_work_unit().union(given_away.to_work_unit()) == unit
+    assert kept.to_work_unit().intersect(given_away.to_work_unit()).is_empty()
+    assert len(kept) - len(given_away) in (0, 1)
+
+
+def test_split_half_shares_the_work_of_many_intervals():
+    n = 30
+    step = int(factorial(n)) // 1000
+    sizes = [(i % 7 + 1) * 1000 for i in range(1000)]
+    unit = WorkUnit(n, [(i * step, i * step + s) for i, s in enumerate(sizes)])
+    kept, given_away = PackedUnit.from_work_unit(unit).split_half()
+    assert abs(int(kept.size) - int(given_away.size)) <= 7000  # at most one interval's worth apart

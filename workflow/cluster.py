@@ -185,6 +185,33 @@ def dashboard_link(client: Client) -> str | None:
         return None
 
 
+def resolve_gpus(gpus: int | str | None) -> int:
+    """GPUs for a local cluster: ``None`` = every visible GPU (0 without one), ``"all"`` = every
+    visible GPU (at least one), ``N`` = exactly N visible GPUs."""
+    if gpus is None:
+        return gpu_count()
+    visible = gpu_count()
+    if gpus == "all":
+        if visible == 0:
+            raise ClusterError("--gpus all: no GPU is visible (check the driver and CUDA_VISIBLE_DEVICES)")
+        return visible
+    if not isinstance(gpus, int) or gpus < 0:
+        raise ClusterError(f"gpus must be a number >= 0 or 'all', not {gpus!r}")
+    if gpus > visible:
+        raise ClusterError(f"{gpus} GPU(s) asked for, but {visible} visible (check CUDA_VISIBLE_DEVICES)")
+    return gpus
+
+
+def _local_gpu_cluster(gpus: int, dashboard_address: str):
+    """A LocalCUDACluster: one single-threaded worker per GPU, each with the Dask resource GPU=1."""
+    from dask_cuda import LocalCUDACluster
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    devices = [d.strip() for d in visible.split(",")][:gpus] if visible else list(range(gpus))
+    return LocalCUDACluster(host=LOOPBACK, CUDA_VISIBLE_DEVICES=devices, n_workers=gpus, threads_per_worker=1,
+                            resources={"GPU": 1}, dashboard_address=dashboard_address)  # fmt: skip
+
+
 def _check(kind: str, workers, threads_per_worker, scheduler, slurm) -> None:
     """Raise ClusterError for argument combinations that make no sense."""
     if kind not in KINDS:
@@ -209,13 +236,15 @@ def open_cluster(
     threads_per_worker: int | None = None,
     scheduler: str | None = None,
     slurm: SlurmOptions | None = None,
+    gpus: int | str | None = 0,
     dashboard_address: str = "127.0.0.1:0",
 ) -> Iterator[Client]:
     """Yield a Client on a cluster of ``kind``; close what was opened here on exit, also on errors.
 
-    - ``"local"``: a LocalCluster on 127.0.0.1 of ``workers`` processes (default: one per core,
-      or the cores divided by ``threads_per_worker``) with ``threads_per_worker`` threads
-      (default: the usable cores shared out between the workers).
+    - ``"local"``: with ``gpus`` (see :func:`resolve_gpus`; 0: none) a LocalCUDACluster of one
+      worker per GPU; else a LocalCluster on 127.0.0.1 of ``workers`` processes (default: one
+      per core, or the cores divided by ``threads_per_worker``) with ``threads_per_worker``
+      threads (default: the usable cores shared out between the workers).
     - ``"address"``: connect to the running scheduler at ``scheduler``; only the client is closed.
     - ``"slurm"``: submit ``slurm.jobs`` Slurm jobs of workers and wait for the first worker.
     ``dashboard_address`` is where a scheduler started here serves its dashboard (port 0: any
@@ -230,7 +259,10 @@ def open_cluster(
             except (OSError, TimeoutError, ValueError) as exc:
                 raise ClusterError(f"cannot connect to the scheduler at {scheduler}: {exc}") from None
         else:
-            if kind == "local":
+            devices = resolve_gpus(gpus) if kind == "local" else 0
+            if devices:
+                cluster = _local_gpu_cluster(devices, dashboard_address)
+            elif kind == "local":
                 # default: one single-threaded worker per core (measured faster than one worker
                 # with a thread per core: benchmarks/workflow_overhead.py)
                 n = workers or max(1, usable_cores() // (threads_per_worker or 1))

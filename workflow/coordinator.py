@@ -31,6 +31,7 @@ class Coordinator(SchedulerPlugin):
             {
                 "pbbflow_open": self.open_run,
                 "pbbflow_checkpoint": self.checkpoint,
+                "pbbflow_improve": self.improve,
                 "pbbflow_state": self.state,
                 "pbbflow_stop": self.stop_run,
                 "pbbflow_close": self.close_run,
@@ -64,6 +65,14 @@ class Coordinator(SchedulerPlugin):
         reply = ledger.checkpoint(explorer, worker, PackedUnit.from_bytes(ledger.n, remaining), nodes, leaves, capacity)
         work = reply.work.to_bytes() if reply.action == REPLACE else None
         return {"action": reply.action, "work": work, "ub": reply.ub, "hurry": reply.hurry}
+
+    def improve(self, run: str, best: int, permutation) -> dict:
+        """A better schedule found between checkpoints; returns the run's incumbent."""
+        ledger = self.runs.get(run)
+        if ledger is None:
+            return {"ub": 0}
+        ledger.improve(best, tuple(permutation))
+        return {"ub": ledger.ub}
 
     def state(self, run: str, intervals: bool = False) -> dict:
         """Counters, incumbent and the exact remaining fraction; with ``intervals`` the remainder too."""

@@ -10,8 +10,9 @@ has left and the nodes it decomposed since its previous checkpoint.  The ledger 
 copy of every explorer's work unit; the reported intervals are intersected with that copy
 (a late report from a task whose work was re-assigned after a worker loss counts for
 nothing).  Work is never taken from an explorer between its checkpoints: when others are
-waiting, the right half of a reporting explorer's largest interval moves to the pool, so
-no position is explored twice and node counts stay exact.
+waiting, the right half of a reporting explorer's largest interval moves to the pool (or,
+from an explorer of many intervals such as a GPU's, every second interval by size: about half
+its work), so no position is explored twice and node counts stay exact.
 """
 
 from __future__ import annotations
@@ -109,8 +110,12 @@ class Ledger:
             return Reply(STOP, None, self.ub)
         if left:
             if self.waiting - {explorer} and not self.pool and left.size >= self.min_split:
-                left, given = left.split_largest()
-                self.pool.append(given)
+                if capacity > 1 and len(left) > 1:  # many intervals (a GPU's IVMs): give half the work
+                    left, half = left.split_half()
+                    self.pool.extend(half.intervals())
+                else:
+                    left, given = left.split_largest()
+                    self.pool.append(given)
             self._hold(explorer, left)
             hurry = len(self.waiting - {explorer}) > len(self.pool)  # waiters the pool cannot serve
             return Reply(CONTINUE if left == remaining else REPLACE, left, self.ub, hurry)

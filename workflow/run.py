@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from distributed import Client, wait
 
 from ..flowshop.bounds import lower_bound
+from ..gpu import DEFAULT_IVMS
 from ..flowshop.evaluation import neh
 from ..flowshop.instance import FlowShop
 from ..search.intervals import WorkUnit
@@ -85,7 +86,7 @@ def _result(store: RunStore, remaining: WorkUnit, incumbent, permutation, nodes,
 class _Session:
     """One ``drive`` call: the run id, the explorer futures, the series, the writer thread."""
 
-    def __init__(self, store: RunStore, client: Client, budget_s: float) -> None:
+    def __init__(self, store: RunStore, client: Client, budget_s: float, ivms: int) -> None:
         self.store, self.client = store, client
         self.start = store.latest()
         self.run = uuid.uuid4().hex
@@ -99,7 +100,7 @@ class _Session:
         workers = sorted(client.scheduler_info()["workers"])
         self.call("pbbflow_open", n=store.n, work=self.start.remaining.to_bytes(), ub=ub,
                   nodes=self.start.nodes, leaves=self.start.leaves, pieces=max(1, len(workers)))  # fmt: skip
-        self.budget_s = budget_s
+        self.budget_s, self.ivms = budget_s, ivms
         self.futures = []
         self.served: set[str] = set()  # workers that were given an explorer task
         self.add_explorers()
@@ -111,6 +112,7 @@ class _Session:
             explorer = f"{self.run}-{len(self.futures)}"
             self.futures.append(self.client.submit(
                 explorer_task, self.run, explorer, self.store.p, options["bound"], options["branch"], self.budget_s,
+                self.ivms,
                 key=f"pbbflow-explorer-{explorer}", workers=[worker], allow_other_workers=True, pure=False,
             ))  # fmt: skip
             self.served.add(worker)
@@ -153,15 +155,16 @@ class _Session:
 
 def drive(store: RunStore, client: Client, *, time_limit: float | None = None, node_limit: int | None = None,
           checkpoint_every: float = 60.0, budget_s: float = 2.0, stop: threading.Event | None = None,
-          on_progress: Callable[[Progress], None] | None = None) -> dict:
+          on_progress: Callable[[Progress], None] | None = None, ivms: int = DEFAULT_IVMS) -> dict:
     """Continue the run in ``store`` until it ends, a limit is reached or ``stop`` is set.
 
     ``time_limit`` counts this session's seconds; ``node_limit`` the run's total nodes (checked
-    between explorer checkpoints, so it is a soft limit).
+    between explorer checkpoints, so it is a soft limit).  ``ivms``: IVMs per GPU worker (workers
+    with the Dask resource ``GPU``).
     """
     if not store.latest().remaining:
         return result_of(store)
-    session = _Session(store, client, budget_s)
+    session = _Session(store, client, budget_s, ivms)
     stop = stop or threading.Event()
     last_checkpoint = last_sample = time.monotonic()
     try:

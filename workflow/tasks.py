@@ -1,9 +1,11 @@
 """The explorer task that runs on a Dask worker.
 
-It explores its work unit with the threaded IVM explorer for a time budget, checkpoints
-to the coordinator, and does what the answer says.  It holds no state the coordinator
-does not have (as of the last checkpoint), so a re-run after a worker death is harmless:
-it starts empty and asks for work.
+It explores its work unit for a time budget, checkpoints to the coordinator, and does what
+the answer says.  On a worker with the resource ``GPU`` it drives a ``GpuExplorer`` (K IVMs
+kept on the device between checkpoints, improvements sent up as soon as a launch finds
+them); elsewhere the threaded CPU explorer with a thread per worker thread.  It holds no
+state the coordinator does not have (as of the last checkpoint), so a re-run after a
+worker death is harmless: it starts empty and asks for work.
 """
 
 from __future__ import annotations
@@ -23,35 +25,94 @@ HURRY = 0.05  # fraction of the budget to explore before the next checkpoint whe
 CHUNK_SECONDS = 0.02  # explorer threads share the GIL with the worker's own threads: visit Python less
 
 
-def explorer_task(run: str, explorer: str, p: np.ndarray, bound: str, branch: str, budget_s: float) -> dict:
-    """Explore for the coordinator until it says stop, on as many threads as the worker has."""
+class _CpuEngine:
+    """The threaded IVM explorer on a work unit held in this process."""
+
+    def __init__(self, p: np.ndarray, bound: str, branch: str, threads: int) -> None:
+        self.p, self.bound, self.branch, self.capacity = p, bound, branch, threads
+        self.unit = WorkUnit.empty(p.shape[0])
+
+    def load(self, data: bytes) -> None:
+        self.unit = WorkUnit.from_bytes(self.p.shape[0], data)
+
+    def run(self, ub: int, seconds: float, report) -> tuple[int, int, tuple[int, list[int]] | None]:
+        result = explore(self.p, self.unit, ub, bound=self.bound, branch=self.branch, threads=self.capacity,
+                         max_seconds=seconds, chunk_seconds=CHUNK_SECONDS)  # fmt: skip
+        self.unit = result.remaining
+        best = None
+        if result.best_makespan is not None:
+            best = (result.best_makespan, [int(j) for j in result.best_permutation])
+        return result.nodes, result.leaves, best
+
+    def remaining(self) -> bytes:
+        return self.unit.to_bytes()
+
+
+class _GpuEngine:
+    """A ``GpuExplorer`` whose IVMs stay on the device from one checkpoint to the next."""
+
+    def __init__(self, p: np.ndarray, bound: str, branch: str, ivms: int) -> None:
+        from ..gpu.explorer import GpuExplorer  # only GPU workers import numba-cuda's runtime
+        from ..search.packed import PackedUnit
+
+        self.n, self.packed = p.shape[0], PackedUnit
+        self.gpu = GpuExplorer(p, ivms=ivms, bound=bound, branch=branch)
+        self.capacity = ivms
+
+    def load(self, data: bytes) -> None:
+        self.gpu.load(self.packed.from_bytes(self.n, data))
+
+    def run(self, ub: int, seconds: float, report) -> tuple[int, int, tuple[int, list[int]] | None]:
+        sent = ub
+
+        def on_launch(nodes: int, leaves: int, current: int) -> None:
+            nonlocal sent
+            if current < sent:  # a better schedule: up to the coordinator at once
+                makespan, permutation = self.gpu.best()
+                report(makespan, [int(j) for j in permutation])
+                sent = makespan
+
+        counts = self.gpu.run(ub, max_seconds=seconds, on_launch=on_launch)
+        best = self.gpu.best()
+        return counts.nodes, counts.leaves, None if best is None else (best[0], [int(j) for j in best[1]])
+
+    def remaining(self) -> bytes:
+        return self.gpu.remaining().to_bytes()
+
+
+def explorer_task(run: str, explorer: str, p: np.ndarray, bound: str, branch: str, budget_s: float,
+                  ivms: int) -> dict:  # fmt: skip
+    """Explore for the coordinator until it says stop (on the GPU of a worker with resource GPU)."""
     worker = get_worker()
-    threads = worker.state.nthreads
-    n = p.shape[0]
+    if worker.state.total_resources.get("GPU", 0) > 0:
+        engine = _GpuEngine(p, bound, branch, ivms)
+    else:
+        engine = _CpuEngine(p, bound, branch, worker.state.nthreads)
 
-    def checkpoint(unit: WorkUnit, **progress) -> dict:
-        return sync(worker.loop, worker.scheduler.pbbflow_checkpoint, run=run, explorer=explorer,
-                    worker=worker.address, remaining=unit.to_bytes(), capacity=threads, **progress)  # fmt: skip
+    def call(handler: str, **kwargs) -> dict:
+        return sync(worker.loop, getattr(worker.scheduler, handler), run=run, **kwargs)
 
-    unit = WorkUnit.empty(n)
+    def checkpoint(remaining: bytes, **progress) -> dict:
+        return call("pbbflow_checkpoint", explorer=explorer, worker=worker.address, remaining=remaining,
+                    capacity=engine.capacity, **progress)  # fmt: skip
+
+    def report(makespan: int, permutation: list[int]) -> None:
+        call("pbbflow_improve", best=makespan, permutation=permutation)
+
     totals = {"nodes": 0, "leaves": 0, "explorations": 0}
-    reply = checkpoint(unit)
+    reply = checkpoint(b"")
     while reply["action"] != STOP:
         if reply["action"] == WAIT:
             time.sleep(WAIT_SECONDS)
-            reply = checkpoint(unit)
+            reply = checkpoint(engine.remaining())
             continue
         if reply["action"] == REPLACE:
-            unit = WorkUnit.from_bytes(n, reply["work"])
+            engine.load(reply["work"])
         budget = budget_s * HURRY if reply["hurry"] else budget_s
-        result = explore(p, unit, reply["ub"], bound=bound, branch=branch, threads=threads, max_seconds=budget,
-                         chunk_seconds=CHUNK_SECONDS)  # fmt: skip
-        unit = result.remaining
-        totals["nodes"] += result.nodes
-        totals["leaves"] += result.leaves
+        nodes, leaves, best = engine.run(reply["ub"], budget, report)
+        totals["nodes"] += nodes
+        totals["leaves"] += leaves
         totals["explorations"] += 1
-        best = {}
-        if result.best_makespan is not None:
-            best = {"best": result.best_makespan, "permutation": [int(j) for j in result.best_permutation]}
-        reply = checkpoint(unit, nodes=result.nodes, leaves=result.leaves, **best)
+        improvement = {} if best is None else {"best": best[0], "permutation": best[1]}
+        reply = checkpoint(engine.remaining(), nodes=nodes, leaves=leaves, **improvement)
     return totals
