@@ -150,11 +150,12 @@ class GpuExplorer:
 
     # ------------------------------------------------------------------ exploring
     def run(self, ub: int, *, max_seconds: float | None = None, max_nodes: int | None = None,
-            steps: int | None = None, on_launch: Callable[[int, int, int], None] | None = None) -> RunCounts:
+            steps: int | None = None, on_launch: Callable[[int, int, int], bool | None] | None = None) -> RunCounts:
         """Explore under ``ub`` until the work is done or a budget is reached (checked between launches).
 
         ``steps``: nodes per IVM and launch (default: sized to ``LAUNCH_SECONDS``).
-        ``on_launch(nodes, leaves, ub)`` is called after every launch with the totals of this call.
+        ``on_launch(nodes, leaves, ub)`` is called after every launch with the totals of this
+        call; it returns True to stop here (e.g. when other explorers wait for work).
         """
         if steps is not None:
             self.steps = steps
@@ -180,9 +181,9 @@ class GpuExplorer:
             leaves += int(counters[K.C_LEAVES])
             active = int(counters[K.C_ACTIVE])
             peak_active = max(peak_active, active)
-            if on_launch is not None:
-                on_launch(nodes, leaves, int(self.ub.copy_to_host()[0]))
             if active == 0:
+                break
+            if on_launch is not None and on_launch(nodes, leaves, int(self.ub.copy_to_host()[0])):
                 break
             if deadline is not None and time.monotonic() >= deadline:
                 break
@@ -229,8 +230,12 @@ def explore_gpu(
     explorer = GpuExplorer(p, ivms=ivms, bound=bound, branch=branch)
     explorer.load(work)
 
+    next_report = started + 1.0
+
     def progress(nodes: int, leaves: int, current_ub: int) -> None:
-        if on_progress is not None:
+        nonlocal next_report
+        if on_progress is not None and time.monotonic() >= next_report:
+            next_report += 1.0
             on_progress(Snapshot(nodes, leaves, current_ub, time.monotonic() - started))
 
     counts = explorer.run(ub, max_seconds=max_seconds, max_nodes=max_nodes, on_launch=progress)

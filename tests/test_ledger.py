@@ -157,3 +157,15 @@ def test_a_many_interval_explorer_gives_half_its_work_to_a_waiter():
     stolen = ledger.checkpoint("idle", "w2", EMPTY, capacity=64)
     assert stolen.action == REPLACE and stolen.work.size == 150
     assert PackedUnit.union_of_disjoint(N, [reply.work, stolen.work]) == report
+
+
+def test_plugin_tells_a_busy_explorer_whether_others_wait_and_takes_improvements():
+    coordinator = Coordinator()
+    coordinator.open_run("r", n=N, work=unit((0, 100)).to_bytes(), ub=100)
+    coordinator.checkpoint("r", "busy", "w1", b"")
+    assert coordinator.waiting("r", "busy") == {"waiting": 0}
+    assert coordinator.checkpoint("r", "idle", "w2", b"")["action"] == WAIT
+    assert coordinator.waiting("r", "busy") == {"waiting": 1} and coordinator.waiting("r", "idle") == {"waiting": 0}
+    assert coordinator.improve("r", best=90, permutation=[5, 4, 3, 2, 1, 0]) == {"ub": 90}
+    assert coordinator.improve("r", best=95, permutation=[0, 1, 2, 3, 4, 5]) == {"ub": 90}
+    assert coordinator.waiting("gone", "x") == {"waiting": 0} and coordinator.improve("gone", 1, [0]) == {"ub": 0}

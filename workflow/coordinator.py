@@ -32,6 +32,7 @@ class Coordinator(SchedulerPlugin):
                 "pbbflow_open": self.open_run,
                 "pbbflow_checkpoint": self.checkpoint,
                 "pbbflow_improve": self.improve,
+                "pbbflow_waiting": self.waiting,
                 "pbbflow_state": self.state,
                 "pbbflow_stop": self.stop_run,
                 "pbbflow_close": self.close_run,
@@ -73,6 +74,11 @@ class Coordinator(SchedulerPlugin):
             return {"ub": 0}
         ledger.improve(best, tuple(permutation))
         return {"ub": ledger.ub}
+
+    def waiting(self, run: str, explorer: str) -> dict:
+        """How many other explorers of the run wait for work (cheap: asked between GPU launches)."""
+        ledger = self.runs.get(run)
+        return {"waiting": 0 if ledger is None else len(ledger.waiting - {explorer})}
 
     def state(self, run: str, intervals: bool = False) -> dict:
         """Counters, incumbent and the exact remaining fraction; with ``intervals`` the remainder too."""

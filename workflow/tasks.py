@@ -23,6 +23,7 @@ from .ledger import REPLACE, STOP, WAIT
 WAIT_SECONDS = 0.05  # between checkpoints of an explorer that has nothing to do
 HURRY = 0.05  # fraction of the budget to explore before the next checkpoint when others wait
 CHUNK_SECONDS = 0.02  # explorer threads share the GIL with the worker's own threads: visit Python less
+POLL_SECONDS = 0.2  # a GPU explorer asks this often whether others wait (a GPU budget is long)
 
 
 class _CpuEngine:
@@ -35,7 +36,7 @@ class _CpuEngine:
     def load(self, data: bytes) -> None:
         self.unit = WorkUnit.from_bytes(self.p.shape[0], data)
 
-    def run(self, ub: int, seconds: float, report) -> tuple[int, int, tuple[int, list[int]] | None]:
+    def run(self, ub: int, seconds: float, report, waiting) -> tuple[int, int, tuple[int, list[int]] | None]:
         result = explore(self.p, self.unit, ub, bound=self.bound, branch=self.branch, threads=self.capacity,
                          max_seconds=seconds, chunk_seconds=CHUNK_SECONDS)  # fmt: skip
         self.unit = result.remaining
@@ -62,15 +63,20 @@ class _GpuEngine:
     def load(self, data: bytes) -> None:
         self.gpu.load(self.packed.from_bytes(self.n, data))
 
-    def run(self, ub: int, seconds: float, report) -> tuple[int, int, tuple[int, list[int]] | None]:
+    def run(self, ub: int, seconds: float, report, waiting) -> tuple[int, int, tuple[int, list[int]] | None]:
         sent = ub
+        next_poll = time.monotonic() + POLL_SECONDS
 
-        def on_launch(nodes: int, leaves: int, current: int) -> None:
-            nonlocal sent
+        def on_launch(nodes: int, leaves: int, current: int) -> bool:
+            nonlocal sent, next_poll
             if current < sent:  # a better schedule: up to the coordinator at once
                 makespan, permutation = self.gpu.best()
                 report(makespan, [int(j) for j in permutation])
                 sent = makespan
+            if time.monotonic() >= next_poll:  # others idle: checkpoint now, so that they get half of ours
+                next_poll = time.monotonic() + POLL_SECONDS
+                return waiting()
+            return False
 
         counts = self.gpu.run(ub, max_seconds=seconds, on_launch=on_launch)
         best = self.gpu.best()
@@ -99,6 +105,9 @@ def explorer_task(run: str, explorer: str, p: np.ndarray, bound: str, branch: st
     def report(makespan: int, permutation: list[int]) -> None:
         call("pbbflow_improve", best=makespan, permutation=permutation)
 
+    def waiting() -> bool:
+        return call("pbbflow_waiting", explorer=explorer)["waiting"] > 0
+
     totals = {"nodes": 0, "leaves": 0, "explorations": 0}
     reply = checkpoint(b"")
     while reply["action"] != STOP:
@@ -109,7 +118,7 @@ def explorer_task(run: str, explorer: str, p: np.ndarray, bound: str, branch: st
         if reply["action"] == REPLACE:
             engine.load(reply["work"])
         budget = budget_s * HURRY if reply["hurry"] else budget_s
-        nodes, leaves, best = engine.run(reply["ub"], budget, report)
+        nodes, leaves, best = engine.run(reply["ub"], budget, report, waiting)
         totals["nodes"] += nodes
         totals["leaves"] += leaves
         totals["explorations"] += 1
