@@ -78,7 +78,6 @@ class GpuExplorer:
         self.V = cuda.to_device(np.zeros((ivms, n), np.int32))
         self.dirs = cuda.to_device(np.zeros((ivms, n), np.int32))
         self.F, self.B, self.R = (cuda.device_array((ivms, n + 1, m), np.int32) for _ in range(3))
-        self.S = cuda.device_array((ivms, 4, m), np.int32)
         self.end = cuda.to_device(np.zeros((ivms, n + 1), np.int32))
         self.start = cuda.to_device(np.zeros((ivms, n + 1), np.int32))
         state = np.zeros((ivms, K.N_STATE), np.int64)
@@ -91,12 +90,13 @@ class GpuExplorer:
         self.idle = cuda.device_array(ivms, np.int32)
         self.victims = cuda.device_array(ivms, np.int32)
         self.steps = MIN_STEPS
+        self.pack_sums = n * int(p.astype(np.int64).sum()) < 2**31  # every child LB sum fits in 31 bits
         self.initial_ub: int | None = None
 
     @property
     def memory_bytes(self) -> int:
         """Device memory held by the IVMs and the instance."""
-        arrays = (self.M, self.V, self.dirs, self.F, self.B, self.R, self.S, self.end, self.start, self.state,
+        arrays = (self.M, self.V, self.dirs, self.F, self.B, self.R, self.end, self.start, self.state,
                   self.best_schedule, self.best_cost, self.idle, self.victims, self.p)  # fmt: skip
         return int(sum(a.nbytes for a in arrays))
 
@@ -164,15 +164,17 @@ class GpuExplorer:
         deadline = None if max_seconds is None else time.monotonic() + max_seconds
         threads = WARP * WARPS_PER_BLOCK
         blocks = (self.k + WARPS_PER_BLOCK - 1) // WARPS_PER_BLOCK
+        shared = WARPS_PER_BLOCK * 4 * self.m * 4  # bytes: the bounding vectors of each warp
         zero = np.zeros(K.N_COUNTERS, np.int64)
         nodes = leaves = launches = peak_active = 0
         kernel_s = 0.0
         while True:
             self.counters.copy_to_device(zero)
             started = time.perf_counter()
-            K.explore[blocks, threads](self.p, self.heads, self.tails, self.M, self.V, self.dirs, self.F, self.B,
-                                       self.R, self.S, self.end, self.start, self.state, self.best_schedule, self.best_cost,
-                                       self.ub, self.counters, self.steps, self.branch)  # fmt: skip
+            K.explore[blocks, threads, 0, shared](
+                self.p, self.heads, self.tails, self.M, self.V, self.dirs, self.F, self.B, self.R, self.end, self.start,
+                self.state, self.best_schedule, self.best_cost, self.ub, self.counters, self.steps, self.branch,
+                self.pack_sums)  # fmt: skip
             counters = self.counters.copy_to_host()  # synchronises
             elapsed = time.perf_counter() - started
             kernel_s += elapsed

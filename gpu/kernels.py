@@ -117,7 +117,7 @@ def fill_row(M, w, level, selected, n, lane):
 
 
 @cuda.jit(device=True)
-def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, ub, branch, lane):
+def bound_and_prune(p, heads, tails, M, F, B, R, Sw, w, row, ub, branch, pack_sums, lane):
     """Bound the children of the node at ``row``, choose the direction, prune; returns it.
 
     (Reading ``p`` in job-fast order, so that the lanes' loads coalesce, was measured on an
@@ -130,10 +130,10 @@ def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, ub, branch, lane):
             front = max(F[w, row, k], heads[k])
             back = max(B[w, row, k], tails[k])
             remain = R[w, row, k]
-            S[w, 0, k] = front
-            S[w, 1, k] = back
-            S[w, 2, k] = remain + back
-            S[w, 3, k] = front + remain
+            Sw[k] = front
+            Sw[m + k] = back
+            Sw[2 * m + k] = remain + back
+            Sw[3 * m + k] = front + remain
     sync_lanes()
     count = n - row
     chunks = (count + WARP - 1) // WARP
@@ -149,9 +149,9 @@ def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, ub, branch, lane):
         if c < count:
             job = M[w, row, c]
             if do_forward:
-                lf = lb1_forward_child_body(S[w, 0], S[w, 2], p, job)
+                lf = lb1_forward_child_body(Sw[:m], Sw[2 * m : 3 * m], p, job)
             if do_backward:
-                lb = lb1_backward_child_body(S[w, 1], S[w, 3], p, job)
+                lb = lb1_backward_child_body(Sw[m : 2 * m], Sw[3 * m :], p, job)
             smallest = min(smallest, lf, lb)
         lbf[chunk] = lf
         lbb[chunk] = lb
@@ -170,8 +170,13 @@ def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, ub, branch, lane):
             sum_f += lf
             sum_b += lb
     keys = warp_sum(keys)
-    sum_f = warp_sum(sum_f)
-    sum_b = warp_sum(sum_b)
+    if pack_sums:  # both sums fit in 31 bits: one reduction instead of two
+        sums = warp_sum(sum_f + (sum_b << 32))
+        sum_f = sums & 0xFFFFFFFF
+        sum_b = sums >> 32
+    else:
+        sum_f = warp_sum(sum_f)
+        sum_b = warp_sum(sum_b)
     key_f = keys & 0xFFFFFFFF
     key_b = keys >> 32
     dynamic_backward = (key_b < key_f) or (key_b == key_f and sum_b > sum_f)
@@ -204,17 +209,22 @@ def select(M, vloc, w, level, n, lane):
 
 
 @cuda.jit(device=True)
-def at_or_after_end(vloc, end, w, n, lane):
-    """Position (V) >= end, comparing the digits of all lanes at once."""
-    if end[w, 0] != 0:  # end = n!: never reached
-        return False
+def first_difference(vloc, end, w, n, lane):
+    """The first level where the position (V) is below the end; -1 when V >= end; -2 when
+    the end is n! (never reached).
+
+    Below the end, V stays below it while only deeper levels change, so the explore loop
+    checks again only when it is back at or above that level (digits of all lanes at once).
+    """
+    if end[w, 0] != 0:
+        return -2
     for chunk in range((n + WARP - 1) // WARP):
         level = chunk * WARP + lane
         differs = level < n and vloc[chunk] != end[w, 1 + level]
         first = warp_min(level if differs else n)
         if first < n:
-            return get_digit(vloc, first) > end[w, 1 + first]
-    return True
+            return first if get_digit(vloc, first) < end[w, 1 + first] else -1
+    return -1
 
 
 @cuda.jit(device=True)
@@ -248,7 +258,7 @@ def record_leaf(M, vloc, dloc, best, best_cost, ub_global, w, n, cost, lane):
 
 
 @cuda.jit(device=True)
-def init_at(p, heads, tails, M, F, B, R, S, start, vloc, dloc, w, ub, branch, lane):
+def init_at(p, heads, tails, M, F, B, R, Sw, start, vloc, dloc, w, ub, branch, pack_sums, lane):
     """Decode the path to the position ``start[w]``; returns (level, done, nodes owned)."""
     n, m = p.shape
     for chunk in range(MAX_CHUNKS):
@@ -267,7 +277,7 @@ def init_at(p, heads, tails, M, F, B, R, S, start, vloc, dloc, w, ub, branch, la
             B[w, 0, k] = 0
             R[w, 0, k] = total
     sync_lanes()
-    set_digit(dloc, 0, bound_and_prune(p, heads, tails, M, F, B, R, S, w, 0, ub, branch, lane), lane)
+    set_digit(dloc, 0, bound_and_prune(p, heads, tails, M, F, B, R, Sw, w, 0, ub, branch, pack_sums, lane), lane)
     last_nonzero = -1
     for base in range(0, n, WARP):
         level = base + lane
@@ -286,20 +296,27 @@ def init_at(p, heads, tails, M, F, B, R, S, start, vloc, dloc, w, ub, branch, la
             break
         descend(p, F, B, R, w, l, M[w, l, v], get_digit(dloc, l), lane)
         fill_row(M, w, l, v, n, lane)
-        direction = bound_and_prune(p, heads, tails, M, F, B, R, S, w, l + 1, ub, branch, lane)
+        direction = bound_and_prune(p, heads, tails, M, F, B, R, Sw, w, l + 1, ub, branch, pack_sums, lane)
         set_digit(dloc, l + 1, direction, lane)
     return level, done, owned
 
 
 @cuda.jit(cache=True)
-def explore(p, heads, tails, M, V, dirs, F, B, R, S, end, start, state, best, best_cost, ub_global, counters,
-            max_steps, branch):
-    """Every IVM (one warp each) explores up to about ``max_steps`` nodes and leaves."""
-    n = p.shape[0]
+def explore(p, heads, tails, M, V, dirs, F, B, R, end, start, state, best, best_cost, ub_global, counters,
+            max_steps, branch, pack_sums):
+    """Every IVM (one warp each) explores up to about ``max_steps`` nodes and leaves.
+
+    Dynamic shared memory: 4 * m int32 per warp (the parent's front, back, remain + back and
+    front + remain while its children are bounded).
+    """
+    n, m = p.shape
     lane = cuda.threadIdx.x % WARP
     w = (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) // WARP
     if w >= state.shape[0]:
         return
+    shared = cuda.shared.array(0, int32)
+    first = (cuda.threadIdx.x // WARP) * 4 * m
+    Sw = shared[first : first + 4 * m]
     if state[w, DONE] != 0 and state[w, INIT] == 0:
         return
     vloc = cuda.local.array(MAX_CHUNKS, int32)
@@ -308,7 +325,8 @@ def explore(p, heads, tails, M, V, dirs, F, B, R, S, end, start, state, best, be
     nodes = int64(0)
     leaves = int64(0)
     if state[w, INIT] != 0:
-        level, done, owned = init_at(p, heads, tails, M, F, B, R, S, start, vloc, dloc, w, ub, branch, lane)
+        level, done, owned = init_at(p, heads, tails, M, F, B, R, Sw, start, vloc, dloc, w, ub, branch, pack_sums,
+                                     lane)
         nodes += owned
     else:
         for chunk in range(MAX_CHUNKS):
@@ -318,10 +336,13 @@ def explore(p, heads, tails, M, V, dirs, F, B, R, S, end, start, state, best, be
         level = state[w, LEVEL]
         done = False
     steps = 0
+    horizon = n  # V is below the end while V[:horizon + 1] is as when last checked; n: check now
     while not done:
-        if at_or_after_end(vloc, end, w, n, lane):
-            done = True
-            break
+        if level <= horizon:
+            horizon = first_difference(vloc, end, w, n, lane)
+            if horizon == -1:  # at or after the end
+                done = True
+                break
         v = get_digit(vloc, level)
         # stop only where the next node is not a first child (see search/ivm.py)
         if steps >= max_steps and v != 0:
@@ -341,7 +362,7 @@ def explore(p, heads, tails, M, V, dirs, F, B, R, S, end, start, state, best, be
             nodes += 1
             fill_row(M, w, level, v, n, lane)
             ub = min(ub, read_ub(ub_global, lane))
-            direction = bound_and_prune(p, heads, tails, M, F, B, R, S, w, level + 1, ub, branch, lane)
+            direction = bound_and_prune(p, heads, tails, M, F, B, R, Sw, w, level + 1, ub, branch, pack_sums, lane)
             set_digit(dloc, level + 1, direction, lane)
             level += 1
         level, done = select(M, vloc, w, level, n, lane)

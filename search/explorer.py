@@ -219,7 +219,7 @@ def explore(
     threads: int = 1,
     max_nodes: int | None = None,
     max_seconds: float | None = None,
-    on_progress: Callable[[Snapshot], None] | None = None,
+    on_progress: Callable[[Snapshot], bool | None] | None = None,
     progress_every: float = 1.0,
     chunk_seconds: float = CHUNK_SECONDS,
 ) -> ExploreResult:
@@ -229,7 +229,9 @@ def explore(
     node count) is the same for any number of threads.  A KeyboardInterrupt stops the
     threads at their next chunk boundary and returns what is left, like a budget.
     ``chunk_seconds`` is how long a thread runs between visits to Python (stealing, limits):
-    raise it where other Python threads compete for the GIL (a Dask worker).
+    raise it where other Python threads compete for the GIL (a Dask worker).  ``on_progress``
+    is called every ``progress_every`` seconds; returning True stops the exploration like a
+    budget (a Dask explorer stops early when other explorers wait for work).
     """
     if threads < 1:
         raise ValueError("threads must be >= 1")
@@ -251,7 +253,10 @@ def explore(
                     with state.cond:
                         nodes, leaves = state.counters()
                         snapshot = Snapshot(nodes, leaves, state.ub, time.monotonic() - started)
-                    on_progress(snapshot)
+                    if on_progress(snapshot):
+                        with state.cond:
+                            state.stop = True
+                            state.cond.notify_all()
     except KeyboardInterrupt:
         with state.cond:
             state.stop = True

@@ -1,6 +1,7 @@
 """The IVM explorer: brute-force oracle, fixed trees, interval ownership of nodes, budgets."""
 
 import itertools
+import time
 
 import numpy as np
 import pytest
@@ -130,3 +131,12 @@ def test_progress_callback_reports_growing_counters():
     assert len(snapshots) >= 2
     assert all(a.nodes <= b.nodes and a.elapsed_s < b.elapsed_s for a, b in itertools.pairwise(snapshots))
     assert all(s.ub == 1484 for s in snapshots) and snapshots[-1].nodes <= result.nodes
+
+
+def test_a_progress_callback_returning_true_stops_like_a_budget():
+    p = taillard_instance(17).p
+    started = time.monotonic()
+    first = explore(p, WorkUnit.full(20), 1484, threads=2, on_progress=lambda s: True, progress_every=0.2)
+    assert time.monotonic() - started < 5 and first.remaining  # stopped long before the 38 M nodes
+    rest = explore(p, first.remaining, 1484, threads=2)
+    assert first.nodes + rest.nodes == 38_400_745 and not rest.remaining

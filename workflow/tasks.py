@@ -1,7 +1,8 @@
 """The explorer task that runs on a Dask worker.
 
-It explores its work unit for a time budget, checkpoints to the coordinator, and does what
-the answer says.  On a worker with the resource ``GPU`` it drives a ``GpuExplorer`` (K IVMs
+It explores its work unit for a time budget (cut short when other explorers wait for work:
+it asks the coordinator every 0.2 s), checkpoints to the coordinator, and does what the
+answer says.  On a worker with the resource ``GPU`` it drives a ``GpuExplorer`` (K IVMs
 kept on the device between checkpoints, improvements sent up as soon as a launch finds
 them); elsewhere the threaded CPU explorer with a thread per worker thread.  It holds no
 state the coordinator does not have (as of the last checkpoint), so a re-run after a
@@ -23,7 +24,7 @@ from .ledger import REPLACE, STOP, WAIT
 WAIT_SECONDS = 0.05  # between checkpoints of an explorer that has nothing to do
 HURRY = 0.05  # fraction of the budget to explore before the next checkpoint when others wait
 CHUNK_SECONDS = 0.02  # explorer threads share the GIL with the worker's own threads: visit Python less
-POLL_SECONDS = 0.2  # a GPU explorer asks this often whether others wait (a GPU budget is long)
+POLL_SECONDS = 0.2  # an explorer asks this often whether others wait, and then checkpoints early
 
 
 class _CpuEngine:
@@ -38,7 +39,8 @@ class _CpuEngine:
 
     def run(self, ub: int, seconds: float, report, waiting) -> tuple[int, int, tuple[int, list[int]] | None]:
         result = explore(self.p, self.unit, ub, bound=self.bound, branch=self.branch, threads=self.capacity,
-                         max_seconds=seconds, chunk_seconds=CHUNK_SECONDS)  # fmt: skip
+                         max_seconds=seconds, chunk_seconds=CHUNK_SECONDS, progress_every=POLL_SECONDS,
+                         on_progress=lambda snapshot: waiting())  # fmt: skip
         self.unit = result.remaining
         best = None
         if result.best_makespan is not None:
