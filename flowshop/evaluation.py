@@ -29,13 +29,46 @@ def makespan_body(p, perm, work):
 
 
 @numba.njit(cache=True)
+def best_insertion(p, seq, length, job, e, q, f):
+    """Best position to insert ``job`` into ``seq[:length]`` and the makespan there, for all
+    ``length + 1`` positions in O(length m) (Taillard 1990); the earliest best position wins.
+
+    Scratch: ``e`` and ``q`` (int64, at least (length + 1, m + 1)) and ``f`` (int64, m + 1).
+    ``e[i + 1, k + 1]`` is the completion of position i on machine k, ``q[i, k]`` the tail of
+    position i from machine k to the end; row/column 0 of ``e`` and row ``length`` and column
+    ``m`` of ``q`` are zero.
+    """
+    m = p.shape[1]
+    for i in range(length):
+        s = seq[i]
+        for k in range(m):
+            e[i + 1, k + 1] = max(e[i, k + 1], e[i + 1, k]) + p[s, k]
+    for k in range(m + 1):
+        q[length, k] = 0
+    for i in range(length - 1, -1, -1):
+        s = seq[i]
+        q[i, m] = 0
+        for k in range(m - 1, -1, -1):
+            q[i, k] = max(q[i + 1, k], q[i, k + 1]) + p[s, k]
+    best = np.iinfo(np.int64).max
+    best_pos = 0
+    for r in range(length + 1):
+        cmax = 0
+        for k in range(m):
+            f[k + 1] = max(f[k], e[r, k + 1]) + p[job, k]
+            cmax = max(cmax, f[k + 1] + q[r, k])
+        if cmax < best:
+            best = cmax
+            best_pos = r
+    return best, best_pos
+
+
+@numba.njit(cache=True)
 def _neh_body(p, order):
     """NEH insertion with Taillard's acceleration; jobs are inserted in ``order``."""
     n, m = p.shape
     seq = np.empty(n, np.int32)
-    # e[i + 1, k + 1]: head (completion) of position i on machine k; row/col 0 are zero.
     e = np.zeros((n + 1, m + 1), np.int64)
-    # q[i, k]: tail of position i from machine k to the end; q[L, :] = 0, q[:, m] = 0.
     q = np.zeros((n + 1, m + 1), np.int64)
     f = np.zeros(m + 1, np.int64)
     seq[0] = order[0]
@@ -45,26 +78,7 @@ def _neh_body(p, order):
         best += p[order[0], k]
     for t in range(1, n):
         j = order[t]
-        for i in range(length):
-            s = seq[i]
-            for k in range(m):
-                e[i + 1, k + 1] = max(e[i, k + 1], e[i + 1, k]) + p[s, k]
-        for k in range(m):
-            q[length, k] = 0
-        for i in range(length - 1, -1, -1):
-            s = seq[i]
-            for k in range(m - 1, -1, -1):
-                q[i, k] = max(q[i + 1, k], q[i, k + 1]) + p[s, k]
-        best = np.iinfo(np.int64).max
-        best_pos = 0
-        for r in range(length + 1):
-            cmax = 0
-            for k in range(m):
-                f[k + 1] = max(f[k], e[r, k + 1]) + p[j, k]
-                cmax = max(cmax, f[k + 1] + q[r, k])
-            if cmax < best:
-                best = cmax
-                best_pos = r
+        best, best_pos = best_insertion(p, seq, length, j, e, q, f)
         for i in range(length, best_pos, -1):
             seq[i] = seq[i - 1]
         seq[best_pos] = j

@@ -397,6 +397,17 @@ def position_of(V, w, out):
         out[1 + level] = V[w, level]
 
 
+@cuda.jit(device=True)
+def size_leading_digit(V, end, w):
+    """Leading digit of the size of the IVM's interval, end - position: smaller is larger."""
+    n = V.shape[1]
+    position = cuda.local.array(513, int32)
+    size = cuda.local.array(513, int32)
+    position_of(V, w, position)
+    fd_subtract(end[w], position[: n + 1], size[: n + 1])
+    return fd_leading_digit(size[: n + 1])
+
+
 @cuda.jit(cache=True)
 def classify(V, end, state, idle, counters):
     """List idle IVMs; find the largest remaining interval (smallest leading digit of end - position)."""
@@ -406,12 +417,7 @@ def classify(V, end, state, idle, counters):
     if state[w, DONE] != 0:
         idle[cuda.atomic.add(counters, C_IDLE, 1)] = w
         return
-    position = cuda.local.array(513, int32)
-    size = cuda.local.array(513, int32)
-    n = V.shape[1]
-    position_of(V, w, position)
-    fd_subtract(end[w], position[: n + 1], size[: n + 1])
-    cuda.atomic.min(counters, C_MIN_LEADING, fd_leading_digit(size[: n + 1]))
+    cuda.atomic.min(counters, C_MIN_LEADING, size_leading_digit(V, end, w))
 
 
 @cuda.jit(cache=True)
@@ -420,13 +426,8 @@ def list_victims(V, end, state, victims, counters, slack):
     w = cuda.grid(1)
     if w >= state.shape[0] or state[w, DONE] != 0:
         return
-    position = cuda.local.array(513, int32)
-    size = cuda.local.array(513, int32)
-    n = V.shape[1]
-    position_of(V, w, position)
-    fd_subtract(end[w], position[: n + 1], size[: n + 1])
-    leading = fd_leading_digit(size[: n + 1])
-    big_enough = leading <= n - 2  # the last two digits are worth 0 and 1: size >= 2
+    leading = size_leading_digit(V, end, w)
+    big_enough = leading <= V.shape[1] - 2  # the last two digits are worth 0 and 1: size >= 2
     if big_enough and leading <= counters[C_MIN_LEADING] + slack:
         victims[cuda.atomic.add(counters, C_VICTIMS, 1)] = w
 

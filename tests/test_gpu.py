@@ -5,8 +5,6 @@ any partition of the work and across budget stops.  The simulator runs a warp as
 (``gpu/warp.py``), so these small instances take the kernels' multi-chunk paths too.
 """
 
-import sys
-
 import numpy as np
 import pytest
 from gmpy2 import mpz
@@ -22,15 +20,6 @@ from pbbflow.search.intervals import WorkUnit
 from pbbflow.search.packed import PackedUnit, limbs
 
 pytestmark = pytest.mark.gpu
-
-
-@pytest.fixture(autouse=True)
-def fast_simulator_barriers():
-    """The simulator's barriers hand the GIL around; a short switch interval makes them ~50x faster."""
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(1e-4)
-    yield
-    sys.setswitchinterval(before)
 
 
 def vector(x: int, n: int) -> np.ndarray:

@@ -1,8 +1,6 @@
 """The workflow with GPU explorer tasks: workers with the Dask resource GPU run the GPU
 explorer (under the CUDA simulator in CI, like tests/test_gpu.py), beside CPU workers."""
 
-import sys
-
 import numpy as np
 import pytest
 from distributed import Client, Scheduler, SpecCluster, Worker
@@ -15,14 +13,6 @@ from pbbflow.search.intervals import WorkUnit
 from pbbflow.workflow.run import create_run, drive
 
 pytestmark = pytest.mark.gpu
-
-
-@pytest.fixture(autouse=True)
-def fast_simulator_barriers():
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(1e-4)
-    yield
-    sys.setswitchinterval(before)
 
 
 def instance(seed: int = 10, n: int = 7, m: int = 5) -> FlowShop:

@@ -1,0 +1,50 @@
+"""Iterated greedy: never worse than NEH, reproducible from a seed, optimal on small instances."""
+
+import numpy as np
+import pytest
+
+from pbbflow.flowshop.evaluation import brute_force_optimum, makespan, neh
+from pbbflow.flowshop.iterated_greedy import iterated_greedy
+from pbbflow.flowshop.taillard import taillard_instance
+
+
+@pytest.mark.parametrize("number", [1, 11, 21, 31, 51])
+def test_never_worse_than_neh_and_the_makespan_is_the_schedules(number):
+    p = taillard_instance(number).p
+    result = iterated_greedy(p, iterations=30, seed=1)
+    assert result.makespan <= neh(p)[0]
+    assert makespan(p, result.permutation) == result.makespan
+    assert sorted(result.permutation.tolist()) == list(range(p.shape[0]))
+
+
+def test_a_seed_and_an_iteration_count_repeat_exactly():
+    p = taillard_instance(21).p
+    a = iterated_greedy(p, iterations=40, seed=7)
+    b = iterated_greedy(p, iterations=40, seed=7)
+    c = iterated_greedy(p, iterations=40, seed=8)
+    assert a.makespan == b.makespan and np.array_equal(a.permutation, b.permutation)
+    assert a.iterations == b.iterations == 40
+    assert c.makespan != a.makespan or not np.array_equal(c.permutation, a.permutation)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_finds_the_optimum_of_small_random_instances(seed):
+    p = np.random.default_rng(seed).integers(1, 50, size=(8, 5)).astype(np.int32)
+    assert iterated_greedy(p, iterations=200, seed=seed).makespan == brute_force_optimum(p)[0]
+
+
+def test_improvements_are_reported_in_decreasing_order_and_a_stop_is_obeyed():
+    p = taillard_instance(51).p
+    seen = []
+    result = iterated_greedy(p, seconds=30, seed=3, on_improvement=lambda c, perm: seen.append((c, perm)),
+                             should_stop=lambda: len(seen) >= 2)  # fmt: skip
+    assert len(seen) >= 2 and result.elapsed_s < 25
+    assert all(a[0] > b[0] for a, b in zip(seen, seen[1:], strict=False))
+    assert all(makespan(p, perm) == c for c, perm in seen)
+
+
+def test_tiny_instances_and_bad_arguments():
+    assert iterated_greedy(np.array([[3, 4]], np.int32), iterations=5).makespan == 7
+    assert iterated_greedy(np.array([[3, 4], [1, 2]], np.int32), iterations=5).makespan == 8  # job 1 first
+    with pytest.raises(ValueError, match="seconds or iterations"):
+        iterated_greedy(np.ones((3, 3), np.int32))
