@@ -18,6 +18,7 @@ from pathlib import Path
 from ..flowshop.bounds import BOUND_NAMES
 from ..gpu import DEFAULT_IVMS
 from ..flowshop.instance import FORMATS, ORIENTATIONS, InstanceError, load_instance
+from ..flowshop.iterated_greedy import iterated_greedy
 from ..search.ivm import BRANCH_NAMES
 from ..search.solve import LIMIT
 from ..storage.runstore import RunStore, RunStoreError
@@ -54,8 +55,19 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _upper_bound(text: str) -> int | None:
-    return None if text.lower() == "neh" else _positive_int(text)
+def _upper_bound(text: str) -> int | str:
+    """``neh``, ``ig`` or a positive makespan."""
+    return text.lower() if text.lower() in ("neh", "ig") else _positive_int(text)
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
 
 
 def _gpus(text: str) -> int | str:
@@ -89,6 +101,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                               "CPU workers otherwise; 0: CPU only)")
     cluster.add_argument("--ivms", type=_positive_int, default=DEFAULT_IVMS, metavar="K",
                          help=f"IVMs per GPU (default: {DEFAULT_IVMS})")
+    cluster.add_argument("--heuristic-workers", type=_non_negative_int, default=None, metavar="N",
+                         help="iterated greedy tasks beside the search (default: one beside each GPU worker, "
+                              "none on CPU-only clusters; on CPU workers they replace explorers; 0: none)")
     cluster.add_argument("--threads", type=_positive_int, default=None,
                          help="explorer threads per local worker (default: the cores shared out, 1 by default)")
     slurm = parser.add_argument_group("slurm (with --cluster slurm)")
@@ -125,11 +140,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--format", choices=FORMATS, default="auto", help="instance file format (default: auto)")
     s.add_argument("--orientation", choices=ORIENTATIONS, default="job-major",
                    help="Taillard-format files: n rows of m times (job-major, default) or m rows of n")
-    s.add_argument("--ub", type=_upper_bound, default=None, metavar="INT|neh",
-                   help="search for schedules better than this makespan (default: NEH's)")
+    s.add_argument("--ub", type=_upper_bound, default="ig", metavar="INT|neh|ig",
+                   help="search for schedules better than this makespan, NEH's, or iterated greedy's after a "
+                        "short size-dependent run (default: ig)")
     s.add_argument("--bound", choices=list(BOUND_NAMES), default="lb1", help="lower bound (default: lb1)")
     s.add_argument("--branch", choices=list(BRANCH_NAMES), default="minmin", help="branching rule (default: minmin)")
     _add_run_options(s)
+    h = commands.add_parser("heuristic", help="iterated greedy alone: a good schedule, no proof")
+    h.add_argument("instance", help="a Taillard name (ta001 .. ta120) or an instance file")
+    h.add_argument("--time-limit", type=parse_duration, required=True, metavar="DURATION",
+                   help="how long to search, e.g. 30s or 5m")
+    h.add_argument("--seed", type=_non_negative_int, default=0, help="random seed (default: 0)")
+    h.add_argument("--format", choices=FORMATS, default="auto", help="instance file format (default: auto)")
+    h.add_argument("--orientation", choices=ORIENTATIONS, default="job-major",
+                   help="Taillard-format files: n rows of m times (job-major, default) or m rows of n")
+    h.add_argument("--json", action="store_true", help="print the result as JSON")
     r = commands.add_parser("resume", help="continue a run from its last checkpoint, on any cluster")
     r.add_argument("run", type=Path, help="the run store (run.zarr)")
     _add_run_options(r)
@@ -212,7 +237,7 @@ def _drive(store: RunStore, args: argparse.Namespace) -> int:
             try:
                 result = drive(store, client, time_limit=args.time_limit, node_limit=args.node_limit,
                                checkpoint_every=args.checkpoint_every, stop=stop, on_progress=bar,
-                               ivms=args.ivms)  # fmt: skip
+                               ivms=args.ivms, heuristics=args.heuristic_workers)  # fmt: skip
             finally:
                 if bar is not None:
                     bar.close()
@@ -234,7 +259,10 @@ def _solve(args: argparse.Namespace) -> int:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         path = Path("pbbflow-runs") / f"{instance.name}-{stamp}.zarr"
     args.run = path
-    store = create_run(path, instance, ub=args.ub, bound=args.bound, branch=args.branch, overwrite=args.overwrite)
+    initial = "neh" if isinstance(args.ub, int) else args.ub
+    ub = args.ub if isinstance(args.ub, int) else None
+    store = create_run(path, instance, ub=ub, bound=args.bound, branch=args.branch, overwrite=args.overwrite,
+                       initial=initial)  # fmt: skip
     return _drive(store, args)
 
 
@@ -243,6 +271,21 @@ def _resume(args: argparse.Namespace) -> int:
         print(slurm_job_script(_slurm_options(args)))
         return EXIT_DONE
     return _drive(RunStore.open(args.run), args)
+
+
+def _heuristic(args: argparse.Namespace) -> int:
+    instance = load_instance(args.instance, fmt=args.format, orientation=args.orientation)
+    result = iterated_greedy(instance.p, seconds=args.time_limit, seed=args.seed)
+    out = {"instance": instance.name, "makespan": result.makespan, "permutation": result.permutation.tolist(),
+           "elapsed_s": round(result.elapsed_s, 6)}  # fmt: skip
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"instance     {instance.name} ({instance.n} jobs x {instance.m} machines)")
+        print(f"makespan     {result.makespan} (iterated greedy, {result.iterations:,} iterations, seed {args.seed})")
+        print(f"permutation  {' '.join(map(str, out['permutation']))}")
+        print(f"elapsed      {result.elapsed_s:.2f} s")
+    return EXIT_DONE
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -262,7 +305,7 @@ def _info(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``pbbflow`` console script."""
     args = build_parser().parse_args(argv)
-    command = {"solve": _solve, "resume": _resume, "info": _info}[args.command]
+    command = {"solve": _solve, "resume": _resume, "info": _info, "heuristic": _heuristic}[args.command]
     try:
         return command(args)
     except (InstanceError, RunStoreError, ClusterError) as error:

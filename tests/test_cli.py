@@ -545,3 +545,31 @@ def test_progress_bar_line():
     assert line.startswith("\r[" + "#" * 18 + "." * 6 + "]") and line.endswith("\n")
     assert "25.0000% left" in line and "5.00 M nodes/s" in line and "UB 1484" in line and "1:02:03" in line
     assert "http://127.0.0.1:8787/status" in line
+
+
+# --------------------------------------------------------------------------- iterated greedy
+
+
+def test_heuristic_command_json(capsys, ta001):
+    code, out, err = run(capsys, "heuristic", "ta001", "--time-limit", "0.5", "--seed", "3", "--json")
+    assert code == 0 and "Traceback" not in err
+    result = json.loads(out)
+    assert set(result) == {"instance", "makespan", "permutation", "elapsed_s"}
+    assert sorted(result["permutation"]) == list(range(20)) and cmax(ta001, result["permutation"]) == result["makespan"]
+    assert TA001_OPT <= result["makespan"] and result["elapsed_s"] >= 0.5
+
+
+def test_heuristic_command_human_output_and_usage_errors(capsys):
+    code, out, _ = run(capsys, "heuristic", "ta001", "--time-limit", "0.2")
+    assert code == 0 and "iterated greedy" in out
+    assert_usage_error(capsys, "heuristic", "ta001", option="--time-limit")  # required
+    assert_usage_error(capsys, "heuristic", "ta001", "--time-limit", "1", "--seed", "x", option="--seed")
+
+
+@pytest.mark.parametrize(("ub", "initial"), [(None, "ig"), ("neh", "neh"), ("ig", "ig"), ("100000", "neh")])
+def test_the_initial_schedule_is_recorded(capsys, tmp_path, ta001, ub, initial):
+    argv = ["ta001", "--run", str(tmp_path / "r.zarr")] + ([] if ub is None else ["--ub", ub])
+    check_optimal(solve_json(capsys, *argv), ta001, TA001_OPT)
+    code, out, _ = run(capsys, "info", str(tmp_path / "r.zarr"), "--json")
+    options = json.loads(out)["options"]
+    assert code == 0 and options["initial"] == initial and options["initial_makespan"] >= TA001_OPT

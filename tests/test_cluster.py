@@ -48,7 +48,7 @@ def test_gpu_job_script(tmp_path):
     command = script.strip().splitlines()[-1]
     assert "-m dask_cuda.cli" in command
     # the per-worker overrides come after jobqueue's whole-job values (click keeps the last one)
-    assert command.endswith(f"--resources GPU=1 --nthreads 1 --memory-limit {240 * 10**9 // 4} --host 127.0.0.1")
+    assert command.endswith(f"--resources GPU=1 --nthreads 2 --memory-limit {240 * 10**9 // 4} --host 127.0.0.1")
 
 
 def test_local_cluster_two_workers():

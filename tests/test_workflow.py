@@ -160,3 +160,22 @@ def test_sigterm_checkpoints_and_exits_3_then_a_tampered_store_is_refused(tmp_pa
     assert info.returncode == 2 and "checksum" in info.stderr and "Traceback" not in info.stderr
     resume = subprocess.run(command + ["resume", str(path)], capture_output=True, text=True, timeout=60)
     assert resume.returncode == 2 and "checksum" in resume.stderr
+
+
+def test_a_heuristic_worker_improves_the_incumbent_during_the_search(tmp_path):
+    with cluster(2) as c, Client(c) as client:
+        store = create_run(tmp_path / "run.zarr", taillard_instance(11), ub=None, bound="lb1", branch="minmin")
+        neh_makespan = store.latest().incumbent
+        result = drive(store, client, checkpoint_every=0.5, heuristics=1)  # one explorer, one iterated greedy
+    assert result["status"] == "optimal" and result["makespan"] == 1582 < neh_makespan
+    incumbents = list(RunStore.open(tmp_path / "run.zarr").latest().series["incumbent"])
+    assert len(incumbents) > 0 and incumbents[-1] == 1582 and all(a >= b for a, b in zip(incumbents, incumbents[1:]))
+
+
+def test_heuristic_tasks_never_take_the_last_explorer(tmp_path):
+    with cluster(2) as c, Client(c) as client:
+        store = create_run(tmp_path / "run.zarr", taillard_instance(1), ub=None, bound="lb1", branch="minmin",
+                           initial="ig")  # fmt: skip
+        result = drive(store, client, checkpoint_every=0.5, heuristics=5)
+    assert result["status"] == "optimal" and result["makespan"] == 1278
+    assert RunStore.open(tmp_path / "run.zarr").options["initial"] == "ig"

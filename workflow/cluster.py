@@ -36,7 +36,8 @@ class SlurmOptions:
     """What one Slurm job of Dask workers asks for, and how many jobs to run.
 
     ``gpus_per_job > 0`` makes GPU jobs: ``--gres=gpu:N`` and one ``dask_cuda`` worker per
-    GPU, each with one thread, the resource ``GPU=1`` and an equal share of ``memory``.
+    GPU, each with two threads (the GPU explorer and iterated greedy beside it), the
+    resource ``GPU=1`` and an equal share of ``memory``.
     ``interface`` (e.g. ``"ib0"``) is for real multi-node clusters; without it (and without a
     ``jobqueue.slurm`` interface/host in the Dask config) the scheduler listens on 127.0.0.1,
     which only workers on the same host can reach.  With ``tls`` the workers' temporary
@@ -108,7 +109,7 @@ def _slurm_cluster(slurm: SlurmOptions, dashboard_address: str):
         worker_command = "dask_cuda.cli"
         # jobqueue passes --nthreads/--memory-limit for the whole job; dask-cuda applies them per GPU
         # worker, and click keeps the last value, so override them here.
-        worker_args += ["--resources", "GPU=1", "--nthreads", "1",
+        worker_args += ["--resources", "GPU=1", "--nthreads", "2",
                         "--memory-limit", str(memory // slurm.gpus_per_job)]
     interface = slurm.interface or dask.config.get("jobqueue.slurm.interface", None)
     scheduler_options = dict(dask.config.get("jobqueue.slurm.scheduler-options", None) or {})
@@ -203,12 +204,13 @@ def resolve_gpus(gpus: int | str | None) -> int:
 
 
 def _local_gpu_cluster(gpus: int, dashboard_address: str):
-    """A LocalCUDACluster: one single-threaded worker per GPU, each with the Dask resource GPU=1."""
+    """A LocalCUDACluster: one worker per GPU with the Dask resource GPU=1 and two threads (the
+    GPU explorer's and one for iterated greedy beside it)."""
     from dask_cuda import LocalCUDACluster
 
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     devices = [d.strip() for d in visible.split(",")][:gpus] if visible else list(range(gpus))
-    return LocalCUDACluster(host=LOOPBACK, CUDA_VISIBLE_DEVICES=devices, n_workers=gpus, threads_per_worker=1,
+    return LocalCUDACluster(host=LOOPBACK, CUDA_VISIBLE_DEVICES=devices, n_workers=gpus, threads_per_worker=2,
                             resources={"GPU": 1}, dashboard_address=dashboard_address)  # fmt: skip
 
 

@@ -33,6 +33,7 @@ class Coordinator(SchedulerPlugin):
                 "pbbflow_checkpoint": self.checkpoint,
                 "pbbflow_improve": self.improve,
                 "pbbflow_waiting": self.waiting,
+                "pbbflow_status": self.status,
                 "pbbflow_state": self.state,
                 "pbbflow_stop": self.stop_run,
                 "pbbflow_close": self.close_run,
@@ -79,6 +80,13 @@ class Coordinator(SchedulerPlugin):
         """How many other explorers of the run wait for work (cheap: asked between GPU launches)."""
         ledger = self.runs.get(run)
         return {"waiting": 0 if ledger is None else len(ledger.waiting - {explorer})}
+
+    def status(self, run: str) -> dict:
+        """Whether the run is over (stopping, finished or closed) and its incumbent: for heuristic tasks."""
+        ledger = self.runs.get(run)
+        if ledger is None:
+            return {"stopping": True, "ub": 0}
+        return {"stopping": ledger.stopping or ledger.finished, "ub": ledger.ub}
 
     def state(self, run: str, intervals: bool = False) -> dict:
         """Counters, incumbent and the exact remaining fraction; with ``intervals`` the remainder too."""

@@ -22,12 +22,13 @@ from distributed import Client, wait
 from ..flowshop.bounds import lower_bound
 from ..gpu import DEFAULT_IVMS
 from ..flowshop.evaluation import neh
+from ..flowshop.iterated_greedy import iterated_greedy
 from ..flowshop.instance import FlowShop
 from ..search.intervals import WorkUnit
 from ..search.solve import classify
 from ..storage.runstore import RunStore
 from .coordinator import Coordinator
-from .tasks import explorer_task
+from .tasks import explorer_task, heuristic_task
 
 SERIES = ("t", "nodes", "leaves", "remaining_fraction", "incumbent", "active_explorers")
 POLL_SECONDS = 0.2
@@ -45,15 +46,30 @@ class Progress:
     active_explorers: int
 
 
-def create_run(path, instance: FlowShop, *, ub: int | None, bound: str, branch: str,
-               overwrite: bool = False) -> RunStore:
-    """A new run store whose first checkpoint is the whole space and NEH's schedule."""
-    neh_makespan, neh_permutation = neh(instance.p)
-    search_ub = neh_makespan if ub is None else min(ub, neh_makespan)
-    options = {"bound": bound, "branch": branch, "search_ub": search_ub, "user_ub": ub,
-               "root_lower_bound": lower_bound(instance.p, [], [], bound)}  # fmt: skip
+def initial_seconds(n: int, m: int) -> float:
+    """Iterated greedy's time before a search: a tenth of the literature's n m / 2 x 30 ms, at most 30 s."""
+    return min(30.0, n * m / 2 * 0.003)
+
+
+def create_run(path, instance: FlowShop, *, ub: int | None, bound: str, branch: str, overwrite: bool = False,
+               initial: str = "neh") -> RunStore:
+    """A new run store whose first checkpoint is the whole space and a first schedule.
+
+    ``initial``: ``"neh"`` (NEH's schedule) or ``"ig"`` (iterated greedy from NEH for
+    :func:`initial_seconds`).  The search looks for schedules better than it, or than ``ub``.
+    """
+    if initial == "ig":
+        first = iterated_greedy(instance.p, seconds=initial_seconds(instance.n, instance.m))
+        makespan, permutation = first.makespan, first.permutation
+    elif initial == "neh":
+        makespan, permutation = neh(instance.p)
+    else:
+        raise ValueError(f"initial must be 'neh' or 'ig', not {initial!r}")
+    search_ub = makespan if ub is None else min(ub, makespan)
+    options = {"bound": bound, "branch": branch, "search_ub": search_ub, "user_ub": ub, "initial": initial,
+               "initial_makespan": makespan, "root_lower_bound": lower_bound(instance.p, [], [], bound)}  # fmt: skip
     store = RunStore.create(path, instance_name=instance.name, p=instance.p, options=options, overwrite=overwrite)
-    store.commit(remaining=WorkUnit.full(instance.n), incumbent=neh_makespan, permutation=neh_permutation.tolist(),
+    store.commit(remaining=WorkUnit.full(instance.n), incumbent=makespan, permutation=permutation.tolist(),
                  nodes=0, leaves=0, elapsed_s=0.0, series={k: [] for k in SERIES})  # fmt: skip
     return store
 
@@ -83,10 +99,14 @@ def _result(store: RunStore, remaining: WorkUnit, incumbent, permutation, nodes,
     }
 
 
-class _Session:
-    """One ``drive`` call: the run id, the explorer futures, the series, the writer thread."""
+def _is_gpu(worker_info: dict) -> bool:
+    return worker_info.get("resources", {}).get("GPU", 0) > 0
 
-    def __init__(self, store: RunStore, client: Client, budget_s: float, ivms: int) -> None:
+
+class _Session:
+    """One ``drive`` call: the run id, the task futures, the series, the writer thread."""
+
+    def __init__(self, store: RunStore, client: Client, budget_s: float, ivms: int, heuristics: int | None) -> None:
         self.store, self.client = store, client
         self.start = store.latest()
         self.run = uuid.uuid4().hex
@@ -97,25 +117,55 @@ class _Session:
         options = store.options
         ub = options["search_ub"] if self.start.incumbent is None else min(options["search_ub"], self.start.incumbent)
         client.register_plugin(Coordinator())
-        workers = sorted(client.scheduler_info()["workers"])
+        info = client.scheduler_info()["workers"]
         self.call("pbbflow_open", n=store.n, work=self.start.remaining.to_bytes(), ub=ub,
-                  nodes=self.start.nodes, leaves=self.start.leaves, pieces=max(1, len(workers)))  # fmt: skip
+                  nodes=self.start.nodes, leaves=self.start.leaves, pieces=max(1, len(info)))  # fmt: skip
         self.budget_s, self.ivms = budget_s, ivms
         self.futures = []
-        self.served: set[str] = set()  # workers that were given an explorer task
+        self.served: set[str] = set()  # workers that were given their tasks
+        self.explorers = self.heuristics = 0
+        # default: iterated greedy on a CPU thread beside each GPU worker, none on CPU-only clusters
+        self.heuristic_limit = sum(_is_gpu(w) for w in info.values()) if heuristics is None else heuristics
         self.add_explorers()
 
     def add_explorers(self) -> None:
-        """One explorer task for every worker that has none yet (workers may join at any time)."""
-        options = self.store.options
-        for worker in sorted(set(self.client.scheduler_info()["workers"]) - self.served):
-            explorer = f"{self.run}-{len(self.futures)}"
-            self.futures.append(self.client.submit(
-                explorer_task, self.run, explorer, self.store.p, options["bound"], options["branch"], self.budget_s,
-                self.ivms,
-                key=f"pbbflow-explorer-{explorer}", workers=[worker], allow_other_workers=True, pure=False,
-            ))  # fmt: skip
+        """Tasks for every worker that has none yet (workers may join at any time).
+
+        A GPU worker runs an explorer, and iterated greedy beside it while heuristic tasks are
+        wanted; a CPU worker runs iterated greedy instead of exploring while heuristic tasks are
+        wanted and some other worker explores.
+        """
+        info = self.client.scheduler_info()["workers"]
+        new = sorted(set(info) - self.served, key=lambda w: (not _is_gpu(info[w]), w))  # GPU workers first
+        for index, worker in enumerate(new):
+            gpu = _is_gpu(info[worker])
+            wants_heuristic = self.heuristics < self.heuristic_limit
+            someone_else_explores = self.explorers > 0 or index < len(new) - 1
+            if gpu:
+                self._submit_explorer(worker)
+                if wants_heuristic:
+                    self._submit_heuristic(worker)
+            elif wants_heuristic and someone_else_explores:
+                self._submit_heuristic(worker)
+            else:
+                self._submit_explorer(worker)
             self.served.add(worker)
+
+    def _submit_explorer(self, worker: str) -> None:
+        options = self.store.options
+        explorer = f"{self.run}-{self.explorers}"
+        self.futures.append(self.client.submit(
+            explorer_task, self.run, explorer, self.store.p, options["bound"], options["branch"], self.budget_s,
+            self.ivms, key=f"pbbflow-explorer-{explorer}", workers=[worker], allow_other_workers=True, pure=False,
+        ))  # fmt: skip
+        self.explorers += 1
+
+    def _submit_heuristic(self, worker: str) -> None:
+        self.futures.append(self.client.submit(
+            heuristic_task, self.run, self.store.p, self.heuristics, key=f"pbbflow-heuristic-{self.run}-{self.heuristics}",
+            workers=[worker], allow_other_workers=True, pure=False,
+        ))  # fmt: skip
+        self.heuristics += 1
 
     def call(self, op: str, **kwargs) -> dict:
         return self.client.sync(getattr(self.client.scheduler, op), run=self.run, **kwargs)
@@ -155,16 +205,18 @@ class _Session:
 
 def drive(store: RunStore, client: Client, *, time_limit: float | None = None, node_limit: int | None = None,
           checkpoint_every: float = 60.0, budget_s: float = 2.0, stop: threading.Event | None = None,
-          on_progress: Callable[[Progress], None] | None = None, ivms: int = DEFAULT_IVMS) -> dict:
+          on_progress: Callable[[Progress], None] | None = None, ivms: int = DEFAULT_IVMS,
+          heuristics: int | None = None) -> dict:
     """Continue the run in ``store`` until it ends, a limit is reached or ``stop`` is set.
 
     ``time_limit`` counts this session's seconds; ``node_limit`` the run's total nodes (checked
     between explorer checkpoints, so it is a soft limit).  ``ivms``: IVMs per GPU worker (workers
-    with the Dask resource ``GPU``).
+    with the Dask resource ``GPU``).  ``heuristics``: iterated greedy tasks that send improvements
+    to the coordinator during the search (default: one beside each GPU worker; 0: none).
     """
     if not store.latest().remaining:
         return result_of(store)
-    session = _Session(store, client, budget_s, ivms)
+    session = _Session(store, client, budget_s, ivms, heuristics)
     stop = stop or threading.Event()
     last_checkpoint = last_sample = time.monotonic()
     try:

@@ -1,4 +1,4 @@
-"""The explorer task that runs on a Dask worker.
+"""The tasks that run on Dask workers: explorers, and iterated greedy beside them.
 
 It explores its work unit for a time budget (cut short when other explorers wait for work:
 it asks the coordinator every 0.2 s), checkpoints to the coordinator, and does what the
@@ -11,12 +11,14 @@ worker death is harmless: it starts empty and asks for work.
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
 from distributed import get_worker
 from distributed.utils import sync
 
+from ..flowshop.iterated_greedy import iterated_greedy
 from ..search.explorer import explore
 from ..search.intervals import WorkUnit
 from .ledger import REPLACE, STOP, WAIT
@@ -127,3 +129,26 @@ def explorer_task(run: str, explorer: str, p: np.ndarray, bound: str, branch: st
         improvement = {} if best is None else {"best": best[0], "permutation": best[1]}
         reply = checkpoint(engine.remaining(), nodes=nodes, leaves=leaves, **improvement)
     return totals
+
+
+def heuristic_task(run: str, p: np.ndarray, seed: int) -> dict:
+    """Iterated greedy beside the search until the run stops; every improvement goes to the
+    coordinator at once (it forwards the new UB to the explorers at their next checkpoint)."""
+    worker = get_worker()
+    next_poll = 0.0
+
+    def call(handler: str, **kwargs) -> dict:
+        return sync(worker.loop, getattr(worker.scheduler, handler), run=run, **kwargs)
+
+    def improved(makespan: int, permutation: np.ndarray) -> None:
+        call("pbbflow_improve", best=makespan, permutation=[int(j) for j in permutation])
+
+    def stopping() -> bool:
+        nonlocal next_poll
+        if time.monotonic() < next_poll:
+            return False
+        next_poll = time.monotonic() + POLL_SECONDS
+        return call("pbbflow_status")["stopping"]
+
+    result = iterated_greedy(p, seconds=math.inf, seed=seed, on_improvement=improved, should_stop=stopping)
+    return {"makespan": result.makespan, "iterations": result.iterations}
