@@ -28,7 +28,7 @@ def makespan_body(p, perm, work):
     return work[m - 1]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def best_insertion(p, seq, length, job, e, q, f):
     """Best position to insert ``job`` into ``seq[:length]`` and the makespan there, for all
     ``length + 1`` positions in O(length m) (Taillard 1990); the earliest best position wins.

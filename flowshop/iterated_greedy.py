@@ -8,7 +8,8 @@ T = tau * sum(p) / (n m 10).  The paper's calibrated d = 4, tau = 0.4 are the de
 
 Randomness comes from an explicit xorshift64* state, so a seed and an iteration count give
 the same schedule on any machine and in any number of chunks; time limits are applied by
-the Python driver between chunks of iterations.
+the Python driver between chunks of iterations.  The chunks release the GIL: beside a GPU
+explorer in one Dask worker, iterated greedy must not starve the thread that launches kernels.
 """
 
 from __future__ import annotations
@@ -49,14 +50,14 @@ def _uniform(rng) -> float:
     return float(_next(rng) >> np.uint64(11)) / 9007199254740992.0  # 2**53
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _insert(seq, length, job, position) -> None:
     for i in range(length, position, -1):
         seq[i] = seq[i - 1]
     seq[position] = job
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _remove(seq, length, position) -> int:
     job = seq[position]
     for i in range(position, length - 1):
@@ -64,7 +65,7 @@ def _remove(seq, length, position) -> int:
     return job
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _local_search(p, seq, cmax, rng, order, e, q, f) -> int:
     """Insertion local search: every job, in random order, moves to its best position; repeat
     while that improves the makespan.  Returns the new makespan."""
@@ -91,7 +92,7 @@ def _local_search(p, seq, cmax, rng, order, e, q, f) -> int:
     return cmax
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _iterate(p, current, current_cmax, best, best_cmax, rng, iterations, destroy, temperature):
     """Run ``iterations`` iterations; returns (current makespan, best makespan)."""
     n, m = p.shape

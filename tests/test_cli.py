@@ -309,8 +309,8 @@ def test_bound_and_branch_ta001(capsys, ta001, ta001_mirror, bound, branch):
 
 @pytest.mark.parametrize("bound", BOUNDS)
 def test_forward_on_ta001_is_sound_when_cut_short(capsys, ta001, bound):
-    result = solve_json(capsys, "ta001", "--bound", bound, "--branch", "forward", "--node-limit", "200000",
-                        expect_code=3)  # fmt: skip
+    result = solve_json(capsys, "ta001", "--ub", "neh", "--bound", bound, "--branch", "forward",
+                        "--node-limit", "200000", expect_code=3)  # fmt: skip
     assert result["status"] == "limit"
     assert result["lower_bound"] <= TA001_OPT <= result["makespan"]
     check_schedule(result, ta001)

@@ -48,3 +48,21 @@ def test_tiny_instances_and_bad_arguments():
     assert iterated_greedy(np.array([[3, 4], [1, 2]], np.int32), iterations=5).makespan == 8  # job 1 first
     with pytest.raises(ValueError, match="seconds or iterations"):
         iterated_greedy(np.ones((3, 3), np.int32))
+
+
+def test_it_releases_the_gil_for_the_threads_beside_it():
+    """Beside a GPU explorer in one worker, iterated greedy must not starve the launching thread."""
+    import threading
+    import time
+
+    p = taillard_instance(51).p
+    iterated_greedy(p, iterations=2)  # load the compiled code first
+    worker = threading.Thread(target=iterated_greedy, args=(p,), kwargs={"seconds": 1.0})
+    ticks = 0
+    worker.start()
+    deadline = time.monotonic() + 0.8
+    while time.monotonic() < deadline:
+        time.sleep(0.001)
+        ticks += 1
+    worker.join()
+    assert ticks > 200  # holding the GIL for whole 50 ms chunks would allow about 16
