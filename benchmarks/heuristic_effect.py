@@ -61,8 +61,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder, open_cluster("local", gpus=gpus) as client:
         client.run(warm_up)
         runs = []
-        for variant in args.variants:
-            for name in args.instances:
+        for name in args.instances:  # the variants alternate, so that both see the same machine load
+            for variant in args.variants:
                 limit = args.neh_time_limit if variant == "neh_alone" and args.neh_time_limit else args.time_limit
                 runs.append(solve(client, name, variant, limit, Path(folder)))
                 print(json.dumps(runs[-1]), file=sys.stderr, flush=True)  # progress, in case of a kill
