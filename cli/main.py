@@ -71,15 +71,13 @@ def _non_negative_int(text: str) -> int:
 
 
 def _gpus(text: str) -> int | str:
+    """``all`` or a number >= 0."""
     if text == "all":
         return text
     try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0 or 'all', got {text!r}")
-    return value
+        return _non_negative_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0 or 'all', got {text!r}") from None
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:

@@ -66,10 +66,9 @@ def _remove(seq, length, position) -> int:
 
 
 @njit(cache=True, nogil=True)
-def _local_search(p, seq, cmax, rng, order, e, q, f) -> int:
-    """Insertion local search: every job, in random order, moves to its best position; repeat
-    while that improves the makespan.  Returns the new makespan."""
-    n = seq.shape[0]
+def _local_search(p, seq, n, cmax, rng, order, e, q, f) -> int:
+    """Insertion local search on ``seq[:n]``: every job, in random order, moves to its best
+    position; repeat while that improves the makespan.  Returns the new makespan."""
     improved = True
     while improved:
         improved = False
@@ -93,9 +92,14 @@ def _local_search(p, seq, cmax, rng, order, e, q, f) -> int:
 
 
 @njit(cache=True, nogil=True)
-def _iterate(p, current, current_cmax, best, best_cmax, rng, iterations, destroy, temperature):
-    """Run ``iterations`` iterations; returns (current makespan, best makespan)."""
+def _iterate(p, current, current_cmax, best, best_cmax, rng, iterations, destroy, temperature, partial):
+    """Run ``iterations`` iterations; returns (current makespan, best makespan).
+
+    ``partial``: also improve the partial sequence left by the destruction with the local
+    search before rebuilding it (Dubois-Lacoste, Pagnozzi and Stuetzle 2017).
+    """
     n, m = p.shape
+    work = np.empty(m, np.int64)
     candidate = np.empty(n, np.int32)
     removed = np.empty(destroy, np.int32)
     order = np.empty(n, np.int32)
@@ -108,12 +112,14 @@ def _iterate(p, current, current_cmax, best, best_cmax, rng, iterations, destroy
         for r in range(destroy):
             removed[r] = _remove(candidate, length, _below(rng, length))
             length -= 1
+        if partial:
+            _local_search(p, candidate, length, makespan_body(p, candidate[:length], work), rng, order, e, q, f)
         cmax = 0
         for r in range(destroy):
             cmax, where = best_insertion(p, candidate, length, removed[r], e, q, f)
             _insert(candidate, length, removed[r], where)
             length += 1
-        cmax = _local_search(p, candidate, cmax, rng, order, e, q, f)
+        cmax = _local_search(p, candidate, n, cmax, rng, order, e, q, f)
         if cmax < current_cmax or _uniform(rng) <= np.exp(-(cmax - current_cmax) / temperature):
             current[:] = candidate
             current_cmax = cmax
@@ -144,12 +150,14 @@ def iterated_greedy(
     on_improvement: Callable[[int, np.ndarray], bool | None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     clock: Callable[[], float] = time.monotonic,
+    partial_search: bool = True,
 ) -> HeuristicResult:
     """Iterated greedy from NEH until ``seconds`` or ``iterations`` (at least one is needed).
 
     ``on_improvement(makespan, permutation)`` is called for every new best schedule (the
     first being NEH's after local search); ``should_stop()`` is asked between chunks.
     ``clock`` measures ``seconds`` (``time.process_time`` for a CPU-time budget).
+    ``partial_search``: local search on the partial sequences too (see ``_iterate``).
     """
     if seconds is None and iterations is None:
         raise ValueError("iterated_greedy needs seconds or iterations")
@@ -164,7 +172,7 @@ def iterated_greedy(
     if n > 1:
         e, q = np.zeros((n + 1, m + 1), np.int64), np.zeros((n + 1, m + 1), np.int64)
         cmax = makespan_body(p, current, np.empty(m, np.int64))
-        cmax = _local_search(p, current, cmax, rng, np.empty(n, np.int32), e, q, np.zeros(m + 1, np.int64))
+        cmax = _local_search(p, current, n, cmax, rng, np.empty(n, np.int32), e, q, np.zeros(m + 1, np.int64))
     current_cmax = int(makespan_body(p, current, np.empty(m, np.int64)))
     best, best_cmax = current.copy(), current_cmax
     if on_improvement is not None:
@@ -178,7 +186,7 @@ def iterated_greedy(
         steps = chunk if iterations is None else min(chunk, iterations - done)
         tick = time.perf_counter()
         current_cmax, new_best = _iterate(p, current, current_cmax, best, best_cmax, rng, steps, destroy,
-                                          temperature)  # fmt: skip
+                                          temperature, partial_search)  # fmt: skip
         took = time.perf_counter() - tick
         done += steps
         if new_best < best_cmax:

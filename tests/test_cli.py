@@ -518,10 +518,10 @@ def test_module_entry_point(tmp_path):
 def test_ctrl_c_stops_with_a_limit_result(tmp_path):
     """SIGINT stops the explorer threads at their next chunk: exit 3 and a valid partial result."""
     proc = subprocess.Popen(
-        _command() + ["solve", "ta021", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        cwd=tmp_path, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        _command() + ["solve", "ta021", "--ub", "neh", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, cwd=tmp_path, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
-    time.sleep(3)
+    time.sleep(5)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 3, (out, err)
