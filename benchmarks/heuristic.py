@@ -33,12 +33,12 @@ def warm_up() -> None:
     iterated_greedy(taillard_instance(1).p, iterations=2)
 
 
-def one_run(number: int, seed: int, partial: bool) -> dict:
+def one_run(number: int, seed: int) -> dict:
     p = taillard_instance(number).p
     n, m = p.shape
     budget = n * m / 2 * MS_PER_UNIT / 1000
-    result = iterated_greedy(p, seconds=budget, seed=seed, clock=time.process_time, partial_search=partial)
-    return {"instance": f"ta{number:03d}", "seed": seed, "partial_search": partial, "makespan": result.makespan,
+    result = iterated_greedy(p, seconds=budget, seed=seed, clock=time.process_time)
+    return {"instance": f"ta{number:03d}", "seed": seed, "makespan": result.makespan,
             "iterations": result.iterations, "cpu_budget_s": budget}  # fmt: skip
 
 
@@ -47,14 +47,11 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--groups", nargs="+", type=int, default=[51, 81], help="first instance of each group of 10")
     parser.add_argument("--bounds", type=Path, default=BOUNDS)
-    parser.add_argument("--partial-search", choices=("on", "off", "both"), default="on",
-                        help="local search on partial sequences (both: each run with and without)")
     parser.add_argument("--processes", type=int, default=len(os.sched_getaffinity(0)))
     args = parser.parse_args()
     with open(args.bounds, newline="") as f:
         best_known = {row["instance"]: int(row["upper_bound"]) for row in csv.DictReader(f)}
-    modes = {"on": [True], "off": [False], "both": [True, False]}[args.partial_search]
-    jobs = [(first + i, seed, mode) for first in args.groups for i in range(10) for seed in args.seeds for mode in modes]
+    jobs = [(first + i, seed) for first in args.groups for i in range(10) for seed in args.seeds]
     with ProcessPoolExecutor(max_workers=args.processes, initializer=warm_up) as pool:
         runs = list(pool.map(one_run, *zip(*jobs)))
     for r in runs:
@@ -63,12 +60,10 @@ def main() -> None:
     groups = []
     for first in args.groups:
         names = {f"ta{first + i:03d}" for i in range(10)}
-        for mode in modes:
-            rows = [r for r in runs if r["instance"] in names and r["partial_search"] == mode]
-            groups.append({"instances": f"ta{first:03d}-ta{first + 9:03d}", "partial_search": mode,
-                           "arpd": round(statistics.mean(r["rpd"] for r in rows), 4), "runs": len(rows)})  # fmt: skip
+        rows = [r for r in runs if r["instance"] in names]
+        groups.append({"instances": f"ta{first:03d}-ta{first + 9:03d}",
+                       "arpd": round(statistics.mean(r["rpd"] for r in rows), 4), "runs": len(rows)})  # fmt: skip
     print(json.dumps({"benchmark": "heuristic", "algorithm": "iterated greedy, d=4, tau=0.4",
-                      "partial_search": args.partial_search,
                       "stopping_rule": f"n*m/2 x {MS_PER_UNIT:g} ms CPU", "seeds": args.seeds, "groups": groups,
                       "goal_arpd_each_group": 1.0, "runs": runs}, indent=2))  # fmt: skip
 
