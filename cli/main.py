@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 from ..flowshop.bounds import BOUND_NAMES
-from ..gpu import DEFAULT_IVMS
+from ..gpu import DEFAULT_IVMS, GpuError
 from ..flowshop.instance import FORMATS, ORIENTATIONS, InstanceError, load_instance
 from ..flowshop.iterated_greedy import iterated_greedy
 from ..search.ivm import BRANCH_NAMES
@@ -306,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     command = {"solve": _solve, "resume": _resume, "info": _info, "heuristic": _heuristic}[args.command]
     try:
         return command(args)
-    except (InstanceError, RunStoreError, ClusterError) as error:
+    except (InstanceError, RunStoreError, ClusterError, GpuError) as error:
         print(f"pbbflow: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

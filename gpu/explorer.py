@@ -21,7 +21,7 @@ from ..search.explorer import ExploreResult, Snapshot
 from ..search.intervals import WorkUnit
 from ..search.ivm import BRANCH_NAMES
 from ..search.packed import PackedUnit, limbs
-from . import DEFAULT_IVMS
+from . import DEFAULT_IVMS, GpuError
 from . import kernels as K
 from .factoradic import digits_to_limbs, limbs_to_digits
 from .warp import WARP, WARPS_PER_BLOCK
@@ -31,10 +31,6 @@ STEAL_BELOW = 0.8  # steal when fewer than this share of the IVMs is busy (paper
 VICTIM_SLACK = 2  # victims: intervals within this many leading factoradic digits of the largest
 LAUNCH_SECONDS = 0.004  # aim of one explore launch: stealing latency vs launch overhead
 MIN_STEPS, MAX_STEPS = 4, 1 << 16
-
-
-class GpuError(RuntimeError):
-    """No usable GPU, or a request the GPU explorer cannot serve."""
 
 
 @dataclass(frozen=True)

@@ -52,3 +52,15 @@ def test_a_gpu_request_that_cannot_be_served_is_refused_before_any_store(tmp_pat
     assert "3 GPU(s) asked for" in capsys.readouterr().err and not run.exists()
     assert main(["solve", "ta001", "--gpus", "all", "--bound", "lb2", "--run", str(run), "--quiet"]) == 2
     assert "lb1 only" in capsys.readouterr().err and not run.exists()
+
+
+def test_a_gpu_worker_that_cannot_serve_the_run_is_one_clear_error(tmp_path, capsys):
+    flowshop = instance(seed=3, n=5, m=3)
+    run = tmp_path / "lb2.zarr"
+    create_run(run, flowshop, ub=None, bound="lb2", branch="minmin")
+    workers = {"w0": {"cls": Worker, "options": {"nthreads": 1, "resources": {"GPU": 1}}}}
+    scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
+    with SpecCluster(workers=workers, scheduler=scheduler) as cluster:
+        code = main(["resume", str(run), "--scheduler", cluster.scheduler_address, "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "lb1 only" in err and "Traceback" not in err
