@@ -153,6 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--orientation", choices=ORIENTATIONS, default="job-major",
                    help="Taillard-format files: n rows of m times (job-major, default) or m rows of n")
     h.add_argument("--json", action="store_true", help="print the result as JSON")
+    g = commands.add_parser("plot", help="PNGs of a run: the best schedule's Gantt chart and the search history")
+    g.add_argument("run", type=Path, help="the run store (run.zarr), live or finished")
+    g.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for gantt.png and history.png")
     r = commands.add_parser("resume", help="continue a run from its last checkpoint, on any cluster")
     r.add_argument("run", type=Path, help="the run store (run.zarr)")
     _add_run_options(r)
@@ -286,6 +289,14 @@ def _heuristic(args: argparse.Namespace) -> int:
     return EXIT_DONE
 
 
+def _plot(args: argparse.Namespace) -> int:
+    from ..viz.plots import plot_run  # matplotlib loads only for this command
+
+    for path in plot_run(RunStore.open(args.run), args.out):
+        print(path)
+    return EXIT_DONE
+
+
 def _info(args: argparse.Namespace) -> int:
     store = RunStore.open(args.run)
     result = result_of(store)
@@ -303,7 +314,7 @@ def _info(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``pbbflow`` console script."""
     args = build_parser().parse_args(argv)
-    command = {"solve": _solve, "resume": _resume, "info": _info, "heuristic": _heuristic}[args.command]
+    command = {"solve": _solve, "resume": _resume, "info": _info, "heuristic": _heuristic, "plot": _plot}[args.command]
     try:
         return command(args)
     except (InstanceError, RunStoreError, ClusterError, GpuError) as error:

@@ -1,0 +1,88 @@
+"""PNG plots of a run store (matplotlib, no display needed): the Gantt chart of the best
+schedule and the search history of the time series the run records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ..storage.runstore import RunStore  # noqa: E402
+
+
+def gantt(p: np.ndarray, permutation, path: Path, title: str) -> Path:
+    """Machines x time, one coloured bar per operation, jobs in schedule order."""
+    n, m = p.shape
+    finish = np.zeros(m, dtype=np.int64)
+    colours = plt.get_cmap("tab20" if n <= 20 else "turbo")
+    fig, ax = plt.subplots(figsize=(min(16, 6 + n * 0.15), 1.2 + 0.45 * m))
+    for job in permutation:
+        start_prev = 0
+        for k in range(m):
+            start = max(finish[k], start_prev)
+            finish[k] = start + p[job, k]
+            start_prev = finish[k]
+            colour = colours(job % 20) if n <= 20 else colours(job / max(1, n - 1))
+            ax.barh(k, p[job, k], left=start, color=colour, edgecolor="white", linewidth=0.4)
+            if n <= 30 and p[job, k] > finish[-1] * 0.015:
+                ax.text(start + p[job, k] / 2, k, str(job), ha="center", va="center", fontsize=7)
+    ax.set_yticks(range(m), [f"M{k}" for k in range(m)])
+    ax.invert_yaxis()
+    ax.set_xlabel("time")
+    ax.set_title(f"{title}: makespan {int(finish[-1])}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def history(series: dict[str, np.ndarray], path: Path, title: str) -> Path:
+    """Remaining share of the search space (log), nodes/s, incumbent and active explorers over time."""
+    t = np.asarray(series.get("t", []), dtype=float)
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
+    panels = [
+        ("remaining_fraction", "remaining share of [0, n!)", True),
+        ("nodes_per_s", "nodes / s", False),
+        ("incumbent", "incumbent (makespan)", False),
+        ("active_explorers", "active explorers", False),
+    ]
+    nodes = np.asarray(series.get("nodes", []), dtype=float)
+    # the ledger's counters move at explorer checkpoints (every ~2 s), the samples every second:
+    # the rate is taken between samples where the count changed
+    changed = np.flatnonzero(np.diff(nodes, prepend=-1.0) != 0) if nodes.size else np.zeros(0, int)
+    rate_t = t[changed][1:]
+    rate = np.diff(nodes[changed]) / np.maximum(np.diff(t[changed]), 1e-9)
+    for ax, (key, label, log) in zip(axes.ravel(), panels, strict=True):
+        x, y = (rate_t, rate) if key == "nodes_per_s" else (t, np.asarray(series.get(key, []), dtype=float))
+        if y.size:
+            ax.plot(x, y, drawstyle="steps-post", marker="o", markersize=3)
+            if log and np.any(y > 0):
+                ax.set_yscale("log")  # the final 0 drops out of a log axis
+        else:
+            ax.text(0.5, 0.5, "no samples yet", ha="center", va="center", transform=ax.transAxes)
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    for ax in axes[1]:
+        ax.set_xlabel("elapsed (s)")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_run(store: RunStore, out: Path) -> list[Path]:
+    """Write ``gantt.png`` (when the run holds a schedule) and ``history.png`` into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    latest = store.latest()
+    written = []
+    if latest.permutation is not None:
+        written.append(gantt(store.p, list(latest.permutation), out / "gantt.png", store.instance_name))
+    state = "finished" if not latest.remaining else f"{latest.remaining.fraction_of_space():.3%} left"
+    written.append(history(latest.series, out / "history.png", f"{store.instance_name} ({state})"))
+    return written
