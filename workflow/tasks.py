@@ -21,6 +21,7 @@ from distributed.utils import sync
 from ..flowshop.iterated_greedy import iterated_greedy
 from ..search.explorer import explore
 from ..search.intervals import WorkUnit
+from ..search.packed import PackedUnit
 from .ledger import REPLACE, STOP, WAIT
 
 WAIT_SECONDS = 0.05  # between checkpoints of an explorer that has nothing to do
@@ -30,7 +31,8 @@ POLL_SECONDS = 0.2  # an explorer asks this often whether others wait, and then 
 
 
 class _CpuEngine:
-    """The threaded IVM explorer on a work unit held in this process."""
+    """The threaded IVM explorer on a work unit held in this process (its improvements go up
+    with the checkpoint that ends each run, at most a budget later, so ``report`` is unused)."""
 
     def __init__(self, p: np.ndarray, bound: str, branch: str, threads: int) -> None:
         self.p, self.bound, self.branch, self.capacity = p, bound, branch, threads
@@ -58,14 +60,13 @@ class _GpuEngine:
 
     def __init__(self, p: np.ndarray, bound: str, branch: str, ivms: int) -> None:
         from ..gpu.explorer import GpuExplorer  # only GPU workers import numba-cuda's runtime
-        from ..search.packed import PackedUnit
 
-        self.n, self.packed = p.shape[0], PackedUnit
+        self.n = p.shape[0]
         self.gpu = GpuExplorer(p, ivms=ivms, bound=bound, branch=branch)
         self.capacity = ivms
 
     def load(self, data: bytes) -> None:
-        self.gpu.load(self.packed.from_bytes(self.n, data))
+        self.gpu.load(PackedUnit.from_bytes(self.n, data))
 
     def run(self, ub: int, seconds: float, report, waiting) -> tuple[int, int, tuple[int, list[int]] | None]:
         sent = ub
