@@ -232,9 +232,11 @@ def _drive(store: RunStore, args: argparse.Namespace) -> int:
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         with _cluster(args, store.options["bound"]) as client:
-            bar = None
+            bar, link = None, dashboard_link(client)
+            if link and not args.quiet:
+                print(f"pbbflow: watch the run at {link}", file=sys.stderr)
             if not args.quiet and sys.stderr.isatty():
-                bar = ProgressBar(sys.stderr, dashboard_link(client))
+                bar = ProgressBar(sys.stderr, link)
             try:
                 result = drive(store, client, time_limit=args.time_limit, node_limit=args.node_limit,
                                checkpoint_every=args.checkpoint_every, stop=stop, on_progress=bar,

@@ -60,7 +60,7 @@ def test_local_cluster_two_workers():
         assert all(info["nthreads"] == 1 for info in workers.values())
         done = [client.submit(sum, [i, 1], workers=[a], pure=False) for i, a in enumerate(workers)]
         assert client.gather(done) == [1, 2]
-        assert dashboard_link(client).startswith("http://127.0.0.1:")
+        assert dashboard_link(client).startswith("http://127.0.0.1:") and dashboard_link(client).endswith("/pbbflow")
     assert client.status == "closed"
 
 
@@ -69,7 +69,7 @@ def test_existing_scheduler_survives_client():
                       dashboard_address="127.0.0.1:0") as cluster:
         with open_cluster("address", scheduler=cluster.scheduler_address) as client:
             assert client.submit(sum, [2, 3]).result() == 5
-            assert dashboard_link(client) == cluster.dashboard_link
+            assert dashboard_link(client) == cluster.dashboard_link.replace("/status", "/pbbflow")
         assert client.status == "closed"
         with Client(cluster) as again:
             assert again.submit(sum, [3, 4]).result() == 7

@@ -1,6 +1,7 @@
 """`pbbflow plot`: PNGs of finished, interrupted and fresh runs."""
 
 import matplotlib.image as mpimg
+import numpy as np
 import pytest
 from distributed import Client, LocalCluster
 
@@ -37,6 +38,10 @@ def test_interrupted_run_through_the_cli(tmp_path, client, capsys):
     store = create_run(tmp_path / "run.zarr", taillard_instance(17), ub=None, bound="lb1", branch="minmin")
     result = drive(store, client, time_limit=2.5)
     assert result["status"] == "limit"
+    series = RunStore.open(tmp_path / "run.zarr").latest().series
+    activity = [k for k in series if k.startswith("activity:")]
+    assert len(activity) == 2 and all(len(series[k]) == len(series["t"]) for k in activity)  # a column per worker
+    assert np.nanmax([series[k] for k in activity]) == 1.0  # both single-thread explorers were busy
     assert main(["plot", str(tmp_path / "run.zarr"), "--out", str(tmp_path / "plots")]) == 0
     assert capsys.readouterr().out.split() == [str(tmp_path / "plots" / n) for n in ("gantt.png", "history.png")]
     for name in ("gantt.png", "history.png"):

@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..storage.runstore import RunStore  # noqa: E402
+from ..workflow.history import ACTIVITY_PREFIX  # noqa: E402
 
 
 def gantt(p: np.ndarray, permutation, path: Path, title: str) -> Path:
@@ -42,7 +43,8 @@ def gantt(p: np.ndarray, permutation, path: Path, title: str) -> Path:
 
 
 def history(series: dict[str, np.ndarray], path: Path, title: str) -> Path:
-    """Remaining share of the search space (log), nodes/s, incumbent and active explorers over time."""
+    """Remaining share of the search space (log), nodes/s, incumbent and the activity of each
+    worker over time (or the number of active explorers, for runs that did not record it)."""
     t = np.asarray(series.get("t", []), dtype=float)
     fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
     panels = [
@@ -57,7 +59,12 @@ def history(series: dict[str, np.ndarray], path: Path, title: str) -> Path:
     changed = np.flatnonzero(np.diff(nodes, prepend=-1.0) != 0) if nodes.size else np.zeros(0, int)
     rate_t = t[changed][1:]
     rate = np.diff(nodes[changed]) / np.maximum(np.diff(t[changed]), 1e-9)
-    for ax, (key, label, log) in zip(axes.ravel(), panels, strict=True):
+    activity = sorted(k for k in series if k.startswith(ACTIVITY_PREFIX))
+    if activity:
+        panels.pop()
+        _activity(axes[1, 1], t, [np.asarray(series[k], dtype=float) for k in activity],
+                  [k[len(ACTIVITY_PREFIX):] for k in activity])  # fmt: skip
+    for ax, (key, label, log) in zip(axes.ravel(), panels, strict=False):
         x, y = (rate_t, rate) if key == "nodes_per_s" else (t, np.asarray(series.get(key, []), dtype=float))
         if y.size:
             ax.plot(x, y, drawstyle="steps-post", marker="o", markersize=3)
@@ -74,6 +81,18 @@ def history(series: dict[str, np.ndarray], path: Path, title: str) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def _activity(ax, t: np.ndarray, shares: list[np.ndarray], workers: list[str]) -> None:
+    """One row per worker: the share of its threads or IVMs holding work (blank: no explorer)."""
+    grid = np.vstack(shares)
+    edges = np.append(t, t[-1] + (t[-1] - t[-2] if t.size > 1 else 1.0)) if t.size else np.zeros(1)
+    mesh = ax.pcolormesh(edges, np.arange(len(workers) + 1), np.ma.masked_invalid(grid), cmap="viridis",
+                         vmin=0.0, vmax=1.0, shading="flat")  # fmt: skip
+    if len(workers) <= 16:
+        ax.set_yticks(np.arange(len(workers)) + 0.5, workers, fontsize=7)
+    ax.set_ylabel("worker")
+    ax.figure.colorbar(mesh, ax=ax, label="busy share", pad=0.01)
 
 
 def plot_run(store: RunStore, out: Path) -> list[Path]:

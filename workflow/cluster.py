@@ -22,6 +22,8 @@ import dask.config
 from dask.utils import parse_bytes
 from distributed import Client, LocalCluster
 
+from ..viz.dashboard import page_url, register_page
+
 KINDS = ("local", "address", "slurm")
 LOOPBACK = "127.0.0.1"
 logger = logging.getLogger(__name__)
@@ -179,9 +181,11 @@ def _close_cluster(cluster) -> None:
 
 
 def dashboard_link(client: Client) -> str | None:
-    """The dashboard URL of ``client``'s scheduler, or None when it has no dashboard."""
+    """The URL of the pbbflow page on ``client``'s scheduler's dashboard, or None when it has no
+    dashboard (a scheduler started elsewhere serves the page when preloaded with
+    ``pbbflow.viz.preload``)."""
     try:
-        return client.dashboard_link or None
+        return page_url(client.dashboard_link)
     except (AttributeError, KeyError):
         return None
 
@@ -261,6 +265,7 @@ def open_cluster(
             except (OSError, TimeoutError, ValueError) as exc:
                 raise ClusterError(f"cannot connect to the scheduler at {scheduler}: {exc}") from None
         else:
+            register_page()  # the scheduler starts here, in this process: serve the pbbflow page
             devices = resolve_gpus(gpus) if kind == "local" else 0
             if devices:
                 cluster = _local_gpu_cluster(devices, dashboard_address)

@@ -10,11 +10,15 @@ arrays without a Python object per interval; every message names its run, so run
 from __future__ import annotations
 
 from distributed.diagnostics.plugin import SchedulerPlugin
+from tornado.ioloop import PeriodicCallback
 
 from ..search.packed import PackedUnit
+from .history import RunHistory
 from .ledger import REPLACE, Ledger
 
 PLUGIN_NAME = "pbbflow-coordinator"
+SAMPLE_MS = 1000  # the histories' sampling period
+KEPT_HISTORIES = 8  # closed runs whose history stays for the dashboard
 
 
 class Coordinator(SchedulerPlugin):
@@ -25,6 +29,8 @@ class Coordinator(SchedulerPlugin):
 
     def __init__(self) -> None:
         self.runs: dict[str, Ledger] = {}
+        self.histories: dict[str, RunHistory] = {}  # open runs and the last closed ones, oldest first
+        self.sampler: PeriodicCallback | None = None
 
     async def start(self, scheduler) -> None:
         scheduler.handlers.update(
@@ -39,6 +45,21 @@ class Coordinator(SchedulerPlugin):
                 "pbbflow_close": self.close_run,
             }
         )
+        self.sampler = PeriodicCallback(self.sample, SAMPLE_MS)
+        self.sampler.start()
+
+    async def close(self) -> None:
+        if self.sampler is not None:
+            self.sampler.stop()
+
+    def sample(self) -> None:
+        """Record every open run's state in its history (on the scheduler's event loop)."""
+        for run, ledger in self.runs.items():
+            self.histories[run].record(ledger)
+
+    def latest_history(self) -> RunHistory | None:
+        """The history of the run opened last (open or closed), for the dashboard page."""
+        return next(reversed(self.histories.values()), None)
 
     def remove_worker(self, scheduler, worker: str, **kwargs) -> None:
         for ledger in self.runs.values():
@@ -46,14 +67,16 @@ class Coordinator(SchedulerPlugin):
 
     # ------------------------------------------------------------------ handlers
     def open_run(self, run: str, n: int, work: bytes, ub: int, permutation=None, nodes: int = 0,
-                 leaves: int = 0, pieces: int = 1, min_split: int = 2) -> dict:
-        """Start a run's ledger (refused if the run id is in use)."""
+                 leaves: int = 0, pieces: int = 1, min_split: int = 2, label: str = "") -> dict:
+        """Start a run's ledger (refused if the run id is in use); ``label`` names it on the dashboard."""
         if run in self.runs:
             raise ValueError(f"run {run} is already open on this cluster")
         self.runs[run] = Ledger(
             PackedUnit.from_bytes(n, work), ub=ub, permutation=None if permutation is None else tuple(permutation),
             nodes=nodes, leaves=leaves, pieces=pieces, min_split=min_split,
         )  # fmt: skip
+        self.histories[run] = RunHistory(label or run)
+        self.histories[run].record(self.runs[run])
         return {"run": run}
 
     def checkpoint(self, run: str, explorer: str, worker: str, remaining: bytes, nodes: int = 0, leaves: int = 0,
@@ -98,6 +121,7 @@ class Coordinator(SchedulerPlugin):
             "permutation": ledger.permutation,
             "remaining_fraction": ledger.remaining_fraction(),
             "active_explorers": len(ledger.active),
+            "activity": ledger.activity(),
             "checkpoints": ledger.checkpoints,
             "finished": ledger.finished,
             "remaining": ledger.remaining().to_bytes() if intervals else None,
@@ -108,5 +132,12 @@ class Coordinator(SchedulerPlugin):
         return {"run": run}
 
     def close_run(self, run: str) -> dict:
-        self.runs.pop(run, None)
+        ledger = self.runs.pop(run, None)
+        history = self.histories.get(run)
+        if ledger is not None and history is not None:
+            history.record(ledger)
+            history.closed = True
+        closed = [r for r, h in self.histories.items() if h.closed]
+        for old in closed[: max(0, len(closed) - KEPT_HISTORIES)]:
+            del self.histories[old]
         return {"run": run}

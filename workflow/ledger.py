@@ -57,6 +57,7 @@ class Ledger:
         self.pool: deque[Interval] = deque(_cut(unassigned.intervals(), pieces))  # unassigned, handed out in order
         self.active: dict[str, PackedUnit] = {}  # explorer id -> the coordinator's copy
         self.worker_of: dict[str, str] = {}  # explorer id -> worker address
+        self.capacity_of: dict[str, int] = {}  # explorer id -> intervals it works on at once
         self.waiting: set[str] = set()  # explorers with nothing to do
         self.ub = ub  # incumbent makespan, or the initial pruning bound
         self.permutation = permutation  # schedule found below the initial bound, if any
@@ -71,6 +72,17 @@ class Ledger:
         """Share of [0, n!) not proved explored, from sizes only (pool and copies are disjoint)."""
         size = sum((b - a for a, b in self.pool), mpz(0)) + sum((c.size for c in self.active.values()), mpz(0))
         return int(size) / int(factorial(self.n))
+
+    def activity(self) -> dict[str, float]:
+        """Per worker, the share of its explorers' capacity (threads, IVMs) holding work."""
+        busy: dict[str, int] = {}
+        capacity: dict[str, int] = {}
+        for explorer, worker in self.worker_of.items():
+            cap = self.capacity_of[explorer]
+            copy = self.active.get(explorer)
+            busy[worker] = busy.get(worker, 0) + (0 if copy is None else min(len(copy), cap))
+            capacity[worker] = capacity.get(worker, 0) + cap
+        return {worker: busy[worker] / capacity[worker] for worker in sorted(busy)}
 
     def remaining(self) -> PackedUnit:
         """Everything not proved explored: the pool plus every explorer's copy."""
@@ -103,6 +115,7 @@ class Ledger:
         self.nodes += nodes
         self.leaves += leaves
         self.worker_of[explorer] = worker
+        self.capacity_of[explorer] = max(1, capacity)
         copy = self.active.get(explorer)
         left = PackedUnit.empty(self.n) if copy is None else copy.intersect(remaining)
         if self.stopping:
@@ -137,6 +150,7 @@ class Ledger:
                 self.pool.extend(copy.intervals())
             self.waiting.discard(explorer)
             del self.worker_of[explorer]
+            self.capacity_of.pop(explorer, None)
 
     def stop(self) -> None:
         """Answer STOP to every explorer from now on; their copies stay in the ledger."""

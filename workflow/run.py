@@ -28,9 +28,10 @@ from ..search.intervals import WorkUnit
 from ..search.solve import classify
 from ..storage.runstore import RunStore
 from .coordinator import Coordinator
+from .history import activity_column
 from .tasks import explorer_task, heuristic_task
 
-SERIES = ("t", "nodes", "leaves", "remaining_fraction", "incumbent", "active_explorers")
+SERIES = ("t", "nodes", "leaves", "remaining_fraction", "incumbent", "active_explorers")  # + activity columns
 POLL_SECONDS = 0.2
 
 
@@ -118,8 +119,8 @@ class _Session:
         ub = options["search_ub"] if self.start.incumbent is None else min(options["search_ub"], self.start.incumbent)
         client.register_plugin(Coordinator())
         info = client.scheduler_info()["workers"]
-        self.call("pbbflow_open", n=store.n, work=self.start.remaining.to_bytes(), ub=ub,
-                  nodes=self.start.nodes, leaves=self.start.leaves, pieces=max(1, len(info)))  # fmt: skip
+        self.call("pbbflow_open", n=store.n, work=self.start.remaining.to_bytes(), ub=ub, nodes=self.start.nodes,
+                  leaves=self.start.leaves, pieces=max(1, len(info)), label=store.instance_name)  # fmt: skip
         self.budget_s, self.ivms = budget_s, ivms
         self.futures = []
         self.served: set[str] = set()  # workers that were given their tasks
@@ -178,6 +179,13 @@ class _Session:
                state["ub"], state["active_explorers"])  # fmt: skip
         for key, value in zip(SERIES, row, strict=True):
             self.series[key].append(value)
+        # per-worker busy share; NaN where a worker held no explorer (workers come and go)
+        length = len(self.series["t"])
+        for worker, share in state["activity"].items():
+            self.series.setdefault(activity_column(worker), [float("nan")] * (length - 1)).append(share)
+        for column in self.series.values():
+            if len(column) < length:
+                column.append(float("nan"))
 
     def checkpoint(self, state: dict, *, final: bool = False) -> None:
         """Write the ledger's state as a new version (waits for the previous write first)."""

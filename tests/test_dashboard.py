@@ -1,0 +1,176 @@
+"""The pbbflow page of the Dask dashboard: the coordinator's history, the page's route and data
+sources while a run is live (local, Slurm and local CUDA clusters), and a headless Chromium
+screenshot of it.  The Slurm test needs a running Slurm; the CUDA one a real GPU."""
+
+import threading
+import time
+import urllib.request
+
+import matplotlib.image as mpimg
+import numpy as np
+import pytest
+from bokeh.document import Document
+from browser import chromium, screenshot
+
+from pbbflow.flowshop.taillard import taillard_instance
+from pbbflow.search.intervals import WorkUnit
+from pbbflow.search.packed import PackedUnit
+from pbbflow.viz.dashboard import page_url, pbbflow_doc
+from pbbflow.workflow.cluster import SlurmOptions, dashboard_link, gpu_count, open_cluster
+from pbbflow.workflow.coordinator import PLUGIN_NAME
+from pbbflow.workflow.history import RunHistory
+from pbbflow.workflow.ledger import Ledger
+from pbbflow.workflow.run import create_run, drive
+
+from test_cluster import slurm_idle
+
+
+def full_ledger(n: int = 6) -> Ledger:
+    return Ledger(PackedUnit.from_work_unit(WorkUnit.full(n)), ub=100)
+
+
+def test_history_keeps_the_whole_run_at_half_resolution_when_full():
+    ledger, history = full_ledger(), RunHistory("x", max_samples=8)
+    for step in range(9):
+        ledger.nodes = step
+        history.record(ledger, now=history.opened + step)
+    assert history.generation == 1 and len(history) == 5  # 9 samples: every second one dropped
+    assert history.t == [0.0, 2.0, 4.0, 6.0, 8.0]  # first and last kept
+    assert history.nodes == [0, 2, 4, 6, 8] and history.incumbent == [100] * 5
+
+
+def test_history_records_activity_per_worker():
+    ledger, history = full_ledger(), RunHistory("x")
+    assert ledger.checkpoint("e0", "tcp://w0", PackedUnit.empty(6)).action == "replace"  # takes the space
+    ledger.checkpoint("e1", "tcp://w1", PackedUnit.empty(6), capacity=4)  # nothing left for it: waits
+    history.record(ledger)
+    assert history.activity[-1] == {"tcp://w0": 1.0, "tcp://w1": 0.0}
+    assert history.workers() == ["tcp://w0", "tcp://w1"]
+
+
+def test_page_url():
+    assert page_url("http://127.0.0.1:8787/status") == "http://127.0.0.1:8787/pbbflow"
+    assert page_url("https://head/proxy/8787/status") == "https://head/proxy/8787/pbbflow"
+    assert page_url(None) is None
+
+
+def sources(scheduler) -> dict:
+    """The page's data sources as a new browser session would get them."""
+    doc = Document()
+    pbbflow_doc(scheduler, {}, doc)
+    return {name: doc.get_model_by_name(name).data for name in ("pbbflow-series", "pbbflow-rates", "pbbflow-activity")}
+
+
+def live_page(client, tmp_path, check, number: int = 21, ub: int = 2297) -> None:
+    """Drive a run of Taillard's instance ``number`` (UB = optimum) on ``client``'s cluster; once
+    its history has samples with nodes, while it is live, ``check(url)``."""
+    store = create_run(tmp_path / "run.zarr", taillard_instance(number), ub=ub, bound="lb1", branch="minmin")
+    stop, outcome = threading.Event(), {}
+    thread = threading.Thread(target=lambda: outcome.update(drive(store, client, stop=stop, time_limit=120)))
+    thread.start()
+    try:
+        coordinator = None
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            coordinator = client.cluster.scheduler.plugins.get(PLUGIN_NAME)
+            history = None if coordinator is None else coordinator.latest_history()
+            if history is not None and len(history) >= 4 and history.nodes[-1] > 0:
+                break
+            time.sleep(0.25)
+        else:
+            pytest.fail("the run's history got no samples with nodes")
+        assert not history.closed  # live
+        check(dashboard_link(client))
+    finally:
+        stop.set()
+        thread.join(timeout=120)
+    assert outcome["status"] in ("limit", "bound_proved")
+
+
+def assert_page_is_served(client, url: str, workers: int = 2) -> None:
+    with urllib.request.urlopen(url, timeout=30) as response:
+        assert response.status == 200
+        assert "bokeh" in response.read().decode().lower()
+    data = sources(client.cluster.scheduler)
+    assert len(data["pbbflow-series"]["t"]) >= 4 and np.nanmin(data["pbbflow-series"]["remaining"]) < 1.0
+    assert len(data["pbbflow-rates"]["rate"]) >= 1 and max(data["pbbflow-rates"]["rate"]) > 0
+    (image,) = data["pbbflow-activity"]["image"]
+    assert image.shape[0] == workers and np.nanmax(image) > 0  # a row per worker, someone busy
+
+
+def test_page_on_a_local_cluster_with_a_chromium_screenshot(tmp_path):
+    def check(url: str) -> None:
+        assert url.endswith("/pbbflow")
+        assert_page_is_served(client, url)
+        if chromium() is None:
+            return
+        image = mpimg.imread(screenshot(url, tmp_path / "page.png", wait_s=5))[..., :3]
+        colours = np.unique((image * 255).astype(np.uint8).reshape(-1, 3), axis=0)
+        assert image.shape[0] > 500 and image.shape[1] > 1000
+        assert image.std() > 0.05 and len(colours) > 50  # drawn plots, not a blank page
+
+    with open_cluster("local", workers=2, threads_per_worker=1) as client:
+        live_page(client, tmp_path, check)
+    if chromium() is None:
+        pytest.skip("chromium not installed (.ci/run installs it): the screenshot was not taken")
+
+
+def test_a_cluster_without_a_run_shows_an_empty_page():
+    with open_cluster("local", workers=1, threads_per_worker=1) as client:
+        data = sources(client.cluster.scheduler)
+        assert all(len(v) == 0 for d in data.values() for v in d.values())
+        with urllib.request.urlopen(dashboard_link(client), timeout=30) as response:
+            assert response.status == 200
+
+
+@pytest.mark.slurm
+def test_page_on_a_slurm_cluster(tmp_path):
+    reason = slurm_idle()
+    if reason:
+        pytest.skip(reason)
+    options = SlurmOptions(jobs=2, cores=1, memory="1GB", walltime="00:10:00", log_directory=tmp_path,
+                           start_timeout=60)  # fmt: skip
+    with open_cluster("slurm", slurm=options) as client:
+        client.wait_for_workers(2, timeout=60)
+        live_page(client, tmp_path, lambda url: assert_page_is_served(client, url))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(gpu_count() == 0, reason="needs a real GPU")
+def test_page_on_a_local_cuda_cluster(tmp_path):
+    """ta023 (about 25 s on an H200): long enough to be watched live."""
+    with open_cluster("local", gpus=1) as client:
+        live_page(client, tmp_path, lambda url: assert_page_is_served(client, url, workers=1), number=23, ub=2326)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_external_scheduler_serves_the_page_with_the_preload():
+    import subprocess
+    import sys
+
+    port = free_port()
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                  "--port", "0", "--dashboard-address", f"127.0.0.1:{port}",
+                                  "--preload", "pbbflow.viz.preload"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/pbbflow", timeout=5) as response:
+                    assert response.status == 200 and "bokeh" in response.read().decode().lower()
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+    finally:
+        scheduler.terminate()
+        scheduler.wait(timeout=30)

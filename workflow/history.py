@@ -1,0 +1,60 @@
+"""A run's time series as the coordinator sees it, sampled on the scheduler (for the dashboard page).
+
+The client keeps its own series for the run store; this one lives beside the ledger, so the
+dashboard shows a run whatever client drives it.  It holds at most ``max_samples`` samples:
+when full, every second sample is dropped (the whole run stays visible at half the
+resolution) and ``generation`` changes, so that readers reload instead of appending.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from .ledger import Ledger
+
+ACTIVITY_PREFIX = "activity:"  # run-store series columns of per-worker activity
+
+
+def activity_column(worker: str) -> str:
+    """The run-store series column of a worker's activity (no '/' in column names)."""
+    return ACTIVITY_PREFIX + worker.split("://")[-1].replace("/", "_")
+
+
+@dataclass
+class RunHistory:
+    """Samples of one run: time since opened, nodes, remaining share, incumbent, activity per worker."""
+
+    label: str
+    max_samples: int = 4096
+    opened: float = field(default_factory=time.monotonic)
+    generation: int = 0
+    closed: bool = False
+    t: list[float] = field(default_factory=list)
+    nodes: list[int] = field(default_factory=list)
+    remaining_fraction: list[float] = field(default_factory=list)
+    incumbent: list[int] = field(default_factory=list)
+    activity: list[dict[str, float]] = field(default_factory=list)  # worker address -> busy share
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    def record(self, ledger: Ledger, now: float | None = None) -> None:
+        """Append the ledger's state now."""
+        now = time.monotonic() if now is None else now
+        self.t.append(now - self.opened)
+        self.nodes.append(ledger.nodes)
+        self.remaining_fraction.append(ledger.remaining_fraction())
+        self.incumbent.append(ledger.ub)
+        self.activity.append(ledger.activity())
+        if len(self.t) > self.max_samples:
+            for column in (self.t, self.nodes, self.remaining_fraction, self.incumbent, self.activity):
+                del column[1::2]
+            self.generation += 1
+
+    def workers(self) -> list[str]:
+        """Every worker that ever held an explorer of the run, in order of first appearance."""
+        seen: dict[str, None] = {}
+        for sample in self.activity:
+            seen.update(dict.fromkeys(sample))
+        return list(seen)
