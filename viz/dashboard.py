@@ -21,7 +21,7 @@ from bokeh.palettes import Viridis256
 from bokeh.plotting import figure
 
 from ..workflow.coordinator import PLUGIN_NAME
-from ..workflow.history import RunHistory
+from ..workflow.history import RunHistory, node_rate
 
 ROUTE = "/pbbflow"
 UPDATE_MS = 1000
@@ -48,12 +48,6 @@ def pbbflow_doc(scheduler, extra: dict, doc) -> None:
     doc.title = "pbbflow"
     doc.add_root(page.layout)
     doc.add_periodic_callback(page.update, UPDATE_MS)
-
-
-def _rate(t: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes/s between the samples where the count changed (it moves at explorer checkpoints)."""
-    changed = np.flatnonzero(np.diff(nodes, prepend=-1.0) != 0)
-    return t[changed][1:], np.diff(nodes[changed]) / np.maximum(np.diff(t[changed]), 1e-9)
 
 
 class RunPage:
@@ -101,7 +95,7 @@ class RunPage:
         remaining = np.asarray(history.remaining_fraction, dtype=float)
         self.series.data = {"t": t, "remaining": np.where(remaining > 0, remaining, np.nan),
                             "incumbent": np.asarray(history.incumbent, dtype=float)}  # fmt: skip
-        rate_t, rate = _rate(t, nodes)
+        rate_t, rate = node_rate(t, nodes)
         self.rates.data = {"t": rate_t, "rate": rate}
         self._draw_activity(history, t)
         self.header.text = self._summary(history, rate)

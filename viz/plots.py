@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..storage.runstore import RunStore  # noqa: E402
-from ..workflow.history import ACTIVITY_PREFIX  # noqa: E402
+from ..workflow.history import ACTIVITY_PREFIX, node_rate  # noqa: E402
 
 
 def gantt(p: np.ndarray, permutation, path: Path, title: str) -> Path:
@@ -53,12 +53,7 @@ def history(series: dict[str, np.ndarray], path: Path, title: str) -> Path:
         ("incumbent", "incumbent (makespan)", False),
         ("active_explorers", "active explorers", False),
     ]
-    nodes = np.asarray(series.get("nodes", []), dtype=float)
-    # the ledger's counters move at explorer checkpoints (every ~2 s), the samples every second:
-    # the rate is taken between samples where the count changed
-    changed = np.flatnonzero(np.diff(nodes, prepend=-1.0) != 0) if nodes.size else np.zeros(0, int)
-    rate_t = t[changed][1:]
-    rate = np.diff(nodes[changed]) / np.maximum(np.diff(t[changed]), 1e-9)
+    rate_t, rate = node_rate(t, np.asarray(series.get("nodes", []), dtype=float))
     activity = sorted(k for k in series if k.startswith(ACTIVITY_PREFIX))
     if activity:
         panels.pop()

@@ -11,6 +11,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .ledger import Ledger
 
 ACTIVITY_PREFIX = "activity:"  # run-store series columns of per-worker activity
@@ -19,6 +21,13 @@ ACTIVITY_PREFIX = "activity:"  # run-store series columns of per-worker activity
 def activity_column(worker: str) -> str:
     """The run-store series column of a worker's activity (no '/' in column names)."""
     return ACTIVITY_PREFIX + worker.split("://")[-1].replace("/", "_")
+
+
+def node_rate(t: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes/s between the samples where the count changed (the ledger's counters move at
+    explorer checkpoints, every ~2 s, while samples come every second)."""
+    changed = np.flatnonzero(np.diff(nodes, prepend=-1.0) != 0) if nodes.size else np.zeros(0, int)
+    return t[changed][1:], np.diff(nodes[changed]) / np.maximum(np.diff(t[changed]), 1e-9)
 
 
 @dataclass
