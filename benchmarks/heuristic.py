@@ -63,7 +63,8 @@ def main() -> None:
         rows = [r for r in runs if r["instance"] in names]
         groups.append({"instances": f"ta{first:03d}-ta{first + 9:03d}",
                        "arpd": round(statistics.mean(r["rpd"] for r in rows), 4), "runs": len(rows)})  # fmt: skip
-    print(json.dumps({"benchmark": "heuristic", "algorithm": "iterated greedy, d=4, tau=0.4",
+    algorithm = "iterated greedy, d=4, tau=0.4, idle-time tie-break, referenced insertion local search"
+    print(json.dumps({"benchmark": "heuristic", "algorithm": algorithm,
                       "stopping_rule": f"n*m/2 x {MS_PER_UNIT:g} ms CPU", "seeds": args.seeds, "groups": groups,
                       "goal_arpd_each_group": 1.0, "runs": runs}, indent=2))  # fmt: skip
 
