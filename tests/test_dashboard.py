@@ -48,6 +48,19 @@ def test_history_records_activity_per_worker():
     assert history.workers() == ["tcp://w0", "tcp://w1"]
 
 
+def test_the_activity_image_stays_small_on_long_runs():
+    ledger, history = full_ledger(), RunHistory("x", max_samples=4096)
+    ledger.checkpoint("e0", "tcp://w0", PackedUnit.empty(6))
+    for step in range(3000):
+        history.record(ledger, now=history.opened + step)
+
+    class Scheduler:
+        plugins = {PLUGIN_NAME: type("Coordinator", (), {"latest_history": lambda self: history})()}
+
+    (image,) = sources(Scheduler())["pbbflow-activity"]["image"]
+    assert image.shape == (1, 500) and np.all(image == 1.0)  # every 6th of 3,000 samples, all busy
+
+
 def test_page_url():
     assert page_url("http://127.0.0.1:8787/status") == "http://127.0.0.1:8787/pbbflow"
     assert page_url("https://head/proxy/8787/status") == "https://head/proxy/8787/pbbflow"

@@ -25,6 +25,7 @@ from ..workflow.history import RunHistory, node_rate
 
 ROUTE = "/pbbflow"
 UPDATE_MS = 1000
+IMAGE_COLUMNS = 512  # time columns of the activity image at most (1,000 workers: 2 MB per redraw)
 
 
 def register_page() -> None:
@@ -104,7 +105,9 @@ class RunPage:
         workers = history.workers()
         if not workers or t.size == 0:
             return
-        grid = np.array([[sample.get(w, math.nan) for sample in history.activity] for w in workers], dtype=float)
+        stride = -(-len(history.activity) // IMAGE_COLUMNS)  # every stride-th sample
+        samples = history.activity[::stride]
+        grid = np.array([[sample.get(w, math.nan) for sample in samples] for w in workers], dtype=np.float32)
         width = float(t[-1] + (t[-1] - t[-2] if t.size > 1 else 1.0))
         self.activity.data = {"image": [grid], "dw": [width], "dh": [len(workers)]}
         if len(workers) <= 16:
