@@ -67,6 +67,7 @@ class GpuExplorer:
         if ivms < 1:
             raise GpuError("ivms must be >= 1")
         self.n, self.m, self.k = n, m, ivms
+        self.kernel = K.explore_kernel(n)
         self.branch = BRANCH_NAMES[branch]
         heads, tails = head_tail_minima(p)
         self.p, self.heads, self.tails = cuda.to_device(p), cuda.to_device(heads), cuda.to_device(tails)
@@ -167,7 +168,7 @@ class GpuExplorer:
         while True:
             self.counters.copy_to_device(zero)
             started = time.perf_counter()
-            K.explore[blocks, threads, 0, shared](
+            self.kernel[blocks, threads, 0, shared](
                 self.p, self.heads, self.tails, self.M, self.V, self.dirs, self.F, self.B, self.R, self.end, self.start,
                 self.state, self.best_schedule, self.best_cost, self.ub, self.counters, self.steps, self.branch,
                 self.pack_sums)  # fmt: skip

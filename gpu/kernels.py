@@ -1,12 +1,13 @@
 """PBB@GPU kernels in numba-cuda: one warp per IVM, many decompositions per launch.
 
-``explore`` runs every IVM for up to ``max_steps`` nodes and leaves, fusing the paper's
+The explore kernel (``explore_kernel(n)``: one compiled for n <= 32, one for larger n) runs
+every IVM for up to ``max_steps`` nodes and leaves, fusing the paper's
 selection and bounding kernels: a warp selects the next node, descends (max-plus prefix
 scan over the machines with shuffles), fills the child row, bounds all children at once
 (one child per lane, LB1 in O(m) with the CPU's own ``njit`` bodies), reduces for the
 MinMin direction and prunes, without leaving the kernel.  The IVM's digit vector ``V`` and
-branching directions live in registers spread over the lanes (lane ``l % 32`` holds level
-``l``); the matrix ``M`` and the front/back/remaining rows live in global memory.
+branching directions live in local arrays spread over the lanes (lane ``l % 32`` holds level
+``l``; in registers for n <= 32); the matrix ``M`` and the front/back/remaining rows live in global memory.
 
 The semantics are exactly the CPU explorer's (``search/ivm.py``): same bounds, same
 tie-breaking, nodes counted by the owner of their leftmost leaf and a budget stop only
@@ -120,8 +121,9 @@ def fill_row(M, w, level, selected, n, lane):
 
 
 @cuda.jit(device=True)
-def bound_and_prune(p, heads, tails, M, F, B, R, Sw, w, row, ub, branch, pack_sums, lane):
+def bound_and_prune(p, heads, tails, M, F, B, R, Sw, w, row, ub, branch, pack_sums, lbf, lbb, lane):
     """Bound the children of the node at ``row``, choose the direction, prune; returns it.
+    ``lbf``, ``lbb``: the lane's local arrays for its children's forward and backward bounds.
 
     (Reading ``p`` in job-fast order, so that the lanes' loads coalesce, was measured on an
     H200: no gain on ta021 or ta026, the L1 cache holds the instance; so ``p`` stays row-major.)
@@ -140,8 +142,6 @@ def bound_and_prune(p, heads, tails, M, F, B, R, Sw, w, row, ub, branch, pack_su
     sync_lanes()
     count = n - row
     chunks = (count + WARP - 1) // WARP
-    lbf = cuda.local.array(MAX_CHUNKS, int32)
-    lbb = cuda.local.array(MAX_CHUNKS, int32)
     do_forward = branch != BACKWARD
     do_backward = branch != FORWARD
     smallest = ub
@@ -261,10 +261,10 @@ def record_leaf(M, vloc, dloc, best, best_cost, ub_global, w, n, cost, lane):
 
 
 @cuda.jit(device=True)
-def init_at(p, heads, tails, M, F, B, R, Sw, start, vloc, dloc, w, ub, branch, pack_sums, lane):
+def init_at(p, heads, tails, M, F, B, R, Sw, start, vloc, dloc, lbf, lbb, w, ub, branch, pack_sums, lane):
     """Decode the path to the position ``start[w]``; returns (level, done, nodes owned)."""
     n, m = p.shape
-    for chunk in range(MAX_CHUNKS):
+    for chunk in range(vloc.shape[0]):
         vloc[chunk] = 0
         dloc[chunk] = 0
     for base in range(0, n, WARP):
@@ -280,7 +280,7 @@ def init_at(p, heads, tails, M, F, B, R, Sw, start, vloc, dloc, w, ub, branch, p
             B[w, 0, k] = 0
             R[w, 0, k] = total
     sync_lanes()
-    set_digit(dloc, 0, bound_and_prune(p, heads, tails, M, F, B, R, Sw, w, 0, ub, branch, pack_sums, lane), lane)
+    set_digit(dloc, 0, bound_and_prune(p, heads, tails, M, F, B, R, Sw, w, 0, ub, branch, pack_sums, lbf, lbb, lane), lane)
     last_nonzero = -1
     for base in range(0, n, WARP):
         level = base + lane
@@ -299,91 +299,109 @@ def init_at(p, heads, tails, M, F, B, R, Sw, start, vloc, dloc, w, ub, branch, p
             break
         descend(p, F, B, R, w, l, M[w, l, v], get_digit(dloc, l), lane)
         fill_row(M, w, l, v, n, lane)
-        direction = bound_and_prune(p, heads, tails, M, F, B, R, Sw, w, l + 1, ub, branch, pack_sums, lane)
+        direction = bound_and_prune(p, heads, tails, M, F, B, R, Sw, w, l + 1, ub, branch, pack_sums, lbf, lbb, lane)
         set_digit(dloc, l + 1, direction, lane)
     return level, done, owned
 
 
-@cuda.jit(cache=True, **EXPLORE_OPTIONS)
-def explore(p, heads, tails, M, V, dirs, F, B, R, end, start, state, best, best_cost, ub_global, counters,
-            max_steps, branch, pack_sums):
-    """Every IVM (one warp each) explores up to about ``max_steps`` nodes and leaves.
+def _explore_kernel(chunks: int):
+    """The explore kernel for n <= ``chunks`` * WARP: local arrays of ``chunks`` entries per lane.
+    One entry (n <= 32) instead of 16 took ta021-ta030 from 36.7 s to 30.0 s on an H200
+    (benchmarks/gpu_explorer.py, MinMin)."""
 
-    Dynamic shared memory: 4 * m int32 per warp (the parent's front, back, remain + back and
-    front + remain while its children are bounded).
-    """
-    n, m = p.shape
-    lane = cuda.threadIdx.x % WARP
-    w = (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) // WARP
-    if w >= state.shape[0]:
-        return
-    shared = cuda.shared.array(0, int32)
-    first = (cuda.threadIdx.x // WARP) * 4 * m
-    Sw = shared[first : first + 4 * m]
-    if state[w, DONE] != 0 and state[w, INIT] == 0:
-        return
-    vloc = cuda.local.array(MAX_CHUNKS, int32)
-    dloc = cuda.local.array(MAX_CHUNKS, int32)
-    ub = read_ub(ub_global, lane)
-    nodes = int64(0)
-    leaves = int64(0)
-    if state[w, INIT] != 0:
-        level, done, owned = init_at(p, heads, tails, M, F, B, R, Sw, start, vloc, dloc, w, ub, branch, pack_sums,
-                                     lane)
-        nodes += owned
-    else:
-        for chunk in range(MAX_CHUNKS):
-            level = chunk * WARP + lane
-            vloc[chunk] = V[w, level] if level < n else 0
-            dloc[chunk] = dirs[w, level] if level < n else 0
-        level = state[w, LEVEL]
-        done = False
-    steps = 0
-    horizon = n  # V is below the end while V[:horizon + 1] is as when last checked; n: check now
-    while not done:
-        if level <= horizon:
-            horizon = first_difference(vloc, end, w, n, lane)
-            if horizon == -1:  # at or after the end
-                done = True
-                break
-        v = get_digit(vloc, level)
-        # stop only where the next node is not a first child (see search/ivm.py)
-        if steps >= max_steps and v != 0:
-            break
-        steps += 1
-        descend(p, F, B, R, w, level, M[w, level, v], get_digit(dloc, level), lane)
-        if level == n - 1:
-            leaves += 1
-            cost = leaf_cost(F, B, w, n, p.shape[1], lane)
-            if cost < ub:
-                ub = min(ub, read_ub(ub_global, lane))
-                if cost < ub:
-                    record_leaf(M, vloc, dloc, best, best_cost, ub_global, w, n, cost, lane)
-                    ub = cost
-            set_digit(vloc, level, v + 1, lane)
+    @cuda.jit(cache=True, **EXPLORE_OPTIONS)
+    def explore(p, heads, tails, M, V, dirs, F, B, R, end, start, state, best, best_cost, ub_global, counters,
+                max_steps, branch, pack_sums):
+        """Every IVM (one warp each) explores up to about ``max_steps`` nodes and leaves.
+
+        Dynamic shared memory: 4 * m int32 per warp (the parent's front, back, remain + back and
+        front + remain while its children are bounded).
+        """
+        n, m = p.shape
+        lane = cuda.threadIdx.x % WARP
+        w = (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) // WARP
+        if w >= state.shape[0]:
+            return
+        shared = cuda.shared.array(0, int32)
+        first = (cuda.threadIdx.x // WARP) * 4 * m
+        Sw = shared[first : first + 4 * m]
+        if state[w, DONE] != 0 and state[w, INIT] == 0:
+            return
+        vloc = cuda.local.array(chunks, int32)  # V and the directions, level l on lane l % WARP
+        dloc = cuda.local.array(chunks, int32)
+        lbf = cuda.local.array(chunks, int32)  # children's bounds, child c on lane c % WARP
+        lbb = cuda.local.array(chunks, int32)
+        ub = read_ub(ub_global, lane)
+        nodes = int64(0)
+        leaves = int64(0)
+        if state[w, INIT] != 0:
+            level, done, owned = init_at(p, heads, tails, M, F, B, R, Sw, start, vloc, dloc, lbf, lbb, w, ub, branch,
+                                         pack_sums, lane)  # fmt: skip
+            nodes += owned
         else:
-            nodes += 1
-            fill_row(M, w, level, v, n, lane)
-            ub = min(ub, read_ub(ub_global, lane))
-            direction = bound_and_prune(p, heads, tails, M, F, B, R, Sw, w, level + 1, ub, branch, pack_sums, lane)
-            set_digit(dloc, level + 1, direction, lane)
-            level += 1
-        level, done = select(M, vloc, w, level, n, lane)
-    for chunk in range(MAX_CHUNKS):
-        l = chunk * WARP + lane
-        if l < n:
-            V[w, l] = vloc[chunk]
-            dirs[w, l] = dloc[chunk]
-    if lane == 0:
-        state[w, LEVEL] = level
-        state[w, DONE] = 1 if done else 0
-        state[w, INIT] = 0
-        state[w, NODES] += nodes
-        state[w, LEAVES] += leaves
-        cuda.atomic.add(counters, C_NODES, nodes)
-        cuda.atomic.add(counters, C_LEAVES, leaves)
-        if not done:
-            cuda.atomic.add(counters, C_ACTIVE, 1)
+            for chunk in range(chunks):
+                level = chunk * WARP + lane
+                vloc[chunk] = V[w, level] if level < n else 0
+                dloc[chunk] = dirs[w, level] if level < n else 0
+            level = state[w, LEVEL]
+            done = False
+        steps = 0
+        horizon = n  # V is below the end while V[:horizon + 1] is as when last checked; n: check now
+        while not done:
+            if level <= horizon:
+                horizon = first_difference(vloc, end, w, n, lane)
+                if horizon == -1:  # at or after the end
+                    done = True
+                    break
+            v = get_digit(vloc, level)
+            # stop only where the next node is not a first child (see search/ivm.py)
+            if steps >= max_steps and v != 0:
+                break
+            steps += 1
+            descend(p, F, B, R, w, level, M[w, level, v], get_digit(dloc, level), lane)
+            if level == n - 1:
+                leaves += 1
+                cost = leaf_cost(F, B, w, n, p.shape[1], lane)
+                if cost < ub:
+                    ub = min(ub, read_ub(ub_global, lane))
+                    if cost < ub:
+                        record_leaf(M, vloc, dloc, best, best_cost, ub_global, w, n, cost, lane)
+                        ub = cost
+                set_digit(vloc, level, v + 1, lane)
+            else:
+                nodes += 1
+                fill_row(M, w, level, v, n, lane)
+                ub = min(ub, read_ub(ub_global, lane))
+                direction = bound_and_prune(p, heads, tails, M, F, B, R, Sw, w, level + 1, ub, branch, pack_sums, lbf, lbb, lane)
+                set_digit(dloc, level + 1, direction, lane)
+                level += 1
+            level, done = select(M, vloc, w, level, n, lane)
+        for chunk in range(chunks):
+            l = chunk * WARP + lane
+            if l < n:
+                V[w, l] = vloc[chunk]
+                dirs[w, l] = dloc[chunk]
+        if lane == 0:
+            state[w, LEVEL] = level
+            state[w, DONE] = 1 if done else 0
+            state[w, INIT] = 0
+            state[w, NODES] += nodes
+            state[w, LEAVES] += leaves
+            cuda.atomic.add(counters, C_NODES, nodes)
+            cuda.atomic.add(counters, C_LEAVES, leaves)
+            if not done:
+                cuda.atomic.add(counters, C_ACTIVE, 1)
+
+    return explore
+
+
+EXPLORE_SMALL = _explore_kernel(1)
+EXPLORE_LARGE = _explore_kernel(MAX_CHUNKS)
+
+
+def explore_kernel(n: int):
+    """The explore kernel for ``n`` jobs."""
+    return EXPLORE_SMALL if n <= WARP else EXPLORE_LARGE
 
 
 # ---------------------------------------------------------------------- work stealing, one thread per IVM

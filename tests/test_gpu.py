@@ -74,6 +74,7 @@ def random_instance(seed: int, n: int, m: int) -> np.ndarray:
 @pytest.mark.parametrize(
     ("seed", "n", "m", "branch", "ivms"),
     [
+        (8, 4, 3, "minmin", 2),  # n <= WARP: the small kernel (WARP is 4 under the simulator)
         (0, 5, 3, "minmin", 1),
         (1, 6, 5, "minmin", 3),
         (2, 7, 4, "minmin", 8),
@@ -97,6 +98,14 @@ def test_same_nodes_as_the_cpu_on_small_taillard_trees(name, optimum):
     cpu = explore(p, WorkUnit.full(20), optimum)
     gpu = explore_gpu(p, WorkUnit.full(20), optimum, ivms=4)
     assert gpu.nodes == cpu.nodes > 0 and not gpu.remaining
+
+
+def test_the_kernel_is_chosen_by_size():
+    from pbbflow.gpu import kernels
+    from pbbflow.gpu.warp import WARP
+
+    assert kernels.explore_kernel(WARP) is kernels.EXPLORE_SMALL
+    assert kernels.explore_kernel(WARP + 1) is kernels.EXPLORE_LARGE
 
 
 def test_finds_an_optimal_schedule_from_above():
