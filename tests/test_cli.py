@@ -8,6 +8,7 @@ hand-written files whose optimum is computed here by brute force.
 
 import itertools
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -499,6 +500,7 @@ def test_console_script_exit_codes(argv, code, tmp_path):
     if code == 0:
         result = json.loads(proc.stdout)
         assert result["status"] == "optimal" and result["makespan"] == TA001_OPT
+        assert re.search(r"watch the run at http://127\.0\.0\.1:\d+/pbbflow", proc.stderr)  # the dashboard page
     elif code == 3:
         assert json.loads(proc.stdout)["status"] == "limit"
     elif argv[1] == "ta121":
