@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 from distributed import Client, LocalCluster
+from pbbflow.viz.dashboard import register_page
 from pbbflow.workflow.cluster import ClusterError, SlurmOptions, dashboard_link, open_cluster, slurm_job_script
 
 TA001_NEH = 1286
@@ -65,6 +66,7 @@ def test_local_cluster_two_workers():
 
 
 def test_existing_scheduler_survives_client():
+    register_page()  # an in-process scheduler started after this serves the pbbflow page
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
                       dashboard_address="127.0.0.1:0") as cluster:
         with open_cluster("address", scheduler=cluster.scheduler_address) as client:

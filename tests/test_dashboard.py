@@ -164,26 +164,44 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_an_external_scheduler_serves_the_page_with_the_preload():
+def external_scheduler(*preload: str):
+    """A `dask scheduler` process on loopback; yields (address, dashboard port)."""
+    import contextlib
     import subprocess
     import sys
 
-    port = free_port()
-    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                                  "--port", "0", "--dashboard-address", f"127.0.0.1:{port}",
-                                  "--preload", "pbbflow.viz.preload"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/pbbflow", timeout=5) as response:
-                    assert response.status == 200 and "bokeh" in response.read().decode().lower()
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
-    finally:
-        scheduler.terminate()
-        scheduler.wait(timeout=30)
+    @contextlib.contextmanager
+    def running():
+        port, dashboard = free_port(), free_port()
+        args = [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", str(port),
+                "--dashboard-address", f"127.0.0.1:{dashboard}", *(f"--preload={p}" for p in preload)]  # fmt: skip
+        process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{dashboard}/status", timeout=5):
+                        break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.5)
+            yield f"tcp://127.0.0.1:{port}", dashboard
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+    return running()
+
+
+def test_an_external_scheduler_serves_the_page_with_the_preload():
+    with external_scheduler("pbbflow.viz.preload") as (address, dashboard):
+        with urllib.request.urlopen(f"http://127.0.0.1:{dashboard}/pbbflow", timeout=10) as response:
+            assert response.status == 200 and "bokeh" in response.read().decode().lower()
+        with open_cluster("address", scheduler=address) as client:
+            assert dashboard_link(client) == f"http://127.0.0.1:{dashboard}/pbbflow"
+
+
+def test_without_the_preload_the_link_is_the_dask_dashboard():
+    with external_scheduler() as (address, dashboard), open_cluster("address", scheduler=address) as client:
+        assert dashboard_link(client) == f"http://127.0.0.1:{dashboard}/status"

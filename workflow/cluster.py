@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,13 +182,21 @@ def _close_cluster(cluster) -> None:
 
 
 def dashboard_link(client: Client) -> str | None:
-    """The URL of the pbbflow page on ``client``'s scheduler's dashboard, or None when it has no
-    dashboard (a scheduler started elsewhere serves the page when preloaded with
-    ``pbbflow.viz.preload``)."""
+    """The URL of the pbbflow page on ``client``'s scheduler's dashboard, or of the Dask dashboard
+    when the scheduler does not serve the page (one started elsewhere without the preload
+    ``pbbflow.viz.preload``); None when it has no dashboard."""
     try:
-        return page_url(client.dashboard_link)
+        link = client.dashboard_link or None
     except (AttributeError, KeyError):
         return None
+    page = page_url(link)
+    if page is None:
+        return None
+    try:  # the page answers only where it was registered before the scheduler started
+        with urllib.request.urlopen(page, timeout=10) as response:
+            return page if response.status == 200 else link
+    except OSError:
+        return link
 
 
 def resolve_gpus(gpus: int | str | None) -> int:
