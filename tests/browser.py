@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -32,17 +34,18 @@ def screenshot(url: str, path: Path, *, wait_s: float = 6.0, width: int = 1400, 
     executable = chromium()
     if executable is None:
         raise RuntimeError("chromium not found")
-    with tempfile.TemporaryDirectory() as profile:
+    # Chromium's helper processes may still write to the profile after the browser is gone
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         process = subprocess.Popen(
             [executable, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--remote-debugging-port=0",
              f"--user-data-dir={profile}", f"--window-size={width},{height}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
         )  # fmt: skip
         try:
             port = _devtools_port(process)
             png = asyncio.run(_capture(port, url, wait_s))
         finally:
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)  # the browser and its helper processes
             process.wait()
     path.write_bytes(png)
     return path
