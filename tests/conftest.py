@@ -16,8 +16,16 @@ from pathlib import Path
 if os.environ.get("PBBFLOW_TEST_GPU") != "1":
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
+import dask.config  # noqa: E402
 import pbbflow  # noqa: E402
 import pytest  # noqa: E402
+
+# In-process Dask workers sample every thread's frame (``sys._current_frames``) every 10 ms to
+# profile.  Beside the CUDA simulator, which starts threads all the time, and hypothesis' gc
+# callback, that deadlocked CPython once in CI (py-spy: the worker's IO loop inside
+# ``_PyThread_CurrentFrames`` running a gc callback, a starting thread waiting for the runtime
+# lock, every other thread waiting for the GIL).  The tests do not need the profiler.
+dask.config.set({"distributed.worker.profile.enabled": False})
 
 _ROOT = Path(__file__).resolve().parents[1]
 if Path(pbbflow.__file__).resolve().parent == _ROOT:
