@@ -9,6 +9,7 @@ GPU kernels run under numba's CUDA simulator unless ``PBBFLOW_TEST_GPU=1`` (on a
 with a GPU); the variable must be set before numba is imported.
 """
 
+import faulthandler
 import os
 import sys
 from pathlib import Path
@@ -30,6 +31,18 @@ dask.config.set({"distributed.worker.profile.enabled": False})
 _ROOT = Path(__file__).resolve().parents[1]
 if Path(pbbflow.__file__).resolve().parent == _ROOT:
     sys.modules.setdefault(_ROOT.name if _ROOT.name.isidentifier() else "__init__", pbbflow)
+
+
+HANG_SECONDS = 900  # far above any test's time (the whole suite takes about 6 minutes on 2 cores)
+
+
+@pytest.fixture(autouse=True)
+def _no_hang():
+    """A test that hangs (e.g. a deadlock) ends the session after ``HANG_SECONDS`` with every
+    thread's stack, instead of blocking CI: faulthandler's watchdog works without the GIL."""
+    faulthandler.dump_traceback_later(HANG_SECONDS, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.fixture(autouse=True)
