@@ -1,4 +1,7 @@
-"""Makespan evaluation, the NEH heuristic and a brute-force oracle for the PFSP.
+"""Makespan evaluation, best insertion, the NEH heuristic and a brute-force oracle for the PFSP.
+
+``insert_best`` and ``take`` insert and remove jobs with Taillard's heads and tails kept between
+calls (only the rows a move changed are recomputed); NEH and iterated greedy share them.
 
 Processing times ``p[job, machine]`` are int32, C-contiguous, job-major, shape (n, m).
 Completion times are accumulated in int64.
@@ -29,38 +32,110 @@ def makespan_body(p, perm, work):
 
 
 @numba.njit(cache=True, nogil=True)
-def best_insertion(p, seq, length, job, e, q, f):
-    """Best position to insert ``job`` into ``seq[:length]`` and the makespan there, for all
-    ``length + 1`` positions in O(length m) (Taillard 1990); the earliest best position wins.
+def _insert_at(seq, length, job, position) -> None:
+    """Insert ``job`` at ``position`` of ``seq[:length]``."""
+    for i in range(length, position, -1):
+        seq[i] = seq[i - 1]
+    seq[position] = job
 
-    Scratch: ``e`` and ``q`` (int64, at least (length + 1, m + 1)) and ``f`` (int64, m + 1).
-    ``e[i + 1, k + 1]`` is the completion of position i on machine k, ``q[i, k]`` the tail of
-    position i from machine k to the end; row/column 0 of ``e`` and row ``length`` and column
-    ``m`` of ``q`` are zero.
-    """
+
+@numba.njit(cache=True, nogil=True)
+def _remove(seq, length, position) -> int:
+    """Remove and return ``seq[position]`` from ``seq[:length]``."""
+    job = seq[position]
+    for i in range(position, length - 1):
+        seq[i] = seq[i + 1]
+    return job
+
+
+# Heads and tails of seq[:length], shared between consecutive insertions: ``heads[i, k + 1]`` is
+# the completion on machine k of the prefix of i jobs (column 0 is zero), ``tails[j, k]`` the
+# time from the start on machine k of the suffix of j jobs to its end (column m is zero).
+# ``valid = [h, t]``: rows 0..h of heads and 0..t of tails hold for the current sequence.
+
+
+@numba.njit(cache=True, nogil=True)
+def _extend(p, seq, length, heads, tails, valid) -> None:
+    """Make all rows 0..length of ``heads`` and ``tails`` valid for ``seq[:length]``."""
     m = p.shape[1]
-    for i in range(length):
+    for i in range(valid[0], length):
         s = seq[i]
+        c = np.int64(0)
         for k in range(m):
-            e[i + 1, k + 1] = max(e[i, k + 1], e[i + 1, k]) + p[s, k]
-    for k in range(m + 1):
-        q[length, k] = 0
-    for i in range(length - 1, -1, -1):
-        s = seq[i]
-        q[i, m] = 0
+            c = max(c, heads[i, k + 1]) + p[s, k]
+            heads[i + 1, k + 1] = c
+    for j in range(valid[1], length):
+        s = seq[length - 1 - j]
+        c = np.int64(0)
         for k in range(m - 1, -1, -1):
-            q[i, k] = max(q[i + 1, k], q[i, k + 1]) + p[s, k]
+            c = max(c, tails[j, k]) + p[s, k]
+            tails[j + 1, k] = c
+    valid[0] = length
+    valid[1] = length
+
+
+@numba.njit(cache=True, nogil=True)
+def _idle(p, seq, length, job, r, heads) -> int:
+    """Idle time on machines 2..m in front of ``job`` inserted at position r of ``seq[:length]``
+    and in front of its successor there (tie-break between positions of equal makespan)."""
+    m = p.shape[1]
+    f = np.int64(0)
+    g = np.int64(0)
+    idle = np.int64(0)
+    successor = seq[r] if r < length else -1
+    for k in range(m):
+        start = max(f, heads[r, k + 1])
+        idle += start - heads[r, k + 1]
+        f = start + p[job, k]
+        if successor >= 0:
+            start = max(g, f)
+            idle += start - f
+            g = start + p[successor, k]
+    return idle  # machine 1 adds nothing: f and g start at 0
+
+
+@numba.njit(cache=True, nogil=True)
+def insert_best(p, seq, length, job, heads, tails, valid, idle_ties) -> int:
+    """Insert ``job`` into ``seq[:length]`` at its best position (all positions in O(length m),
+    Taillard 1990) and return the makespan; ties go to the earliest position, or with
+    ``idle_ties`` to the one of least ``_idle`` time."""
+    m = p.shape[1]
+    _extend(p, seq, length, heads, tails, valid)
     best = np.iinfo(np.int64).max
-    best_pos = 0
+    where = 0
+    where_idle = np.int64(-1)  # computed at the first tie
     for r in range(length + 1):
-        cmax = 0
+        f = np.int64(0)
+        cmax = np.int64(0)
+        row = length - r
         for k in range(m):
-            f[k + 1] = max(f[k], e[r, k + 1]) + p[job, k]
-            cmax = max(cmax, f[k + 1] + q[r, k])
+            f = max(f, heads[r, k + 1]) + p[job, k]
+            cmax = max(cmax, f + tails[row, k])
+            if cmax > best:
+                break
         if cmax < best:
             best = cmax
-            best_pos = r
-    return best, best_pos
+            where = r
+            where_idle = -1
+        elif cmax == best and idle_ties:
+            if where_idle < 0:
+                where_idle = _idle(p, seq, length, job, where, heads)
+            idle = _idle(p, seq, length, job, r, heads)
+            if idle < where_idle:
+                where = r
+                where_idle = idle
+    _insert_at(seq, length, job, where)
+    valid[0] = where
+    valid[1] = length - where
+    return best
+
+
+@numba.njit(cache=True, nogil=True)
+def take(seq, length, position, valid) -> int:
+    """Remove and return ``seq[position]`` from ``seq[:length]``."""
+    valid[0] = min(valid[0], position)
+    valid[1] = min(valid[1], length - 1 - position)
+    return _remove(seq, length, position)
 
 
 @numba.njit(cache=True)
@@ -68,9 +143,9 @@ def _neh_body(p, order):
     """NEH insertion with Taillard's acceleration; jobs are inserted in ``order``."""
     n, m = p.shape
     seq = np.empty(n, np.int32)
-    e = np.zeros((n + 1, m + 1), np.int64)
-    q = np.zeros((n + 1, m + 1), np.int64)
-    f = np.zeros(m + 1, np.int64)
+    heads = np.zeros((n + 1, m + 1), np.int64)
+    tails = np.zeros((n + 1, m + 1), np.int64)
+    valid = np.zeros(2, np.int64)
     seq[0] = order[0]
     length = 1
     best = np.int64(0)  # makespan of the one-job sequence
@@ -78,10 +153,7 @@ def _neh_body(p, order):
         best += p[order[0], k]
     for t in range(1, n):
         j = order[t]
-        best, best_pos = best_insertion(p, seq, length, j, e, q, f)
-        for i in range(length, best_pos, -1):
-            seq[i] = seq[i - 1]
-        seq[best_pos] = j
+        best = insert_best(p, seq, length, j, heads, tails, valid, False)
         length += 1
     return best, seq
 

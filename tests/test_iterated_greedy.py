@@ -70,23 +70,26 @@ def test_it_releases_the_gil_for_the_threads_beside_it():
 
 def test_the_kept_heads_and_tails_give_exact_makespans():
     """Removals and insertions in any order, with heads and tails kept in between, give the
-    makespan of the (partial) sequence they leave, the best that NEH's routine finds."""
-    from pbbflow.flowshop.evaluation import best_insertion, makespan_body
-    from pbbflow.flowshop.iterated_greedy import _insert_best, _take
+    makespan of the (partial) sequence they leave, the best over all positions (tried one by one)."""
+    from pbbflow.flowshop.evaluation import insert_best, makespan_body, take
 
     rng = np.random.default_rng(5)
     p = rng.integers(1, 20, size=(30, 6)).astype(np.int32)  # small times: many ties
     n, m = p.shape
     heads, tails = np.zeros((n + 1, m + 1), np.int64), np.zeros((n + 1, m + 1), np.int64)
-    e, q, f = np.zeros((n + 1, m + 1), np.int64), np.zeros((n + 1, m + 1), np.int64), np.zeros(m + 1, np.int64)
+    work = np.empty(m, np.int64)
     valid = np.zeros(2, np.int64)
     seq = rng.permutation(n).astype(np.int32)
-    for _ in range(100):
-        removed = [_take(seq, n - r, int(rng.integers(n - r)), valid) for r in range(int(rng.integers(1, 6)))]
+    for step in range(100):
+        removed = [take(seq, n - r, int(rng.integers(n - r)), valid) for r in range(int(rng.integers(1, 6)))]
         length = n - len(removed)
         for job in removed:
-            expected, _ = best_insertion(p, seq.copy(), length, job, e, q, f)
-            assert _insert_best(p, seq, length, job, heads, tails, valid) == expected
+            part = seq[:length].tolist()
+            costs = [makespan_body(p, np.array(part[:r] + [job] + part[r:], np.int32), work) for r in range(length + 1)]
+            idle_ties = step % 2 == 0
+            assert insert_best(p, seq, length, job, heads, tails, valid, idle_ties) == min(costs)
             length += 1
-            assert makespan_body(p, seq[:length], np.empty(m, np.int64)) == expected
+            assert makespan_body(p, seq[:length], work) == min(costs)
+            if not idle_ties:  # NEH's rule: the earliest best position
+                assert seq[costs.index(min(costs))] == job
     assert sorted(seq.tolist()) == list(range(n))
