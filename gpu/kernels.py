@@ -7,7 +7,8 @@ scan over the machines with shuffles), fills the child row, bounds all children 
 (one child per lane, LB1 in O(m) with the CPU's own ``njit`` bodies), reduces for the
 MinMin direction and prunes, without leaving the kernel.  The IVM's digit vector ``V`` and
 branching directions live in local arrays spread over the lanes (lane ``l % 32`` holds level
-``l``; in registers for n <= 32); the matrix ``M`` and the front/back/remaining rows live in global memory.
+``l``; one entry per lane for n <= 32); the matrix ``M`` and the front/back/remaining rows
+live in global memory.
 
 The semantics are exactly the CPU explorer's (``search/ivm.py``): same bounds, same
 tie-breaking, nodes counted by the owner of their leftmost leaf and a budget stop only

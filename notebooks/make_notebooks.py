@@ -25,10 +25,11 @@ quick.cells = [
         "checkpoint = root[root.attrs[\"current\"]]  # the last committed version\n"
         "print(sorted(checkpoint.attrs.keys()))"),
     nbf.v4.new_code_cell(
+        "from pathlib import Path\n\n"
         "from IPython.display import Image, display\n"
         "from pbbflow.storage.runstore import RunStore\n"
         "from pbbflow.viz.plots import plot_run\n\n"
-        "for path in plot_run(RunStore.open(RUN), __import__(\"pathlib\").Path(\"quickstart-plots\")):\n"
+        "for path in plot_run(RunStore.open(RUN), Path(\"quickstart-plots\")):\n"
         "    display(Image(filename=str(path)))"),
 ]
 nbf.write(quick, "notebooks/quickstart.ipynb")

@@ -56,7 +56,7 @@ class RunPage:
 
     def __init__(self, scheduler) -> None:
         self.scheduler = scheduler
-        self.shown: tuple | None = None  # (history, generation, samples) last drawn
+        self.shown: tuple | None = None  # (history, generation, samples, closed) last drawn
         self.header = Div(text="", name="pbbflow-header", sizing_mode="stretch_width")
         self.series = ColumnDataSource({"t": [], "remaining": [], "incumbent": []}, name="pbbflow-series")
         self.rates = ColumnDataSource({"t": [], "rate": []}, name="pbbflow-rates")

@@ -3,7 +3,8 @@
 The client keeps its own series for the run store; this one lives beside the ledger, so the
 dashboard shows a run whatever client drives it.  It holds at most ``max_samples`` samples:
 when full, every second sample is dropped (the whole run stays visible at half the
-resolution) and ``generation`` changes, so that readers reload instead of appending.
+resolution) and ``generation`` changes, so that readers see a change even where the
+number of samples is one they have drawn before.
 """
 
 from __future__ import annotations
