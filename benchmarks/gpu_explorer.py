@@ -2,7 +2,8 @@
 
 With the optimum as UB the tree is fixed, so ``nodes`` is the same for every machine and
 explorer; ``--check-cpu`` runs the CPU explorer (all cores) on the named instances and
-reports whether the counts agree.  The kernels are compiled by a warm-up run first.
+reports whether the counts agree.  The kernels are compiled for every instance size
+before the clock starts.
 
     python benchmarks/gpu_explorer.py                                  # ta021-ta030, K = 16384
     python benchmarks/gpu_explorer.py --instances ta021 --ivms 4096 16384 32768
@@ -17,7 +18,7 @@ import os
 import time
 
 from pbbflow.flowshop.instance import load_instance
-from pbbflow.gpu.explorer import DEFAULT_IVMS, GpuExplorer, device_summary
+from pbbflow.gpu.explorer import DEFAULT_IVMS, GpuExplorer, compile_kernels, device_summary
 from pbbflow.search.explorer import explore
 from pbbflow.search.intervals import WorkUnit
 
@@ -65,7 +66,8 @@ def main() -> None:
     parser.add_argument("--branch", default="minmin")
     parser.add_argument("--check-cpu", nargs="*", default=[], help="instances to count with the CPU explorer too")
     args = parser.parse_args()
-    run_one("ta001", 64, 60.0)  # compiles the kernels
+    for name in args.instances + args.check_cpu:
+        compile_kernels(load_instance(name).p, args.branch)  # before the clock: one kernel per machine count
     runs = [run_one(name, ivms, args.max_seconds, args.branch) for name in args.instances for ivms in args.ivms]
     checks = []
     for name in args.check_cpu:

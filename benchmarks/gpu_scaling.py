@@ -18,21 +18,20 @@ from pathlib import Path
 
 from pbbflow.flowshop.instance import load_instance
 from pbbflow.gpu import DEFAULT_IVMS
-from pbbflow.search.intervals import WorkUnit
 from pbbflow.workflow.cluster import open_cluster
 from pbbflow.workflow.run import create_run, drive
 
 
-def warm_up() -> None:
-    """Compile the GPU kernels in this worker."""
-    from pbbflow.gpu.explorer import explore_gpu
+def warm_up(p, branch: str) -> None:
+    """Compile the GPU kernels for this instance's size in this worker."""
+    from pbbflow.gpu.explorer import compile_kernels
 
-    explore_gpu(load_instance("ta001").p, WorkUnit.full(20), 1278, ivms=64)
+    compile_kernels(p, branch)
 
 
 def run(instance, ub: int, branch: str, gpus: int, ivms: int, folder: Path) -> dict:
     with open_cluster("local", gpus=gpus) as client:
-        client.run(warm_up)
+        client.run(warm_up, instance.p, branch)
         store = create_run(folder / f"run-{gpus}.zarr", instance, ub=ub, bound="lb1", branch=branch)
         started = time.perf_counter()
         result = drive(store, client, ivms=ivms)

@@ -25,7 +25,7 @@ from pbbflow.workflow.run import create_run, drive
 VARIANTS = {"neh_alone": ("neh", 0), "iterated_greedy": ("ig", None)}
 
 
-def warm_up() -> None:
+def warm_up(names: list[str]) -> None:
     """Load the numba code (and the GPU kernels where there is a GPU) in this worker."""
     from pbbflow.flowshop.iterated_greedy import iterated_greedy
     from pbbflow.search.explorer import explore
@@ -34,9 +34,10 @@ def warm_up() -> None:
     iterated_greedy(p, iterations=2)
     explore(p, WorkUnit.full(20), 1278)
     if gpu_count():
-        from pbbflow.gpu.explorer import explore_gpu
+        from pbbflow.gpu.explorer import compile_kernels
 
-        explore_gpu(p, WorkUnit.full(20), 1278, ivms=64)
+        for name in names:  # one kernel per machine count
+            compile_kernels(load_instance(name).p)
 
 
 def solve(client, name: str, variant: str, time_limit: float, folder: Path) -> dict:
@@ -59,7 +60,7 @@ def main() -> None:
     args = parser.parse_args()
     gpus = gpu_count()
     with tempfile.TemporaryDirectory() as folder, open_cluster("local", gpus=gpus) as client:
-        client.run(warm_up)
+        client.run(warm_up, args.instances)
         runs = []
         for name in args.instances:  # the variants alternate, so that both see the same machine load
             for variant in args.variants:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba import int32
 
 LB1 = 0
 LB2 = 1
@@ -72,24 +73,24 @@ def lb1_forward_child_body(front: np.ndarray, remain_back: np.ndarray, p: np.nda
     is s_k + p[job, k] with s_k = max(front'[k-1], front[k]) and its remaining work loses
     p[job, k], so its LB1 is max_k s_k + remain_back[k].
     """
-    lb = 0
-    t = 0
+    lb = int32(0)  # int32 throughout: numba widens int32 sums to int64, which a GPU emulates
+    t = int32(0)
     for k in range(front.shape[0]):
-        s = max(t, front[k])
-        lb = max(lb, s + remain_back[k])
-        t = s + p[job, k]
+        s = max(t, int32(front[k]))
+        lb = max(lb, int32(s + remain_back[k]))
+        t = int32(s + p[job, k])
     return lb
 
 
 @_inline_jit
 def lb1_backward_child_body(back: np.ndarray, front_remain: np.ndarray, p: np.ndarray, job: int) -> int:
     """LB1 of the child that prepends ``job`` to sigma2, in O(m) (mirror of the forward case)."""
-    lb = 0
-    t = 0
+    lb = int32(0)
+    t = int32(0)
     for k in range(back.shape[0] - 1, -1, -1):
-        s = max(t, back[k])
-        lb = max(lb, s + front_remain[k])
-        t = s + p[job, k]
+        s = max(t, int32(back[k]))
+        lb = max(lb, int32(s + front_remain[k]))
+        t = int32(s + p[job, k])
     return lb
 
 

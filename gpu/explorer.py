@@ -64,10 +64,12 @@ class GpuExplorer:
         n, m = p.shape
         if n > K.MAX_CHUNKS * WARP:
             raise GpuError(f"the GPU explorer handles up to {K.MAX_CHUNKS * WARP} jobs, not {n}")
+        if m > K.MAX_MACHINES:
+            raise GpuError(f"the GPU explorer handles up to {K.MAX_MACHINES} machines, not {m}")
         if ivms < 1:
             raise GpuError("ivms must be >= 1")
         self.n, self.m, self.k = n, m, ivms
-        self.kernel = K.explore_kernel(n)
+        self.kernel = K.explore_kernel(n, m)
         self.branch = BRANCH_NAMES[branch]
         heads, tails = head_tail_minima(p)
         self.p, self.heads, self.tails = cuda.to_device(p), cuda.to_device(heads), cuda.to_device(tails)
@@ -161,14 +163,13 @@ class GpuExplorer:
         deadline = None if max_seconds is None else time.monotonic() + max_seconds
         threads = WARP * WARPS_PER_BLOCK
         blocks = (self.k + WARPS_PER_BLOCK - 1) // WARPS_PER_BLOCK
-        shared = WARPS_PER_BLOCK * 4 * self.m * 4  # bytes: the bounding vectors of each warp
         zero = np.zeros(K.N_COUNTERS, np.int64)
         nodes = leaves = launches = peak_active = 0
         kernel_s = 0.0
         while True:
             self.counters.copy_to_device(zero)
             started = time.perf_counter()
-            self.kernel[blocks, threads, 0, shared](
+            self.kernel[blocks, threads](
                 self.p, self.heads, self.tails, self.M, self.V, self.dirs, self.F, self.B, self.R, self.end, self.start,
                 self.state, self.best_schedule, self.best_cost, self.ub, self.counters, self.steps, self.branch,
                 self.pack_sums)  # fmt: skip
@@ -210,6 +211,21 @@ class GpuExplorer:
         K.classify[blocks, threads](self.V, self.end, self.state, self.idle, self.counters)
         K.list_victims[blocks, threads](self.V, self.end, self.state, self.victims, self.counters, VICTIM_SLACK)
         K.steal[blocks, threads](self.V, self.end, self.start, self.state, self.idle, self.victims, self.counters)
+
+
+def compile_kernels(p: np.ndarray, branch: str = "minmin") -> None:
+    """Compile (or load from numba's cache) the kernels for this instance's size on the current
+    device: a short run on 64 IVMs that launches the explore kernel twice and steals between."""
+    explorer = GpuExplorer(p, ivms=64, branch=branch)
+    explorer.load(WorkUnit.full(explorer.n))
+    launches = 0
+
+    def second_launch(nodes: int, leaves: int, ub: int) -> bool:
+        nonlocal launches
+        launches += 1
+        return launches >= 2
+
+    explorer.run(int(np.asarray(p, dtype=np.int64).sum()), steps=MIN_STEPS, on_launch=second_launch)
 
 
 def explore_gpu(

@@ -10,6 +10,11 @@ branching directions live in local arrays spread over the lanes (lane ``l % 32``
 ``l``; one entry per lane for n <= 32); the matrix ``M`` and the front/back/remaining rows
 live in global memory.
 
+A kernel is compiled per machine count m (a closure constant), so the O(m) bounding loops
+unroll with immediate shared-memory offsets, and the arithmetic is int32 throughout (numba
+widens int32 sums to int64, which a GPU emulates with several instructions).  Together this
+took ta021 from 156 to about 405 M nodes/s on an H200 (benchmarks/results/gpu_explorer_h200_*.json).
+
 The semantics are exactly the CPU explorer's (``search/ivm.py``): same bounds, same
 tie-breaking, nodes counted by the owner of their leftmost leaf and a budget stop only
 where ``V[level] != 0``, so with UB = optimum node counts equal the CPU's.
@@ -23,11 +28,14 @@ with the i-th victim (unique pairs, no conflicts): the thief takes ``[mid, end)`
 
 from __future__ import annotations
 
+import functools
+
 from numba import cuda, int32, int64
 
 from ..flowshop import bounds
 from . import factoradic
-from .warp import SIMULATED, WARP, shared_body, shfl, scan_max, scan_sum, sync_lanes, warp_max, warp_min, warp_sum
+from .warp import (SIMULATED, WARP, WARPS_PER_BLOCK, shared_body, shfl, scan_max, scan_sum, sync_lanes, warp_max,
+                   warp_min, warp_sum, warp_sum64)
 
 lb1_forward_child_body = shared_body(bounds.lb1_forward_child_body)
 lb1_backward_child_body = shared_body(bounds.lb1_backward_child_body)
@@ -46,8 +54,10 @@ N_COUNTERS = 6
 
 FORWARD, BACKWARD, MINMIN, MINBRANCH = 0, 1, 2, 3  # as in search/ivm.py
 MAX_CHUNKS = 16  # levels and children per lane: n <= 512
-# 64 registers per thread: 138 unlimited gave ~14 resident warps per SM; measured on an H200
-# (ta021, ta026; one run): unlimited 106 M nodes/s, 128: 110, 96: 113, 80: 126, 64: 133, 48: 118
+MAX_MACHINES = 255  # static shared memory of a block: (4 * 4 * m + 32 * (m | 1)) int32 <= 48 KB
+# 64 registers per thread (the n <= 32 kernel needs 110 unlimited, ptxas, sm_90).  ta021 + ta026 +
+# ta027 on an H200, seconds in two runs (benchmarks/results/gpu_kernel_sweep_h200_2026-11-30.json):
+# 64: 2.63 / 2.73, 80: 2.76 / 2.82, 96: 2.82 / 3.00
 EXPLORE_OPTIONS = {} if SIMULATED else {"max_registers": 64}
 NEG = -(1 << 30)
 
@@ -65,26 +75,25 @@ def set_digit(loc, level, value, lane):
 
 
 @cuda.jit(device=True)
-def descend(p, F, B, R, w, level, job, direction, lane):
+def descend(p, F, B, R, w, level, job, direction, m, lane):
     """Row ``level + 1`` of F, B, R = row ``level`` with ``job`` added in ``direction``.
 
     Completion times are a max-plus prefix: C_k = P_k + max_{i<=k} (F_i - P_{i-1}) with P
     the prefix sums of the job's times, so two warp scans replace the O(m) chain.
     """
-    m = p.shape[1]
-    carry_sum = 0
-    carry_max = NEG
+    carry_sum = int32(0)
+    carry_max = int32(NEG)
     for base in range(0, m, WARP):
         step = base + lane
         active = step < m
         k = step if direction == 0 else m - 1 - step
-        pk = 0
-        edge = 0
+        pk = int32(0)
+        edge = int32(0)
         if active:
             pk = p[job, k]
             edge = F[w, level, k] if direction == 0 else B[w, level, k]
-        total = scan_sum(pk, lane) + carry_sum
-        x = edge - (total - pk) if active else NEG
+        total = int32(scan_sum(pk, lane) + carry_sum)
+        x = int32(edge - (total - pk)) if active else int32(NEG)
         best = max(scan_max(x, lane), carry_max)
         if active:
             if direction == 0:
@@ -101,7 +110,7 @@ def descend(p, F, B, R, w, level, job, direction, lane):
 
 @cuda.jit(device=True)
 def leaf_cost(F, B, w, n, m, lane):
-    cost = 0
+    cost = int32(0)
     for base in range(0, m, WARP):
         k = base + lane
         value = F[w, n, k] + B[w, n, k] if k < m else 0
@@ -122,24 +131,26 @@ def fill_row(M, w, level, selected, n, lane):
 
 
 @cuda.jit(device=True)
-def bound_and_prune(p, heads, tails, M, F, B, R, Sw, w, row, ub, branch, pack_sums, lbf, lbb, lane):
+def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, n, ub, branch, pack_sums, lbf, lbb, lane):
     """Bound the children of the node at ``row``, choose the direction, prune; returns it.
-    ``lbf``, ``lbb``: the lane's local arrays for its children's forward and backward bounds.
+    ``S``: the warp's (4, m) shared rows; ``lbf``, ``lbb``: the lane's local arrays for its
+    children's forward and backward bounds.
 
-    (Reading ``p`` in job-fast order, so that the lanes' loads coalesce, was measured on an
-    H200: no gain on ta021 or ta026, the L1 cache holds the instance; so ``p`` stays row-major.)
+    ``p`` is row-major: for n <= 32 a shared-memory copy with rows of odd length (lanes reading
+    one machine of different jobs hit distinct banks), else the global array, which the L1 cache
+    holds (reading it job-fast was measured on an H200 with the earlier kernel: no gain).
     """
-    n, m = p.shape
+    m = S.shape[1]
     for base in range(0, m, WARP):
         k = base + lane
         if k < m:
             front = max(F[w, row, k], heads[k])
             back = max(B[w, row, k], tails[k])
             remain = R[w, row, k]
-            Sw[k] = front
-            Sw[m + k] = back
-            Sw[2 * m + k] = remain + back
-            Sw[3 * m + k] = front + remain
+            S[0, k] = front
+            S[1, k] = back
+            S[2, k] = remain + back
+            S[3, k] = front + remain
     sync_lanes()
     count = n - row
     chunks = (count + WARP - 1) // WARP
@@ -153,37 +164,41 @@ def bound_and_prune(p, heads, tails, M, F, B, R, Sw, w, row, ub, branch, pack_su
         if c < count:
             job = M[w, row, c]
             if do_forward:
-                lf = lb1_forward_child_body(Sw[:m], Sw[2 * m : 3 * m], p, job)
+                lf = lb1_forward_child_body(S[0], S[2], p, job)
             if do_backward:
-                lb = lb1_backward_child_body(Sw[m : 2 * m], Sw[3 * m :], p, job)
+                lb = lb1_backward_child_body(S[1], S[3], p, job)
             smallest = min(smallest, lf, lb)
         lbf[chunk] = lf
         lbb[chunk] = lb
     smallest = warp_min(smallest)
-    keys = int64(0)  # forward key in the low 32 bits, backward key above
-    sum_f = int64(0)
-    sum_b = int64(0)
+    keys = int32(0)  # forward key in the low 16 bits, backward key above (keys <= n <= 512)
     for chunk in range(chunks):
         if chunk * WARP + lane < count:
             lf = lbf[chunk]
             lb = lbb[chunk]
             if branch == MINMIN:
-                keys += int64(lf == smallest) + (int64(lb == smallest) << 32)
+                keys = int32(keys + int32(lf == smallest) + (int32(lb == smallest) << 16))
             else:
-                keys += int64(lf < ub) + (int64(lb < ub) << 32)
-            sum_f += lf
-            sum_b += lb
+                keys = int32(keys + int32(lf < ub) + (int32(lb < ub) << 16))
     keys = warp_sum(keys)
-    if pack_sums:  # both sums fit in 31 bits: one reduction instead of two
-        sums = warp_sum(sum_f + (sum_b << 32))
-        sum_f = sums & 0xFFFFFFFF
-        sum_b = sums >> 32
-    else:
-        sum_f = warp_sum(sum_f)
-        sum_b = warp_sum(sum_b)
-    key_f = keys & 0xFFFFFFFF
-    key_b = keys >> 32
-    dynamic_backward = (key_b < key_f) or (key_b == key_f and sum_b > sum_f)
+    key_f = keys & 0xFFFF
+    key_b = keys >> 16
+    dynamic_backward = key_b < key_f
+    if key_b == key_f:  # the same on every lane: ties go to the larger sum of bounds
+        sum_f = int64(0)
+        sum_b = int64(0)
+        for chunk in range(chunks):
+            if chunk * WARP + lane < count:
+                sum_f += lbf[chunk]
+                sum_b += lbb[chunk]
+        if pack_sums:  # both sums fit in 31 bits: one reduction instead of two
+            sums = warp_sum64(sum_f + (sum_b << 32))
+            sum_f = sums & 0xFFFFFFFF
+            sum_b = sums >> 32
+        else:
+            sum_f = warp_sum64(sum_f)
+            sum_b = warp_sum64(sum_b)
+        dynamic_backward = sum_b > sum_f
     direction = 1 if branch == BACKWARD or (branch >= MINMIN and dynamic_backward) else 0
     for chunk in range(chunks):
         c = chunk * WARP + lane
@@ -262,9 +277,9 @@ def record_leaf(M, vloc, dloc, best, best_cost, ub_global, w, n, cost, lane):
 
 
 @cuda.jit(device=True)
-def init_at(p, heads, tails, M, F, B, R, Sw, start, vloc, dloc, lbf, lbb, w, ub, branch, pack_sums, lane):
+def init_at(p, heads, tails, M, F, B, R, S, start, vloc, dloc, lbf, lbb, w, n, ub, branch, pack_sums, lane):
     """Decode the path to the position ``start[w]``; returns (level, done, nodes owned)."""
-    n, m = p.shape
+    m = S.shape[1]
     for chunk in range(vloc.shape[0]):
         vloc[chunk] = 0
         dloc[chunk] = 0
@@ -274,14 +289,15 @@ def init_at(p, heads, tails, M, F, B, R, Sw, start, vloc, dloc, lbf, lbb, w, ub,
     for base in range(0, m, WARP):
         k = base + lane
         if k < m:
-            total = 0
+            total = int32(0)
             for j in range(n):
-                total += p[j, k]
+                total = int32(total + p[j, k])
             F[w, 0, k] = 0
             B[w, 0, k] = 0
             R[w, 0, k] = total
     sync_lanes()
-    set_digit(dloc, 0, bound_and_prune(p, heads, tails, M, F, B, R, Sw, w, 0, ub, branch, pack_sums, lbf, lbb, lane), lane)
+    direction = bound_and_prune(p, heads, tails, M, F, B, R, S, w, 0, n, ub, branch, pack_sums, lbf, lbb, lane)
+    set_digit(dloc, 0, direction, lane)
     last_nonzero = -1
     for base in range(0, n, WARP):
         level = base + lane
@@ -298,34 +314,51 @@ def init_at(p, heads, tails, M, F, B, R, Sw, start, vloc, dloc, lbf, lbb, w, ub,
             break
         if l >= last_nonzero:
             break
-        descend(p, F, B, R, w, l, M[w, l, v], get_digit(dloc, l), lane)
+        descend(p, F, B, R, w, l, M[w, l, v], get_digit(dloc, l), m, lane)
         fill_row(M, w, l, v, n, lane)
-        direction = bound_and_prune(p, heads, tails, M, F, B, R, Sw, w, l + 1, ub, branch, pack_sums, lbf, lbb, lane)
+        direction = bound_and_prune(p, heads, tails, M, F, B, R, S, w, l + 1, n, ub, branch, pack_sums, lbf, lbb, lane)
         set_digit(dloc, l + 1, direction, lane)
     return level, done, owned
 
 
-def _explore_kernel(chunks: int):
-    """The explore kernel for n <= ``chunks`` * WARP: local arrays of ``chunks`` entries per lane.
-    One entry (n <= 32) instead of 16 took ta021-ta030 from 36.7 s to 30.0 s on an H200
-    (benchmarks/gpu_explorer.py, MinMin)."""
+@functools.cache
+def _explore_kernel(chunks: int, machines: int):
+    """The explore kernel for n <= ``chunks`` * WARP jobs and ``machines`` machines.
+
+    Local arrays of ``chunks`` entries per lane: one entry (n <= 32) instead of 16 took
+    ta021-ta030 from 36.7 s to 30.0 s on an H200 (benchmarks/gpu_explorer.py, MinMin).
+    ``machines`` is a compile-time constant, so the bounding loops over the machines unroll
+    and their shared-memory offsets are immediate.
+    """
+
+    # n <= 32: the instance in shared memory.  Same sweep at 64 registers: 2.63 / 2.73 s against
+    # 2.69 / 2.88 s from global memory; 110 registers unlimited instead of 138.
+    stage = chunks == 1
+    staged_rows = WARP if stage else 1
+    staged_stride = machines | 1  # odd: lanes reading one machine of different jobs hit distinct banks
 
     @cuda.jit(cache=True, **EXPLORE_OPTIONS)
     def explore(p, heads, tails, M, V, dirs, F, B, R, end, start, state, best, best_cost, ub_global, counters,
                 max_steps, branch, pack_sums):
         """Every IVM (one warp each) explores up to about ``max_steps`` nodes and leaves.
 
-        Dynamic shared memory: 4 * m int32 per warp (the parent's front, back, remain + back and
-        front + remain while its children are bounded).
+        Shared memory: 4 rows of m int32 per warp (the parent's front, back, remain + back and
+        front + remain while its children are bounded).  Blocks of ``WARPS_PER_BLOCK`` warps.
+        For n <= 32 the block also copies the instance there, rows padded to an odd length.
         """
-        n, m = p.shape
+        n = M.shape[1]
+        m = machines
         lane = cuda.threadIdx.x % WARP
         w = (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) // WARP
+        staged = cuda.shared.array((staged_rows, staged_stride), int32)
+        if stage:
+            for i in range(cuda.threadIdx.x, n * m, cuda.blockDim.x):
+                staged[i // m, i % m] = p[i // m, i % m]
+            cuda.syncthreads()
+            p = staged
         if w >= state.shape[0]:
             return
-        shared = cuda.shared.array(0, int32)
-        first = (cuda.threadIdx.x // WARP) * 4 * m
-        Sw = shared[first : first + 4 * m]
+        S = cuda.shared.array((WARPS_PER_BLOCK, 4, machines), int32)[cuda.threadIdx.x // WARP]
         if state[w, DONE] != 0 and state[w, INIT] == 0:
             return
         vloc = cuda.local.array(chunks, int32)  # V and the directions, level l on lane l % WARP
@@ -336,7 +369,7 @@ def _explore_kernel(chunks: int):
         nodes = int64(0)
         leaves = int64(0)
         if state[w, INIT] != 0:
-            level, done, owned = init_at(p, heads, tails, M, F, B, R, Sw, start, vloc, dloc, lbf, lbb, w, ub, branch,
+            level, done, owned = init_at(p, heads, tails, M, F, B, R, S, start, vloc, dloc, lbf, lbb, w, n, ub, branch,
                                          pack_sums, lane)  # fmt: skip
             nodes += owned
         else:
@@ -359,10 +392,10 @@ def _explore_kernel(chunks: int):
             if steps >= max_steps and v != 0:
                 break
             steps += 1
-            descend(p, F, B, R, w, level, M[w, level, v], get_digit(dloc, level), lane)
+            descend(p, F, B, R, w, level, M[w, level, v], get_digit(dloc, level), m, lane)
             if level == n - 1:
                 leaves += 1
-                cost = leaf_cost(F, B, w, n, p.shape[1], lane)
+                cost = leaf_cost(F, B, w, n, m, lane)
                 if cost < ub:
                     ub = min(ub, read_ub(ub_global, lane))
                     if cost < ub:
@@ -373,7 +406,8 @@ def _explore_kernel(chunks: int):
                 nodes += 1
                 fill_row(M, w, level, v, n, lane)
                 ub = min(ub, read_ub(ub_global, lane))
-                direction = bound_and_prune(p, heads, tails, M, F, B, R, Sw, w, level + 1, ub, branch, pack_sums, lbf, lbb, lane)
+                direction = bound_and_prune(p, heads, tails, M, F, B, R, S, w, level + 1, n, ub, branch, pack_sums, lbf,
+                                            lbb, lane)  # fmt: skip
                 set_digit(dloc, level + 1, direction, lane)
                 level += 1
             level, done = select(M, vloc, w, level, n, lane)
@@ -396,13 +430,9 @@ def _explore_kernel(chunks: int):
     return explore
 
 
-EXPLORE_SMALL = _explore_kernel(1)
-EXPLORE_LARGE = _explore_kernel(MAX_CHUNKS)
-
-
-def explore_kernel(n: int):
-    """The explore kernel for ``n`` jobs."""
-    return EXPLORE_SMALL if n <= WARP else EXPLORE_LARGE
+def explore_kernel(n: int, m: int):
+    """The explore kernel for ``n`` jobs on ``m`` machines (compiled once per size class)."""
+    return _explore_kernel(1 if n <= WARP else MAX_CHUNKS, m)
 
 
 # ---------------------------------------------------------------------- work stealing, one thread per IVM

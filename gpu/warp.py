@@ -9,7 +9,7 @@ The kernels take the warp size from ``WARP``; nothing in them assumes 32.
 
 from __future__ import annotations
 
-from numba import config, cuda, int64
+from numba import config, cuda, int32, int64
 
 SIMULATED = bool(config.ENABLE_CUDASIM)
 # Under the simulator a "warp" is 4 threads: every barrier costs Python thread switches, and
@@ -77,8 +77,13 @@ else:
         return cuda.shfl_xor_sync(FULL_MASK, value, mask)
 
 
+# The reductions and scans work in int32: numba widens an int32 sum to int64, which costs a
+# GPU two instructions per operation and two shuffles per exchange.
+
+
 @cuda.jit(device=True)
 def warp_min(value):
+    value = int32(value)
     for shift in SHIFTS:
         value = min(value, shfl_xor(value, shift))
     return value
@@ -86,6 +91,7 @@ def warp_min(value):
 
 @cuda.jit(device=True)
 def warp_max(value):
+    value = int32(value)
     for shift in SHIFTS:
         value = max(value, shfl_xor(value, shift))
     return value
@@ -93,6 +99,15 @@ def warp_max(value):
 
 @cuda.jit(device=True)
 def warp_sum(value):
+    value = int32(value)
+    for shift in SHIFTS:
+        value = int32(value + shfl_xor(value, shift))
+    return value
+
+
+@cuda.jit(device=True)
+def warp_sum64(value):
+    value = int64(value)
     for shift in SHIFTS:
         value += shfl_xor(value, shift)
     return value
@@ -101,16 +116,18 @@ def warp_sum(value):
 @cuda.jit(device=True)
 def scan_sum(value, lane):
     """Inclusive prefix sum over the lanes."""
+    value = int32(value)
     for shift in SHIFTS:
         got = shfl_up(value, shift)
         if lane >= shift:
-            value += got
+            value = int32(value + got)
     return value
 
 
 @cuda.jit(device=True)
 def scan_max(value, lane):
     """Inclusive prefix maximum over the lanes."""
+    value = int32(value)
     for shift in SHIFTS:
         got = shfl_up(value, shift)
         if lane >= shift:

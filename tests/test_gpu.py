@@ -104,8 +104,10 @@ def test_the_kernel_is_chosen_by_size():
     from pbbflow.gpu import kernels
     from pbbflow.gpu.warp import WARP
 
-    assert kernels.explore_kernel(WARP) is kernels.EXPLORE_SMALL
-    assert kernels.explore_kernel(WARP + 1) is kernels.EXPLORE_LARGE
+    small = kernels.explore_kernel(WARP, 5)
+    assert kernels.explore_kernel(2, 5) is small  # one kernel per size class and machine count
+    assert kernels.explore_kernel(WARP + 1, 5) is not small
+    assert kernels.explore_kernel(WARP, 6) is not small
 
 
 def test_finds_an_optimal_schedule_from_above():
@@ -168,3 +170,19 @@ def test_clear_errors():
     with pytest.raises(ValueError, match="n=4"):
         explorer.load(WorkUnit.full(4))
     assert explorer.memory_bytes > 0 and explorer.k == 2
+    with pytest.raises(GpuError, match="up to 255 machines"):
+        GpuExplorer(random_instance(0, 3, 256))
+
+
+@pytest.mark.parametrize("branch", ["minmin", "minbranch"])
+def test_direction_ties_without_packed_sums(branch):
+    """Ties between the directions go to the larger sum of bounds, also when the two sums are
+    reduced one by one (instances whose sums could exceed 31 bits)."""
+    p = random_instance(1, 6, 5)
+    optimum = brute_force_optimum(p)[0]
+    cpu = explore(p, WorkUnit.full(6), optimum, branch=branch)
+    explorer = GpuExplorer(p, ivms=3, branch=branch)
+    explorer.pack_sums = False
+    explorer.load(WorkUnit.full(6))
+    counts = explorer.run(optimum)
+    assert (counts.nodes, counts.leaves) == (cpu.nodes, cpu.leaves) and not explorer.remaining()
