@@ -1,0 +1,104 @@
+"""Benchmark: where the workflow's time goes on one GPU, as JSON lines.
+
+Solves one fixed tree (UB = optimum) through the workflow on a LocalCUDACluster of one GPU,
+several times, with the worker's ``_GpuEngine`` and ``GpuExplorer`` wrapped by timers: time in
+``engine.run`` (of which inside explore launches, ``kernel_s``, and in stealing), in
+``engine.remaining`` (the checkpoint's packing) and in ``engine.load``; the rest of ``seconds``
+is the coordinator's round trips, the task start and the run's close.  Variants: no iterated
+greedy task and 2 s between checkpoints, the default iterated greedy task, 8 s between
+checkpoints; each twice, in turn.  Compare with ``benchmarks/gpu_explorer.py`` on the same tree.
+
+    python benchmarks/gpu_workflow_profile.py --instance ta023 --ub 2326
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from pbbflow.flowshop.instance import load_instance
+from pbbflow.workflow.cluster import open_cluster
+from pbbflow.workflow.run import create_run, drive
+
+VARIANTS = ((0, 2.0), (None, 2.0), (0, 8.0))  # (iterated greedy tasks, seconds between checkpoints)
+
+
+def install_timers() -> None:
+    """In the worker: wrap the GPU engine's and explorer's methods with accumulating timers."""
+    from pbbflow.gpu import explorer as gpu_explorer
+    from pbbflow.workflow import tasks
+
+    totals: dict = {}
+    tasks.profile_totals = totals
+
+    def timed(name, method):
+        def wrapper(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                totals[name] = totals.get(name, 0.0) + time.perf_counter() - started
+                totals[name + "_calls"] = totals.get(name + "_calls", 0) + 1
+
+        return wrapper
+
+    engine = tasks._GpuEngine
+    engine.run = timed("engine_run", engine.run)
+    engine.remaining = timed("engine_remaining", engine.remaining)
+    engine.load = timed("engine_load", engine.load)
+    explorer = gpu_explorer.GpuExplorer
+    explorer._steal = timed("steal", explorer._steal)
+    run = explorer.run
+
+    def counted_run(self, *args, **kwargs):
+        counts = run(self, *args, **kwargs)
+        totals["kernel_s"] = totals.get("kernel_s", 0.0) + counts.kernel_s
+        totals["launches"] = totals.get("launches", 0) + counts.launches
+        return counts
+
+    explorer.run = counted_run
+
+
+def take_totals() -> dict:
+    """In the worker: the timers' totals since the last call."""
+    from pbbflow.workflow import tasks
+
+    totals = dict(tasks.profile_totals)
+    tasks.profile_totals.clear()
+    return totals
+
+
+def compile_kernels(p) -> None:
+    from pbbflow.gpu.explorer import compile_kernels
+
+    compile_kernels(p)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--instance", default="ta023")
+    parser.add_argument("--ub", type=int, default=2326)
+    args = parser.parse_args()
+    instance = load_instance(args.instance)
+    with open_cluster("local", gpus=1) as client:
+        client.run(compile_kernels, instance.p)
+        client.run(install_timers)
+        for rep in (1, 2):
+            for heuristics, budget in VARIANTS:
+                with tempfile.TemporaryDirectory() as folder:
+                    store = create_run(Path(folder) / "run.zarr", instance, ub=args.ub, bound="lb1", branch="minmin")
+                    started = time.perf_counter()
+                    result = drive(store, client, heuristics=heuristics, budget_s=budget)
+                    seconds = time.perf_counter() - started
+                (totals,) = client.run(take_totals).values()
+                row = {"instance": args.instance, "rep": rep, "heuristics": heuristics, "budget_s": budget,
+                       "seconds": round(seconds, 3), "nodes": result["nodes"],
+                       **{k: round(v, 3) if isinstance(v, float) else v for k, v in totals.items()}}  # fmt: skip
+                print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
