@@ -13,6 +13,7 @@ from pbbflow.flowshop.evaluation import brute_force_optimum, makespan
 from pbbflow.flowshop.instance import load_instance
 from pbbflow.gpu import factoradic as fd
 from pbbflow.gpu.explorer import GpuError, GpuExplorer, explore_gpu
+from pbbflow.gpu.warp import SIMULATED
 from pbbflow.search.explorer import explore
 from pbbflow.search.factoradic import digits_to_int, factorial, int_to_digits
 from pbbflow.search.intervals import WorkUnit
@@ -98,6 +99,16 @@ def test_same_nodes_as_the_cpu_on_small_taillard_trees(name, optimum):
     cpu = explore(p, WorkUnit.full(20), optimum)
     gpu = explore_gpu(p, WorkUnit.full(20), optimum, ivms=4)
     assert gpu.nodes == cpu.nodes > 0 and not gpu.remaining
+
+
+@pytest.mark.skipif(SIMULATED, reason="50 jobs take the simulator hours; its 4-lane warps test the large kernel")
+@pytest.mark.parametrize(("name", "optimum"), [("ta042", 2867), ("ta050", 3065)])
+def test_same_nodes_as_the_cpu_on_50_jobs(name, optimum):
+    """The kernel for n > 32 on a real GPU (optima from ../shared/data/taillard/bounds.csv)."""
+    p = load_instance(name).p
+    cpu = explore(p, WorkUnit.full(50), optimum, threads=2)
+    gpu = explore_gpu(p, WorkUnit.full(50), optimum)
+    assert gpu.nodes == cpu.nodes > 100_000 and not gpu.remaining and gpu.best_makespan is None
 
 
 def test_the_kernel_is_chosen_by_size():
