@@ -55,9 +55,9 @@ N_COUNTERS = 6
 FORWARD, BACKWARD, MINMIN, MINBRANCH = 0, 1, 2, 3  # as in search/ivm.py
 MAX_CHUNKS = 16  # levels and children per lane: n <= 512
 MAX_MACHINES = 255  # static shared memory of a block: (4 * 4 * m + 32 * (m | 1)) int32 <= 48 KB
-# 64 registers per thread (the n <= 32 kernel needs 110 unlimited, ptxas, sm_90).  ta021 + ta026 +
-# ta027 on an H200, seconds in two runs (benchmarks/results/gpu_kernel_sweep_h200_2026-11-30.json):
-# 64: 2.63 / 2.73, 80: 2.76 / 2.82, 96: 2.82 / 3.00
+# 64 registers per thread (the n <= 32 kernel uses 95-110 without a limit: benchmarks/kernel_resources.py).
+# ta021 + ta026 + ta027 on an H200, seconds in two runs (benchmarks/results/
+# gpu_kernel_sweep_h200_2026-11-30.json): 64: 2.63 / 2.73, 80: 2.76 / 2.82, 96: 2.82 / 3.00
 EXPLORE_OPTIONS = {} if SIMULATED else {"max_registers": 64}
 NEG = -(1 << 30)
 
@@ -332,7 +332,7 @@ def _explore_kernel(chunks: int, machines: int):
     """
 
     # n <= 32: the instance in shared memory.  Same sweep at 64 registers: 2.63 / 2.73 s against
-    # 2.69 / 2.88 s from global memory; 110 registers unlimited instead of 138.
+    # 2.69 / 2.88 s from global memory; 110 registers at ptxas' -maxrregcount 255 instead of 138.
     stage = chunks == 1
     staged_rows = WARP if stage else 1
     staged_stride = machines | 1  # odd: lanes reading one machine of different jobs hit distinct banks
