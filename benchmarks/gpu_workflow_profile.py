@@ -71,7 +71,8 @@ def take_totals() -> dict:
     return totals
 
 
-def compile_kernels(p) -> None:
+def warm_up(p) -> None:
+    """In the worker: compile the GPU kernels for this instance's size."""
     from pbbflow.gpu.explorer import compile_kernels
 
     compile_kernels(p)
@@ -84,7 +85,7 @@ def main() -> None:
     args = parser.parse_args()
     instance = load_instance(args.instance)
     with open_cluster("local", gpus=1) as client:
-        client.run(compile_kernels, instance.p)
+        client.run(warm_up, instance.p)
         client.run(install_timers)
         for rep in (1, 2):
             for heuristics, budget in VARIANTS:

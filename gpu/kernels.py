@@ -1,7 +1,7 @@
 """PBB@GPU kernels in numba-cuda: one warp per IVM, many decompositions per launch.
 
-The explore kernel (``explore_kernel(n)``: one compiled for n <= 32, one for larger n) runs
-every IVM for up to ``max_steps`` nodes and leaves, fusing the paper's
+The explore kernel (``explore_kernel(n, m)``: one compiled per machine count m for n <= 32,
+one for larger n) runs every IVM for up to ``max_steps`` nodes and leaves, fusing the paper's
 selection and bounding kernels: a warp selects the next node, descends (max-plus prefix
 scan over the machines with shuffles), fills the child row, bounds all children at once
 (one child per lane, LB1 in O(m) with the CPU's own ``njit`` bodies), reduces for the
@@ -13,7 +13,7 @@ live in global memory.
 A kernel is compiled per machine count m (a closure constant), so the O(m) bounding loops
 unroll with immediate shared-memory offsets, and the arithmetic is int32 throughout (numba
 widens int32 sums to int64, which a GPU emulates with several instructions).  Together this
-took ta021 from 156 to about 405 M nodes/s on an H200 (benchmarks/results/gpu_explorer_h200_*.json).
+took ta021 from 156 to 405-426 M nodes/s on an H200 (benchmarks/results/gpu_explorer_h200_*.json).
 
 The semantics are exactly the CPU explorer's (``search/ivm.py``): same bounds, same
 tie-breaking, nodes counted by the owner of their leftmost leaf and a budget stop only
