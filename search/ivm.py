@@ -251,8 +251,10 @@ def init_at(p, bound_data, mode, branch, ivm, start):
         level = l
         V[l] = start[l]
         if M[l, V[l]] < 0:
+            # the next unpruned cell may lie at or past the end: the interval is then
+            # exhausted, as explore_steps would find before its first step
             level, exhausted = _select(M, V, l)
-            if exhausted:
+            if exhausted or (sc[END_IS_TOTAL] == 0 and _at_or_after(V, end)):
                 sc[DONE] = 1
             break
         if l >= last_nonzero:

@@ -140,3 +140,13 @@ def test_a_progress_callback_returning_true_stops_like_a_budget():
     assert time.monotonic() - started < 5 and first.remaining  # stopped long before the 38 M nodes
     rest = explore(p, first.remaining, 1484, threads=2)
     assert first.nodes + rest.nodes == 38_400_745 and not rest.remaining
+
+
+@pytest.mark.parametrize("width", [1, 12345, int(factorial(19))])
+def test_a_start_whose_pruned_cells_run_past_the_end_is_exhausted(width):
+    """ta011 under its optimum prunes job 5 at the root: an interval starting in that subtree
+    and ending inside it has no unpruned position.  Stopped before its first step (a zero time
+    budget), the explorer has nothing left; it once stood past its end (issue 12)."""
+    start = 5 * factorial(19)
+    result = explore(taillard_instance(11).p, WorkUnit(20, [(start, start + width)]), 1582, max_seconds=0)
+    assert not result.remaining and result.nodes == 0

@@ -20,9 +20,6 @@ from pbbflow.search.explorer import explore
 from pbbflow.search.intervals import WorkUnit
 from stress import explore_in_pieces, gpu_in_pieces
 
-# issue 12: an explorer stopped right after starting at a pruned position may stand past its end
-pytestmark = pytest.mark.xfail(raises=ValueError, strict=False, reason="issue 12: 'invalid interval' at a stop")
-
 # optima from ../shared/data/taillard/bounds.csv
 TAILLARD = {11: 1582, 12: 1659, 13: 1496, 30: 2178, 41: 2991}
 
