@@ -30,7 +30,7 @@ from ..workflow.cluster import (
     resolve_gpus,
     slurm_job_script,
 )
-from ..workflow.run import create_run, drive, result_of
+from ..workflow.run import RunFailed, create_run, drive, result_of
 from .progress import ProgressBar
 
 EXIT_DONE, EXIT_INTERNAL, EXIT_USAGE, EXIT_LIMIT = 0, 1, 2, 3
@@ -220,6 +220,26 @@ def _report(result: dict, as_json: bool) -> int:
     return EXIT_DONE
 
 
+def error_log_path(run: Path) -> Path:
+    """Where the tracebacks of a run's internal errors go: beside its store."""
+    return run.with_name(run.name + ".error.log")
+
+
+def _report_failure(store: RunStore, failure: RunFailed) -> int:
+    """One line for an internal error of a run (its traceback appended to the log file)."""
+    log = error_log_path(store.path)
+    stamp = datetime.datetime.now().isoformat(timespec="seconds")
+    try:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"--- {stamp} pbbflow {' '.join(sys.argv[1:])}\n{failure.details}\n")
+        where = f"traceback in {log}"
+    except OSError as error:
+        where = f"no traceback log ({error.strerror}: {log})"
+    state = "checkpointed" if failure.checkpointed else "the last checkpoint stands"
+    print(f"pbbflow: internal error in {failure}; {where}; {state}: pbbflow resume {store.path}", file=sys.stderr)
+    return EXIT_INTERNAL
+
+
 def _drive(store: RunStore, args: argparse.Namespace) -> int:
     """Run ``store`` on the cluster the options describe; signals stop it gracefully."""
     stop = threading.Event()
@@ -241,12 +261,16 @@ def _drive(store: RunStore, args: argparse.Namespace) -> int:
                 result = drive(store, client, time_limit=args.time_limit, node_limit=args.node_limit,
                                checkpoint_every=args.checkpoint_every, stop=stop, on_progress=bar,
                                ivms=args.ivms, heuristics=args.heuristic_workers)  # fmt: skip
+            except RunFailed as failure:  # reported once the cluster is closed
+                result = failure
             finally:
                 if bar is not None:
                     bar.close()
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+    if isinstance(result, RunFailed):
+        return _report_failure(store, result)
     return _report(result, args.json)
 
 

@@ -575,3 +575,35 @@ def test_the_initial_schedule_is_recorded(capsys, tmp_path, ta001, ub, initial):
     code, out, _ = run(capsys, "info", str(tmp_path / "r.zarr"), "--json")
     options = json.loads(out)["options"]
     assert code == 0 and options["initial"] == initial and options["initial_makespan"] >= TA001_OPT
+
+
+def test_an_internal_error_in_an_explorer_checkpoints_and_logs_its_traceback(capsys, monkeypatch, tmp_path):
+    """An explorer task that raises (after exploring a little) ends the run with exit 1 and one
+    line naming the error, the traceback's log file and the resume command; resuming proves
+    the fixed tree with exactly its node count (the failed task's work was in the ledger)."""
+    from pbbflow.search.explorer import explore
+    from pbbflow.search.intervals import WorkUnit
+    from pbbflow.workflow.tasks import _CpuEngine
+
+    real_run, calls = _CpuEngine.run, []
+
+    def failing_run(self, ub, seconds, report, waiting):
+        calls.append(ub)
+        if len(calls) > 1:
+            raise RuntimeError("injected failure")
+        return real_run(self, ub, 0.05, report, waiting)
+
+    monkeypatch.setattr(_CpuEngine, "run", failing_run)
+    path = tmp_path / "my run.zarr"
+    code, out, err = run(capsys, "solve", "ta030", "--ub", "2178", "--run", str(path), "--json", "--quiet")
+    log = Path(str(path) + ".error.log")
+    assert code == 1 and out == "", (out, err)
+    line = err.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert "internal error in task pbbflow-explorer-" in line and "RuntimeError: injected failure" in line
+    assert f"traceback in {log}" in line and line.endswith(f"checkpointed: pbbflow resume {path}")
+    assert "Traceback" in log.read_text() and "injected failure" in log.read_text()
+    monkeypatch.setattr(_CpuEngine, "run", real_run)
+    result = json.loads(run(capsys, "resume", str(path), "--json", "--quiet")[1])
+    whole = explore(taillard_instance(30).p, WorkUnit.full(20), 2178, threads=2)
+    assert result["status"] == "bound_proved" and result["nodes"] == whole.nodes

@@ -19,6 +19,7 @@ from pbbflow.storage.runstore import RunStore
 from pbbflow.workflow.run import create_run, drive
 
 TA011_NODES = explore(taillard_instance(11).p, WorkUnit.full(20), 1582).nodes  # fixed tree, one process
+TA030_NODES = 2_797_731  # ta030's fixed tree (UB 2178) in one process (explore)
 TA017_NODES = 38_400_745  # ta017's fixed tree (UB 1484) in one process: benchmarks/cpu_explorer.py
 
 
@@ -179,3 +180,28 @@ def test_heuristic_tasks_never_take_the_last_explorer(tmp_path):
         result = drive(store, client, checkpoint_every=0.5, heuristics=5)
     assert result["status"] == "optimal" and result["makespan"] == 1278
     assert RunStore.open(tmp_path / "run.zarr").options["initial"] == "ig"
+
+
+def test_a_failing_heuristic_task_stops_the_run_with_a_checkpoint(tmp_path, monkeypatch):
+    """A heuristic task that raises: drive checkpoints the ledger and raises RunFailed with the
+    task's traceback; a resume explores the rest to the fixed tree's exact count."""
+    from pbbflow.workflow import tasks
+    from pbbflow.workflow.run import RunFailed
+
+    def failing_greedy(*args, **kwargs):
+        time.sleep(0.3)  # the explorer gets going first
+        raise ValueError("injected heuristic failure")
+
+    monkeypatch.setattr(tasks, "iterated_greedy", failing_greedy)
+    path = tmp_path / "run.zarr"
+    with cluster(2) as c, Client(c) as client:
+        store = create_run(path, taillard_instance(30), ub=2178, bound="lb1", branch="minmin")  # 3 s
+        with pytest.raises(RunFailed, match="pbbflow-heuristic-.*ValueError: injected heuristic failure") as failed:
+            drive(store, client, checkpoint_every=60, heuristics=1, budget_s=0.01)
+    assert failed.value.checkpointed and "Traceback" in failed.value.details
+    cp = RunStore.open(path).latest()
+    assert cp.seq > 0 and cp.remaining
+    monkeypatch.undo()
+    with cluster(2) as c, Client(c) as client:
+        result = drive(RunStore.open(path), client)
+    assert result["status"] == "bound_proved" and result["nodes"] == TA030_NODES

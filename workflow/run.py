@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -31,8 +32,18 @@ from .coordinator import Coordinator
 from .history import activity_column
 from .tasks import explorer_task, heuristic_task
 
+STOP_SECONDS = 60.0  # after a stop, how long explorers get to send their last checkpoint
 SERIES = ("t", "nodes", "leaves", "remaining_fraction", "incumbent", "active_explorers")  # + activity columns
 POLL_SECONDS = 0.2
+
+
+class RunFailed(RuntimeError):
+    """An internal error stopped the run (``checkpointed``: whether a final checkpoint of the
+    coordinator's state was written).  ``details`` is the traceback, for a log file."""
+
+    def __init__(self, where: str, error: str, details: str, checkpointed: bool) -> None:
+        super().__init__(f"{where}: {error}")
+        self.details, self.checkpointed = details, checkpointed
 
 
 @dataclass(frozen=True)
@@ -205,10 +216,15 @@ class _Session:
         if final:
             self.pending.result()
 
-    def close(self) -> None:
-        """Let a pending checkpoint write finish (also after an error), then forget the run."""
+    def close(self, *, after_error: bool = False) -> None:
+        """Let a pending checkpoint write finish, then forget the run on the scheduler (after an
+        error, a scheduler that cannot be reached any more must not hide that error)."""
         self.writer.shutdown(wait=True)
-        self.call("pbbflow_close")
+        try:
+            self.call("pbbflow_close")
+        except Exception:
+            if not after_error:
+                raise
 
 
 def drive(store: RunStore, client: Client, *, time_limit: float | None = None, node_limit: int | None = None,
@@ -226,6 +242,23 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
         return result_of(store)
     session = _Session(store, client, budget_s, ivms, heuristics)
     stop = stop or threading.Event()
+    try:
+        failure = _search(session, stop, time_limit, node_limit, checkpoint_every, on_progress)
+        if failure is None:
+            _finish(session)
+        else:
+            raise RunFailed(*failure, checkpointed=_finish_after_failure(session))
+    except BaseException:
+        session.close(after_error=True)
+        raise
+    session.close()
+    return result_of(store)
+
+
+def _search(session: _Session, stop: threading.Event, time_limit: float | None, node_limit: int | None,
+            checkpoint_every: float, on_progress: Callable[[Progress], None] | None):  # fmt: skip
+    """Poll the coordinator until the search ends, a limit passes, ``stop`` is set or a task
+    fails; returns None, or (where, error, traceback) of the first failure."""
     last_checkpoint = last_sample = time.monotonic()
     try:
         while True:
@@ -241,22 +274,55 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
             out_of_time = time_limit is not None and now - session.started >= time_limit
             out_of_nodes = node_limit is not None and state["nodes"] >= node_limit
             if state["finished"] or stop.is_set() or out_of_time or out_of_nodes:
-                break
+                return None
             if now - last_checkpoint >= checkpoint_every:
                 session.checkpoint(session.call("pbbflow_state", intervals=True))
                 last_checkpoint = now
-            for future in session.futures:
-                if future.status == "error":
-                    future.result()  # raises the explorer's exception here
+            failed = _failed_task(session.futures)
+            if failed is not None:
+                return failed
             session.add_explorers()
             time.sleep(POLL_SECONDS)
+    except Exception as error:  # noqa: BLE001 (the driver's own failure: checkpoint what the ledger has)
+        return "the driver", f"{type(error).__name__}: {error}", traceback.format_exc()
+
+
+def _failed_task(futures) -> tuple[str, str, str] | None:
+    """(task key, error, traceback) of the first task that failed, if any: tasks return their
+    errors (``tasks._reporting_errors``); Dask's own failures (a task that could not run) raise."""
+    for future in futures:
+        if future.status == "error":
+            error = future.exception()
+            text = "".join(traceback.format_exception(type(error), error, future.traceback()))
+            return f"task {future.key}", f"{type(error).__name__}: {error}", text
+        if future.status == "finished":
+            result = future.result()
+            if "error" in result:
+                return f"task {future.key}", result["error"], result["traceback"]
+    return None
+
+
+def _finish(session: _Session) -> None:
+    """Stop the explorers, wait for their last checkpoints, write the final one."""
+    session.call("pbbflow_stop")
+    wait(session.futures, timeout=STOP_SECONDS)
+    failed = _failed_task(session.futures)
+    state = session.call("pbbflow_state", intervals=True)  # tasks that did not answer keep their work here
+    session.sample(state)
+    session.checkpoint(state, final=True)
+    if failed is not None:
+        raise RunFailed(*failed, checkpointed=True)
+
+
+def _finish_after_failure(session: _Session) -> bool:
+    """Checkpoint what the coordinator's ledger holds after a failure (a failed task's work as of
+    its last checkpoint is still there); False when even that failed (the last checkpoint stands)."""
+    try:
         session.call("pbbflow_stop")
-        wait(session.futures)
-        for future in session.futures:
-            future.result()
+        wait(session.futures, timeout=STOP_SECONDS)
         state = session.call("pbbflow_state", intervals=True)
         session.sample(state)
         session.checkpoint(state, final=True)
-    finally:
-        session.close()
-    return result_of(store)
+        return True
+    except Exception:  # noqa: BLE001 (the original failure is what gets reported)
+        return False

@@ -11,8 +11,10 @@ worker death is harmless: it starts empty and asks for work.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
+import traceback
 
 import numpy as np
 from distributed import get_worker
@@ -91,6 +93,21 @@ class _GpuEngine:
         return self.gpu.remaining().to_bytes()
 
 
+def _reporting_errors(task):
+    """``task``, returning ``{"error": one line, "traceback": text}`` instead of raising, so that
+    the driver reports a failure once (and checkpoints) instead of the worker logging it."""
+
+    @functools.wraps(task)
+    def wrapper(*args, **kwargs) -> dict:
+        try:
+            return task(*args, **kwargs)
+        except Exception as error:  # noqa: BLE001 (every failure goes to the driver)
+            return {"error": f"{type(error).__name__}: {error}", "traceback": traceback.format_exc()}
+
+    return wrapper
+
+
+@_reporting_errors
 def explorer_task(run: str, explorer: str, p: np.ndarray, bound: str, branch: str, budget_s: float,
                   ivms: int) -> dict:  # fmt: skip
     """Explore for the coordinator until it says stop (on the GPU of a worker with resource GPU)."""
@@ -132,6 +149,7 @@ def explorer_task(run: str, explorer: str, p: np.ndarray, bound: str, branch: st
     return totals
 
 
+@_reporting_errors
 def heuristic_task(run: str, p: np.ndarray, seed: int) -> dict:
     """Iterated greedy beside the search until the run stops; every improvement goes to the
     coordinator at once (it forwards the new UB to the explorers at their next checkpoint)."""
