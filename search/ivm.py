@@ -54,7 +54,8 @@ LEAVES = 3  # complete schedules reached
 UB = 4  # incumbent makespan: children with LB >= UB are pruned
 END_IS_TOTAL = 5  # 1 when the end position is n! (not representable as digits)
 IMPROVED = 6  # set to 1 when a leaf improved UB (``best`` holds the schedule)
-N_SCALARS = 7
+ROOT_PENDING = 7  # 1 while the root, decoded by an explorer starting at 0, waits to be counted
+N_SCALARS = 8
 
 _jit = numba.njit(cache=True, nogil=True)
 
@@ -243,8 +244,10 @@ def init_at(p, bound_data, mode, branch, ivm, start):
     for l in range(n):
         if start[l] != 0:
             last_nonzero = l
-    if last_nonzero == -1:
-        sc[NODES] += 1  # the root's leftmost leaf is 0: this explorer owns the root
+    # The root's leftmost leaf is 0: an explorer starting there owns the root.  While it stands
+    # at 0 it counts the root at its first step: stopped before that step, it leaves position 0,
+    # and with it the root, to whoever resumes there.
+    sc[ROOT_PENDING] = int(last_nonzero == -1)
     sc[DONE] = 0
     level = 0
     for l in range(n):
@@ -264,6 +267,9 @@ def init_at(p, bound_data, mode, branch, ivm, start):
         _bound_and_prune(l + 1, p, min_heads, min_tails, pairs, lags, orders, mode, branch, M, dirs, F, B, R, sc[UB],
                      lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain, scheduled)
     sc[LEVEL] = level
+    if sc[DONE] == 1 or V[level] != 0:  # pruned cells moved it off 0, or nothing is left: count now
+        sc[NODES] += sc[ROOT_PENDING]
+        sc[ROOT_PENDING] = 0
 
 
 @_jit
@@ -276,7 +282,8 @@ def explore_steps(p, bound_data, mode, branch, ivm, max_steps):
     if sc[DONE] == 1:
         return
     level = sc[LEVEL]
-    nodes = sc[NODES]
+    nodes = sc[NODES] + sc[ROOT_PENDING]  # a first step is taken below (V[level] = 0 at the root)
+    sc[ROOT_PENDING] = 0
     leaves = sc[LEAVES]
     bounded_end = sc[END_IS_TOTAL] == 0
     steps = 0

@@ -19,7 +19,7 @@ from pbbflow.search.explorer import explore
 from pbbflow.search.factoradic import factorial
 from pbbflow.search.intervals import WorkUnit
 
-STOPS = ("nodes", "seconds", "progress", "interrupt")
+STOPS = ("nodes", "seconds", "instant", "progress", "interrupt")
 
 
 @dataclass
@@ -66,12 +66,15 @@ def explore_in_pieces(p: np.ndarray, ub: int, rng: random.Random, *, max_threads
     current_ub = ub
     while work:
         assert totals.calls < max_calls, "no progress"
-        kind = rng.choice(STOPS)
+        # half the chains stop at once in their first call, where the position 0 (the root's) is
+        kind = "instant" if totals.calls == 0 and rng.random() < 0.5 else rng.choice(STOPS)
         options = {"threads": rng.randint(1, max_threads), "chunk_seconds": rng.choice((1e-6, 1e-5, 1e-4))}
         if kind == "nodes":
             options["max_nodes"] = round(10 ** rng.uniform(0, 4.3))  # 1 to 20,000, log-uniform
         elif kind == "seconds":
             options["max_seconds"] = rng.uniform(1e-4, 0.02)
+        elif kind == "instant":  # stop at the first look, before any step
+            options["max_seconds"] = 0
         else:
             options.update(on_progress=_stopper(kind, rng), progress_every=1e-3, max_nodes=rng.randint(1, 200_000))
         result = explore(p, work, current_ub, **options)

@@ -150,3 +150,16 @@ def test_a_start_whose_pruned_cells_run_past_the_end_is_exhausted(width):
     start = 5 * factorial(19)
     result = explore(taillard_instance(11).p, WorkUnit(20, [(start, start + width)]), 1582, max_seconds=0)
     assert not result.remaining and result.nodes == 0
+
+
+@pytest.mark.parametrize("budget", [{"max_nodes": 1}, {"max_seconds": 0}])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_stop_before_the_first_step_at_position_0_leaves_the_root_to_the_resume(budget, threads):
+    """The explorer starting at 0 decodes the root; stopped before its first step, it must not
+    count it, as the resume at 0 decodes and counts it again (counted twice before)."""
+    p = np.random.default_rng(3).integers(1, 30, size=(7, 4)).astype(np.int32)  # child 0 of the root survives
+    optimum = brute_force_optimum(p)[0]
+    whole = explore(p, WorkUnit.full(7), optimum)
+    first = explore(p, WorkUnit.full(7), optimum, threads=threads, **budget)
+    rest = explore(p, first.remaining, optimum)
+    assert first.nodes + rest.nodes == whole.nodes == 100 and not rest.remaining

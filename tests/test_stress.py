@@ -61,6 +61,14 @@ def test_ta041_from_above_in_pieces(above, seed):
     assert pieces.best == TAILLARD[41]
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_small_random_instances_at_the_optimum_in_pieces(seed):
+    """Small trees, where the root's first child often survives (a stop at position 0 matters)."""
+    rng = np.random.default_rng(100 + seed)
+    p, optimum = small_instance(100 + seed, int(rng.integers(6, 10)), int(rng.integers(3, 7)))
+    fixed_tree_case(p, optimum, seed)
+
+
 @pytest.mark.parametrize("seed", range(16))
 def test_random_instances_in_pieces(seed):
     p, optimum = random_instance(seed)
