@@ -31,7 +31,7 @@ from ..workflow.cluster import (
     slurm_job_script,
 )
 from ..workflow.run import RunFailed, create_run, drive, result_of
-from .progress import ProgressBar
+from .progress import ProgressBar, format_share
 
 EXIT_DONE, EXIT_INTERNAL, EXIT_USAGE, EXIT_LIMIT = 0, 1, 2, 3
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -205,7 +205,10 @@ def _print_result(result: dict) -> None:
         f"run          {result['run']}",
     ]
     if result["status"] == LIMIT:
-        lines.append(f"remaining    {result['remaining_fraction']:.4%} of the search space")
+        share = format_share(result["remaining_fraction"], result["remaining_log10"])
+        log10 = result["remaining_log10"]
+        lines.append(f"remaining    {share} of the search space"
+                     + ("" if log10 is None else f" (log10 {log10:.2f})"))
     print("\n".join(lines))
 
 

@@ -11,6 +11,18 @@ from ..workflow.run import Progress
 WIDTH = 24
 
 
+def format_share(fraction: float, log10: float | None) -> str:
+    """A share of the search space that says something at any size: a percentage down to
+    0.01 %, then scientific notation, then a power of ten (below the smallest float)."""
+    if log10 is None:
+        return "0"
+    if fraction >= 1e-4:
+        return f"{fraction:.2%}"
+    if fraction > 0:
+        return f"{fraction:.2e}"
+    return f"10^{log10:.1f}"
+
+
 def _clock(seconds: float) -> str:
     minutes, seconds = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
@@ -32,7 +44,8 @@ class ProgressBar:
         self.last = now
         done = 1.0 - progress.remaining_fraction
         filled = min(WIDTH, int(done * WIDTH))
-        line = (f"\r[{'#' * filled}{'.' * (WIDTH - filled)}] {progress.remaining_fraction:8.4%} left  "
+        share = format_share(progress.remaining_fraction, progress.remaining_log10)
+        line = (f"\r[{'#' * filled}{'.' * (WIDTH - filled)}] {share:>8} left  "
                 f"{progress.nodes_per_s / 1e6:6.2f} M nodes/s  UB {progress.ub}  "
                 f"{_clock(progress.elapsed_s)}  {progress.active_explorers} explorers")  # fmt: skip
         if self.dashboard:

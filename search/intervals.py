@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Iterator
 
+import gmpy2
 import numpy as np
 from gmpy2 import mpz
 
@@ -208,8 +209,12 @@ class WorkUnit:
         return WorkUnit._normalized(self._n, kept), WorkUnit._normalized(self._n, (right,))
 
     def fraction_of_space(self) -> float:
-        """``size / n!``, correctly rounded (exact integer true division)."""
+        """``size / n!``, correctly rounded (exact integer true division; 0.0 below 1e-308)."""
         return int(self._size) / int(factorial(self._n))
+
+    def log10_fraction(self) -> float | None:
+        """``log10(size / n!)`` (None when empty): readable where the fraction is tiny."""
+        return share_log10(self._size, self._n)
 
     def to_digit_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Return ``(starts, ends, end_is_total)`` for exact persistence.
@@ -260,6 +265,13 @@ class WorkUnit:
             raise ValueError(f"{len(data)} bytes is not a whole number of intervals for n={n}")
         values = [mpz.from_bytes(data[i : i + width], "big") for i in range(0, len(data), width)]
         return cls(n, zip(values[0::2], values[1::2], strict=True))
+
+
+def share_log10(size: int | mpz, n: int) -> float | None:
+    """``log10(size / n!)`` for ``0 <= size <= n!``, None for 0; for any n (no float underflow)."""
+    if size <= 0:
+        return None
+    return float(gmpy2.log10(mpz(size)) - gmpy2.log10(factorial(n)))
 
 
 def byte_width(n: int) -> int:

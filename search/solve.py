@@ -33,6 +33,7 @@ class SolveResult:
     leaves: int
     elapsed_s: float
     remaining_fraction: float
+    remaining_log10: float | None  # log10 of the share left (None when nothing is): readable when tiny
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -85,6 +86,7 @@ def solve(
         leaves=result.leaves,
         elapsed_s=round(result.elapsed_s, 6),
         remaining_fraction=result.remaining.fraction_of_space(),
+        remaining_log10=result.remaining.log10_fraction(),
     )
 
 

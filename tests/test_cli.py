@@ -8,6 +8,7 @@ hand-written files whose optimum is computed here by brute force.
 
 import itertools
 import json
+import math
 import re
 import shutil
 import signal
@@ -17,13 +18,16 @@ import time
 from pathlib import Path
 
 import pytest
+import numpy as np
 from distributed import LocalCluster
+from gmpy2 import mpz
 from pbbflow.cli.main import main, parse_duration
 from pbbflow.flowshop.taillard import taillard_instance
+from pbbflow.search.factoradic import factorial
 
 JSON_FIELDS = {
     "instance", "n", "m", "status", "makespan", "permutation", "lower_bound",
-    "nodes", "leaves", "elapsed_s", "remaining_fraction", "run",
+    "nodes", "leaves", "elapsed_s", "remaining_fraction", "remaining_log10", "run",
 }  # fmt: skip
 CLUSTER_OPTIONS = ("--scheduler", "--cluster", "--workers", "--threads", "--dry-run")
 _scheduler = {}  # the shared test cluster's address (set by the autouse fixture)
@@ -541,12 +545,47 @@ def test_progress_bar_line():
 
     stream = io.StringIO()
     bar = ProgressBar(stream, "http://127.0.0.1:8787/status", every=0)
-    bar(Progress(elapsed_s=3723.0, nodes=10, nodes_per_s=5e6, ub=1484, remaining_fraction=0.25, active_explorers=2))
+    bar(Progress(elapsed_s=3723.0, nodes=10, nodes_per_s=5e6, ub=1484, remaining_fraction=0.25,
+                 remaining_log10=math.log10(0.25), active_explorers=2))  # fmt: skip
     bar.close()
     line = stream.getvalue()
     assert line.startswith("\r[" + "#" * 18 + "." * 6 + "]") and line.endswith("\n")
-    assert "25.0000% left" in line and "5.00 M nodes/s" in line and "UB 1484" in line and "1:02:03" in line
+    assert "25.00% left" in line and "5.00 M nodes/s" in line and "UB 1484" in line and "1:02:03" in line
     assert "http://127.0.0.1:8787/status" in line
+
+
+@pytest.mark.parametrize(("size", "n", "shown"), [
+    (mpz(3) * factorial(20) // 8, 20, "37.50%"),  # a percentage down to 0.01 %
+    (factorial(20) // 10**6, 20, "1.00e-06"),
+    (mpz(96) * 10**48, 50, "3.16e-15"),  # ta056 after 48 G of its 314 G nodes printed 0.0000 % here
+    (mpz(1), 200, "10^-374.9"),  # below the smallest float
+    (mpz(0), 20, "0"),
+])  # fmt: skip
+def test_remaining_shares_say_something_at_any_size(size, n, shown):
+    from pbbflow.cli.progress import format_share
+    from pbbflow.search.intervals import share_log10
+
+    log10 = share_log10(size, n)
+    fraction = int(size) / int(factorial(n))
+    assert format_share(fraction, log10) == shown
+    if size:
+        assert log10 == pytest.approx(math.log10(int(size)) - math.log10(int(factorial(n))), abs=1e-9)
+
+
+def test_info_prints_a_tiny_remaining_share(capsys, tmp_path):
+    from pbbflow.flowshop.instance import FlowShop
+    from pbbflow.search.intervals import WorkUnit
+    from pbbflow.workflow.run import create_run
+
+    p = np.random.default_rng(0).integers(1, 99, size=(50, 5)).astype(np.int32)
+    store = create_run(tmp_path / "r.zarr", FlowShop("big", p), ub=None, bound="lb1", branch="minmin")
+    cp = store.latest()
+    store.commit(remaining=WorkUnit(50, [(10**30, 10**30 + 10**50)]), incumbent=cp.incumbent,
+                 permutation=cp.permutation, nodes=1, leaves=0, elapsed_s=1.0, series=cp.series)  # fmt: skip
+    code, out, err = run(capsys, "info", str(tmp_path / "r.zarr"))
+    assert code == 0 and "remaining    3.29e-15 of the search space (log10 -14.48)" in out, out
+    code, out, err = run(capsys, "info", str(tmp_path / "r.zarr"), "--json")
+    assert json.loads(out)["remaining_log10"] == pytest.approx(50 - math.log10(int(factorial(50))))
 
 
 # --------------------------------------------------------------------------- iterated greedy

@@ -1,6 +1,7 @@
 """End-to-end solves: proved optima equal the published ones (Taillard, VFR against brute force)."""
 
 import csv
+import math
 from pathlib import Path
 
 import numpy as np
@@ -83,4 +84,5 @@ def test_limit_reports_a_valid_bound_and_remainder():
     result = solve(taillard_instance(21), node_limit=50_000, threads=2)
     assert result.status == LIMIT
     assert 0.0 < result.remaining_fraction < 1.0
+    assert result.remaining_log10 == pytest.approx(math.log10(result.remaining_fraction))
     assert result.lower_bound <= 2297 <= result.makespan  # 2297 is ta021's optimum

@@ -120,6 +120,7 @@ class Coordinator(SchedulerPlugin):
             "ub": ledger.ub,
             "permutation": ledger.permutation,
             "remaining_fraction": ledger.remaining_fraction(),
+            "remaining_log10": ledger.remaining_log10(),
             "active_explorers": len(ledger.active),
             "activity": ledger.activity(),
             "checkpoints": ledger.checkpoints,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from gmpy2 import mpz
 
 from ..search.factoradic import factorial
-from ..search.intervals import Interval, WorkUnit
+from ..search.intervals import Interval, WorkUnit, share_log10
 from ..search.packed import PackedUnit
 
 CONTINUE, REPLACE, WAIT, STOP = "continue", "replace", "wait", "stop"
@@ -68,10 +68,17 @@ class Ledger:
         self.checkpoints = 0
 
     # ------------------------------------------------------------------ queries
+    def remaining_size(self) -> mpz:
+        """Positions of [0, n!) not proved explored, from sizes only (pool and copies are disjoint)."""
+        return sum((b - a for a, b in self.pool), mpz(0)) + sum((c.size for c in self.active.values()), mpz(0))
+
     def remaining_fraction(self) -> float:
-        """Share of [0, n!) not proved explored, from sizes only (pool and copies are disjoint)."""
-        size = sum((b - a for a, b in self.pool), mpz(0)) + sum((c.size for c in self.active.values()), mpz(0))
-        return int(size) / int(factorial(self.n))
+        """Share of [0, n!) not proved explored."""
+        return int(self.remaining_size()) / int(factorial(self.n))
+
+    def remaining_log10(self) -> float | None:
+        """log10 of that share (None when nothing is left): readable where the share is tiny."""
+        return share_log10(self.remaining_size(), self.n)
 
     def activity(self) -> dict[str, float]:
         """Per worker, the share of its explorers' capacity (threads, IVMs) holding work."""

@@ -55,6 +55,7 @@ class Progress:
     nodes_per_s: float
     ub: int  # the pruning bound: the best makespan found, or the initial bound
     remaining_fraction: float
+    remaining_log10: float | None  # log10 of the share left, None when nothing is
     active_explorers: int
 
 
@@ -107,6 +108,7 @@ def _result(store: RunStore, remaining: WorkUnit, incumbent, permutation, nodes,
         "leaves": leaves,
         "elapsed_s": round(elapsed_s, 6),
         "remaining_fraction": remaining.fraction_of_space(),
+        "remaining_log10": remaining.log10_fraction(),
         "run": str(store.path),
     }
 
@@ -267,7 +269,8 @@ def _search(session: _Session, stop: threading.Event, time_limit: float | None, 
             if on_progress is not None:
                 rate = (state["nodes"] - session.start.nodes) / max(now - session.started, 1e-9)
                 on_progress(Progress(session.elapsed(), state["nodes"], rate, state["ub"],
-                                     state["remaining_fraction"], state["active_explorers"]))  # fmt: skip
+                                     state["remaining_fraction"], state["remaining_log10"],
+                                     state["active_explorers"]))  # fmt: skip
             if now - last_sample >= 1.0:
                 session.sample(state)
                 last_sample = now
