@@ -10,8 +10,12 @@ Two parts, each for ``--seconds``:
 * ``chains``: ``tests/stress.py``'s stop-and-resume chains on random instances of up to 50
   jobs and on ta011 / ta041 at their optima (node and leaf counts against one uninterrupted
   run), with every way of stopping.
+* ``gpu`` (with ``--gpu``): ``tests/stress.py``'s GPU chains (launches of 1-4 steps, stops by
+  node budget, by ``on_launch`` or by time, device-side steals, resumes on fresh explorers of
+  up to 4,096 IVMs) on ta011 / ta041 at their optima and ta041 from above.
 
     python benchmarks/explorer_soak.py --seconds 300
+    python benchmarks/explorer_soak.py --seconds 120 --gpu     # on a machine with an NVIDIA GPU
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from pbbflow.flowshop.evaluation import neh  # noqa: E402
 from pbbflow.flowshop.taillard import taillard_instance  # noqa: E402
 from pbbflow.search.explorer import explore  # noqa: E402
 from pbbflow.search.intervals import WorkUnit  # noqa: E402
-from stress import check_books, explore_in_pieces  # noqa: E402
+from stress import check_books, explore_in_pieces, gpu_in_pieces  # noqa: E402
 
 OPTIMA = {11: 1582, 31: 2724, 34: 2751, 35: 2863, 41: 2991}  # ../shared/data/taillard/bounds.csv
 
@@ -80,6 +84,17 @@ def chains_case(rng: random.Random, whole_nodes: dict) -> None:
     assert pieces.best is None and pieces.nodes == nodes, "node count"
 
 
+def gpu_case(rng: random.Random, whole_nodes: dict) -> None:
+    """One GPU stop-and-resume chain: node counts against the CPU's uninterrupted run."""
+    number, above = rng.choice(((11, 0), (41, 0), (41, 0), (41, 1), (41, 5)))
+    p = taillard_instance(number).p
+    pieces = gpu_in_pieces(p, OPTIMA[number] + above, rng, max_ivms=4096, max_nodes=200_000)
+    if above:
+        assert pieces.best == OPTIMA[number], f"ta{number:03d} from {OPTIMA[number] + above}: found {pieces.best}"
+    else:
+        assert pieces.best is None and pieces.nodes == whole_nodes[number], f"ta{number:03d}: node count"
+
+
 def soak(part, seconds: float, seed: int, whole_nodes: dict) -> dict:
     rng = random.Random(seed)
     runs, failures, examples = 0, 0, []
@@ -99,6 +114,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="per part (default: 60)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--gpu", action="store_true", help="also the GPU explorer's chains")
     args = parser.parse_args()
     whole = {k: explore(taillard_instance(k).p, WorkUnit.full(taillard_instance(k).n), ub).nodes
              for k, ub in OPTIMA.items()}  # fmt: skip
@@ -106,6 +122,11 @@ def main() -> None:
            "seed": args.seed}  # fmt: skip
     out["issue12"] = soak(issue12_case, args.seconds, args.seed, whole)
     out["chains"] = soak(chains_case, args.seconds, args.seed, whole)
+    if args.gpu:
+        from pbbflow.gpu.explorer import device_summary
+
+        out["device"] = device_summary()
+        out["gpu"] = soak(gpu_case, args.seconds, args.seed, whole)
     print(json.dumps(out, indent=2))
 
 

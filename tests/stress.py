@@ -91,7 +91,7 @@ def explore_in_pieces(p: np.ndarray, ub: int, rng: random.Random, *, max_threads
     return totals
 
 
-def gpu_in_pieces(p: np.ndarray, ub: int, rng: random.Random, *, max_ivms: int = 5) -> Pieces:
+def gpu_in_pieces(p: np.ndarray, ub: int, rng: random.Random, *, max_ivms: int = 5, max_nodes: int = 30) -> Pieces:
     """``explore_in_pieces`` on the GPU explorer: launches of 1-4 steps, stops by node budget, by
     ``on_launch`` (others waiting) or by time, device-side steals between launches, and a resume
     on a fresh explorer (another GPU, another K) half of the time."""
@@ -113,7 +113,7 @@ def gpu_in_pieces(p: np.ndarray, ub: int, rng: random.Random, *, max_ivms: int =
             return launches <= 0
 
         kind = rng.choice(("nodes", "launches", "seconds"))
-        budget = {"nodes": {"max_nodes": rng.randint(1, 30)}, "launches": {"on_launch": on_launch},
+        budget = {"nodes": {"max_nodes": rng.randint(1, max_nodes)}, "launches": {"on_launch": on_launch},
                   "seconds": {"max_seconds": rng.uniform(0, 0.5)}}[kind]  # fmt: skip
         counts = explorer.run(ub, steps=rng.randint(1, 4), **budget)
         left = explorer.remaining().to_work_unit()
