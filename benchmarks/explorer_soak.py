@@ -10,12 +10,12 @@ Two parts, each for ``--seconds``:
 * ``chains``: ``tests/stress.py``'s stop-and-resume chains on random instances of up to 50
   jobs and on ta011 / ta041 at their optima (node and leaf counts against one uninterrupted
   run), with every way of stopping.
-* ``gpu`` (with ``--gpu``): ``tests/stress.py``'s GPU chains (launches of 1-4 steps, stops by
+* ``gpu`` (``--parts gpu``, on a machine with an NVIDIA GPU): ``tests/stress.py``'s GPU chains (launches of 1-4 steps, stops by
   node budget, by ``on_launch`` or by time, device-side steals, resumes on fresh explorers of
   up to 4,096 IVMs) on ta011 / ta041 at their optima and ta041 from above.
 
-    python benchmarks/explorer_soak.py --seconds 300
-    python benchmarks/explorer_soak.py --seconds 120 --gpu     # on a machine with an NVIDIA GPU
+    python benchmarks/explorer_soak.py --seconds 300                   # issue12 and chains
+    python benchmarks/explorer_soak.py --seconds 120 --parts gpu       # the GPU chains
 """
 
 from __future__ import annotations
@@ -110,23 +110,25 @@ def soak(part, seconds: float, seed: int, whole_nodes: dict) -> dict:
     return {"runs": runs, "failures": failures, "examples": examples}
 
 
+PARTS = {"issue12": issue12_case, "chains": chains_case, "gpu": gpu_case}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="per part (default: 60)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--gpu", action="store_true", help="also the GPU explorer's chains")
+    parser.add_argument("--parts", nargs="+", choices=sorted(PARTS), default=["issue12", "chains"])
     args = parser.parse_args()
     whole = {k: explore(taillard_instance(k).p, WorkUnit.full(taillard_instance(k).n), ub).nodes
              for k, ub in OPTIMA.items()}  # fmt: skip
     out = {"benchmark": "explorer_soak", "python": platform.python_version(), "seconds_per_part": args.seconds,
            "seed": args.seed}  # fmt: skip
-    out["issue12"] = soak(issue12_case, args.seconds, args.seed, whole)
-    out["chains"] = soak(chains_case, args.seconds, args.seed, whole)
-    if args.gpu:
+    if "gpu" in args.parts:
         from pbbflow.gpu.explorer import device_summary
 
         out["device"] = device_summary()
-        out["gpu"] = soak(gpu_case, args.seconds, args.seed, whole)
+    for part in args.parts:
+        out[part] = soak(PARTS[part], args.seconds, args.seed, whole)
     print(json.dumps(out, indent=2))
 
 
