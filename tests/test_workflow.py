@@ -205,3 +205,32 @@ def test_a_failing_heuristic_task_stops_the_run_with_a_checkpoint(tmp_path, monk
     with cluster(2) as c, Client(c) as client:
         result = drive(RunStore.open(path), client)
     assert result["status"] == "bound_proved" and result["nodes"] == TA030_NODES
+
+
+def test_an_explorer_that_does_not_answer_the_stop_keeps_its_work_in_the_checkpoint(tmp_path, monkeypatch):
+    """drive waits STOP_SECONDS for the explorers' last checkpoints, then writes the ledger's
+    state, where a silent explorer's work stands as of its last checkpoint."""
+    from pbbflow.workflow import run as run_module
+    from pbbflow.workflow.tasks import _CpuEngine
+
+    release, real_run = threading.Event(), _CpuEngine.run
+
+    def stuck_run(self, ub, seconds, report, waiting):
+        result = real_run(self, ub, 0.05, report, waiting)
+        release.wait(60)
+        return result
+
+    monkeypatch.setattr(run_module, "STOP_SECONDS", 1.0)
+    monkeypatch.setattr(_CpuEngine, "run", stuck_run)
+    path = tmp_path / "run.zarr"
+    with cluster(1) as c, Client(c) as client:
+        store = create_run(path, taillard_instance(30), ub=2178, bound="lb1", branch="minmin")
+        started = time.monotonic()
+        first = drive(store, client, time_limit=0.5, checkpoint_every=60)
+        assert time.monotonic() - started < 15
+        release.set()
+    monkeypatch.undo()
+    assert first["status"] == "limit" and first["nodes"] == 0 and first["remaining_fraction"] == 1.0
+    with cluster(2) as c, Client(c) as client:
+        result = drive(RunStore.open(path), client)
+    assert result["status"] == "bound_proved" and result["nodes"] == TA030_NODES

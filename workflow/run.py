@@ -247,9 +247,16 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
     try:
         failure = _search(session, stop, time_limit, node_limit, checkpoint_every, on_progress)
         if failure is None:
-            _finish(session)
+            failure = _final_checkpoint(session)
+            if failure is not None:
+                raise RunFailed(*failure, checkpointed=True)
         else:
-            raise RunFailed(*failure, checkpointed=_finish_after_failure(session))
+            try:
+                _final_checkpoint(session)
+                checkpointed = True
+            except Exception:  # noqa: BLE001 (the first failure is the one reported)
+                checkpointed = False
+            raise RunFailed(*failure, checkpointed=checkpointed)
     except BaseException:
         session.close(after_error=True)
         raise
@@ -305,27 +312,17 @@ def _failed_task(futures) -> tuple[str, str, str] | None:
     return None
 
 
-def _finish(session: _Session) -> None:
-    """Stop the explorers, wait for their last checkpoints, write the final one."""
+def _final_checkpoint(session: _Session) -> tuple[str, str, str] | None:
+    """Stop the explorers, give them ``STOP_SECONDS`` for their last checkpoints and write the
+    coordinator's state as the final checkpoint (a task that did not answer or failed keeps its
+    work there as of its last checkpoint); returns the first failed task, if any."""
     session.call("pbbflow_stop")
-    wait(session.futures, timeout=STOP_SECONDS)
+    try:
+        wait(session.futures, timeout=STOP_SECONDS)
+    except TimeoutError:
+        pass
     failed = _failed_task(session.futures)
-    state = session.call("pbbflow_state", intervals=True)  # tasks that did not answer keep their work here
+    state = session.call("pbbflow_state", intervals=True)
     session.sample(state)
     session.checkpoint(state, final=True)
-    if failed is not None:
-        raise RunFailed(*failed, checkpointed=True)
-
-
-def _finish_after_failure(session: _Session) -> bool:
-    """Checkpoint what the coordinator's ledger holds after a failure (a failed task's work as of
-    its last checkpoint is still there); False when even that failed (the last checkpoint stands)."""
-    try:
-        session.call("pbbflow_stop")
-        wait(session.futures, timeout=STOP_SECONDS)
-        state = session.call("pbbflow_state", intervals=True)
-        session.sample(state)
-        session.checkpoint(state, final=True)
-        return True
-    except Exception:  # noqa: BLE001 (the original failure is what gets reported)
-        return False
+    return failed
