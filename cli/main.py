@@ -10,6 +10,7 @@ import argparse
 import datetime
 import json
 import re
+import shlex
 import signal
 import sys
 import threading
@@ -218,9 +219,14 @@ def _report(result: dict, as_json: bool) -> int:
     else:
         _print_result(result)
     if result["status"] == LIMIT:
-        print(f"pbbflow: stopped; continue with: pbbflow resume {result['run']}", file=sys.stderr)
+        print(f"pbbflow: stopped; continue with: {resume_command(result['run'])}", file=sys.stderr)
         return EXIT_LIMIT
     return EXIT_DONE
+
+
+def resume_command(run: str | Path) -> str:
+    """The command that continues ``run``, quoted for a POSIX shell."""
+    return f"pbbflow resume {shlex.quote(str(run))}"
 
 
 def error_log_path(run: Path) -> Path:
@@ -239,7 +245,7 @@ def _report_failure(store: RunStore, failure: RunFailed) -> int:
     except OSError as error:
         where = f"no traceback log ({error.strerror}: {log})"
     state = "checkpointed" if failure.checkpointed else "the last checkpoint stands"
-    print(f"pbbflow: internal error in {failure}; {where}; {state}: pbbflow resume {store.path}", file=sys.stderr)
+    print(f"pbbflow: internal error in {failure}; {where}; {state}: {resume_command(store.path)}", file=sys.stderr)
     return EXIT_INTERNAL
 
 

@@ -640,7 +640,7 @@ def test_an_internal_error_in_an_explorer_checkpoints_and_logs_its_traceback(cap
     line = err.strip()
     assert "\n" not in line and "Traceback" not in line
     assert "internal error in task pbbflow-explorer-" in line and "RuntimeError: injected failure" in line
-    assert f"traceback in {log}" in line and line.endswith(f"checkpointed: pbbflow resume {path}")
+    assert f"traceback in {log}" in line and line.endswith(f"checkpointed: pbbflow resume '{path}'")  # quoted
     assert "Traceback" in log.read_text() and "injected failure" in log.read_text()
     monkeypatch.setattr(_CpuEngine, "run", real_run)
     result = json.loads(run(capsys, "resume", str(path), "--json", "--quiet")[1])
