@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from distributed import Client, wait
 
 from ..flowshop.bounds import lower_bound
-from ..gpu import DEFAULT_IVMS
+from ..gpu import DEFAULT_IVMS, GpuError
 from ..flowshop.evaluation import neh
 from ..flowshop.iterated_greedy import iterated_greedy
 from ..flowshop.instance import FlowShop
@@ -293,16 +293,21 @@ def _search(session: _Session, stop: threading.Event, time_limit: float | None, 
                 return failed
             session.add_explorers()
             time.sleep(POLL_SECONDS)
+    except GpuError:
+        raise
     except Exception as error:  # noqa: BLE001 (the driver's own failure: checkpoint what the ledger has)
         return "the driver", f"{type(error).__name__}: {error}", traceback.format_exc()
 
 
 def _failed_task(futures) -> tuple[str, str, str] | None:
     """(task key, error, traceback) of the first task that failed, if any: tasks return their
-    errors (``tasks._reporting_errors``); Dask's own failures (a task that could not run) raise."""
+    internal errors (``tasks._reporting_errors``); Dask's own failures (a task that could not run)
+    raise.  A ``GpuError`` (the user's to fix) is raised here, for the CLI to print as such."""
     for future in futures:
         if future.status == "error":
             error = future.exception()
+            if isinstance(error, GpuError):
+                raise error
             text = "".join(traceback.format_exception(type(error), error, future.traceback()))
             return f"task {future.key}", f"{type(error).__name__}: {error}", text
         if future.status == "finished":

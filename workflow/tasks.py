@@ -21,6 +21,7 @@ from distributed import get_worker
 from distributed.utils import sync
 
 from ..flowshop.iterated_greedy import iterated_greedy
+from ..gpu import GpuError
 from ..search.explorer import explore
 from ..search.intervals import WorkUnit
 from ..search.packed import PackedUnit
@@ -94,14 +95,17 @@ class _GpuEngine:
 
 
 def _reporting_errors(task):
-    """``task``, returning ``{"error": one line, "traceback": text}`` instead of raising, so that
-    the driver reports a failure once (and checkpoints) instead of the worker logging it."""
+    """``task``, returning ``{"error": one line, "traceback": text}`` instead of raising an internal
+    error, so that the driver reports it once (and checkpoints) instead of the worker logging it.
+    A ``GpuError`` (a GPU that cannot serve the run as asked: the user's to fix) is raised as it is."""
 
     @functools.wraps(task)
     def wrapper(*args, **kwargs) -> dict:
         try:
             return task(*args, **kwargs)
-        except Exception as error:  # noqa: BLE001 (every failure goes to the driver)
+        except GpuError:
+            raise
+        except Exception as error:  # noqa: BLE001 (every internal failure goes to the driver)
             return {"error": f"{type(error).__name__}: {error}", "traceback": traceback.format_exc()}
 
     return wrapper
