@@ -30,6 +30,7 @@ from ..storage.runstore import RunStore
 from .coordinator import Coordinator
 from .history import activity_column
 from .tasks import explorer_task, heuristic_task
+from .warmup import warm_workers
 
 SERIES = ("t", "nodes", "leaves", "remaining_fraction", "incumbent", "active_explorers")  # + activity columns
 POLL_SECONDS = 0.2
@@ -214,16 +215,19 @@ class _Session:
 def drive(store: RunStore, client: Client, *, time_limit: float | None = None, node_limit: int | None = None,
           checkpoint_every: float = 60.0, budget_s: float = 2.0, stop: threading.Event | None = None,
           on_progress: Callable[[Progress], None] | None = None, ivms: int = DEFAULT_IVMS,
-          heuristics: int | None = None) -> dict:
+          heuristics: int | None = None, timings: dict[str, float] | None = None) -> dict:
     """Continue the run in ``store`` until it ends, a limit is reached or ``stop`` is set.
 
     ``time_limit`` counts this session's seconds; ``node_limit`` the run's total nodes (checked
     between explorer checkpoints, so it is a soft limit).  ``ivms``: IVMs per GPU worker (workers
     with the Dask resource ``GPU``).  ``heuristics``: iterated greedy tasks that send improvements
     to the coordinator during the search (default: one beside each GPU worker; 0: none).
+    The workers load their numba code before the session's clock starts (``warm_workers``).
+    ``timings``, if given, receives this session's ``search_s`` and ``final_checkpoint_s``.
     """
     if not store.latest().remaining:
         return result_of(store)
+    warm_workers(client, store.p, store.options["bound"], store.options["branch"])
     session = _Session(store, client, budget_s, ivms, heuristics)
     stop = stop or threading.Event()
     last_checkpoint = last_sample = time.monotonic()
@@ -256,7 +260,10 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
             future.result()
         state = session.call("pbbflow_state", intervals=True)
         session.sample(state)
+        searched = time.monotonic()
         session.checkpoint(state, final=True)
+        if timings is not None:
+            timings.update(search_s=searched - session.started, final_checkpoint_s=time.monotonic() - searched)
     finally:
         session.close()
     return result_of(store)
