@@ -10,6 +10,7 @@ never on the scheduler's event loop.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
@@ -206,6 +207,15 @@ class _Session:
         if final:
             self.pending.result()
 
+    def nap(self, seconds: float) -> None:
+        """Sleep ``seconds``, or less when a task ends (explorers end when the run does, or fail)."""
+        running = [f for f in self.futures if not f.done()]
+        if not running:
+            time.sleep(seconds)
+            return
+        with contextlib.suppress(TimeoutError):
+            wait(running, timeout=seconds, return_when="FIRST_COMPLETED")
+
     def close(self) -> None:
         """Let a pending checkpoint write finish (also after an error), then forget the run."""
         self.writer.shutdown(wait=True)
@@ -253,7 +263,7 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
                 if future.status == "error":
                     future.result()  # raises the explorer's exception here
             session.add_explorers()
-            time.sleep(POLL_SECONDS)
+            session.nap(POLL_SECONDS)
         session.call("pbbflow_stop")
         wait(session.futures)
         for future in session.futures:
