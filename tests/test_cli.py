@@ -23,7 +23,7 @@ from pbbflow.flowshop.taillard import taillard_instance
 
 JSON_FIELDS = {
     "instance", "n", "m", "status", "makespan", "permutation", "lower_bound",
-    "nodes", "leaves", "elapsed_s", "remaining_fraction", "run",
+    "nodes", "leaves", "elapsed_s", "remaining_fraction", "run", "startup",
 }  # fmt: skip
 CLUSTER_OPTIONS = ("--scheduler", "--cluster", "--workers", "--threads", "--dry-run")
 _scheduler = {}  # the shared test cluster's address (set by the autouse fixture)
