@@ -26,13 +26,14 @@ from ..storage.runstore import RunStore, RunStoreError
 from ..workflow.cluster import (
     ClusterError,
     SlurmOptions,
-    dashboard_link,
     open_cluster,
     resolve_gpus,
     slurm_job_script,
 )
+from ..workflow.fastexit import exit_without_final_gc
 from ..workflow.run import RunFailed, create_run, drive, result_of
 from .progress import ProgressBar, format_share
+from .startup import Startup
 
 EXIT_DONE, EXIT_INTERNAL, EXIT_USAGE, EXIT_LIMIT = 0, 1, 2, 3
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -249,8 +250,8 @@ def _report_failure(store: RunStore, failure: RunFailed) -> int:
     return EXIT_INTERNAL
 
 
-def _drive(store: RunStore, args: argparse.Namespace) -> int:
-    """Run ``store`` on the cluster the options describe; signals stop it gracefully."""
+def _drive(store: RunStore, args: argparse.Namespace, startup: Startup) -> int:
+    """Run ``store`` on the cluster ``startup`` opens; signals stop it gracefully."""
     stop = threading.Event()
 
     def on_signal(signum, frame):
@@ -260,26 +261,31 @@ def _drive(store: RunStore, args: argparse.Namespace) -> int:
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with _cluster(args, store.options["bound"]) as client:
-            bar, link = None, dashboard_link(client)
-            if link and not args.quiet:
-                print(f"pbbflow: watch the run at {link}", file=sys.stderr)
-            if not args.quiet and sys.stderr.isatty():
-                bar = ProgressBar(sys.stderr, link)
-            try:
-                result = drive(store, client, time_limit=args.time_limit, node_limit=args.node_limit,
-                               checkpoint_every=args.checkpoint_every, stop=stop, on_progress=bar,
-                               ivms=args.ivms, heuristics=args.heuristic_workers)  # fmt: skip
-            except RunFailed as failure:  # reported once the cluster is closed
-                result = failure
-            finally:
-                if bar is not None:
-                    bar.close()
+        client = startup.ready()
+        compiling = startup.compile_seconds()
+        if compiling and not args.quiet:
+            print(f"pbbflow: compiling, first run only: {compiling:.1f} s", file=sys.stderr)
+        bar, link = None, startup.link
+        if link and not args.quiet:
+            print(f"pbbflow: watch the run at {link}", file=sys.stderr)
+        if not args.quiet and sys.stderr.isatty():
+            bar = ProgressBar(sys.stderr, link)
+        try:
+            result = drive(store, client, time_limit=args.time_limit, node_limit=args.node_limit,
+                           checkpoint_every=args.checkpoint_every, stop=stop, on_progress=bar,
+                           ivms=args.ivms, heuristics=args.heuristic_workers, timings=startup.times)  # fmt: skip
+        except RunFailed as failure:  # reported once the cluster is closed
+            result = failure
+        finally:
+            if bar is not None:
+                bar.close()
+        startup.close()
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
     if isinstance(result, RunFailed):
         return _report_failure(store, result)
+    result["startup"] = startup.breakdown()
     return _report(result, args.json)
 
 
@@ -297,16 +303,23 @@ def _solve(args: argparse.Namespace) -> int:
     args.run = path
     initial = "neh" if isinstance(args.ub, int) else args.ub
     ub = args.ub if isinstance(args.ub, int) else None
-    store = create_run(path, instance, ub=ub, bound=args.bound, branch=args.branch, overwrite=args.overwrite,
-                       initial=initial)  # fmt: skip
-    return _drive(store, args)
+    with Startup(lambda: _cluster(args, args.bound), instance.p, args.bound, args.branch) as startup:
+        startup.load_client_code(initial=initial)
+        with startup.phase("initial_heuristic_s"):
+            store = create_run(path, instance, ub=ub, bound=args.bound, branch=args.branch,
+                               overwrite=args.overwrite, initial=initial)  # fmt: skip
+        return _drive(store, args, startup)
 
 
 def _resume(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(slurm_job_script(_slurm_options(args)))
         return EXIT_DONE
-    return _drive(RunStore.open(args.run), args)
+    store = RunStore.open(args.run)
+    bound, branch = store.options["bound"], store.options["branch"]
+    with Startup(lambda: _cluster(args, bound), store.p, bound, branch) as startup:
+        startup.load_client_code(initial=None)
+        return _drive(store, args, startup)
 
 
 def _heuristic(args: argparse.Namespace) -> int:
@@ -349,6 +362,7 @@ def _info(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``pbbflow`` console script."""
     args = build_parser().parse_args(argv)
+    exit_without_final_gc()
     command = {"solve": _solve, "resume": _resume, "info": _info, "heuristic": _heuristic, "plot": _plot}[args.command]
     try:
         return command(args)

@@ -215,7 +215,8 @@ class GpuExplorer:
 
 def compile_kernels(p: np.ndarray, branch: str = "minmin") -> None:
     """Compile (or load from numba's cache) the kernels for this instance's size on the current
-    device: a short run on 64 IVMs that launches the explore kernel twice and steals between."""
+    device: a short run on 64 IVMs that launches the explore kernel twice and steals between,
+    then reads the IVMs' work back (the host code of ``remaining``)."""
     explorer = GpuExplorer(p, ivms=64, branch=branch)
     explorer.load(WorkUnit.full(explorer.n))
     launches = 0
@@ -226,6 +227,7 @@ def compile_kernels(p: np.ndarray, branch: str = "minmin") -> None:
         return launches >= 2
 
     explorer.run(int(np.asarray(p, dtype=np.int64).sum()), steps=MIN_STEPS, on_launch=second_launch)
+    explorer.remaining()
 
 
 def explore_gpu(

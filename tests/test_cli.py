@@ -27,7 +27,7 @@ from pbbflow.search.factoradic import factorial
 
 JSON_FIELDS = {
     "instance", "n", "m", "status", "makespan", "permutation", "lower_bound",
-    "nodes", "leaves", "elapsed_s", "remaining_fraction", "remaining_log10", "run",
+    "nodes", "leaves", "elapsed_s", "remaining_fraction", "remaining_log10", "run", "startup",
 }  # fmt: skip
 CLUSTER_OPTIONS = ("--scheduler", "--cluster", "--workers", "--threads", "--dry-run")
 _scheduler = {}  # the shared test cluster's address (set by the autouse fixture)

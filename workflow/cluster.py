@@ -23,8 +23,6 @@ import dask.config
 from dask.utils import parse_bytes
 from distributed import Client, LocalCluster
 
-from ..viz.dashboard import page_url, register_page
-
 KINDS = ("local", "address", "slurm")
 LOOPBACK = "127.0.0.1"
 logger = logging.getLogger(__name__)
@@ -189,6 +187,8 @@ def dashboard_link(client: Client) -> str | None:
         link = client.dashboard_link or None
     except (AttributeError, KeyError):
         return None
+    from ..viz.dashboard import page_url  # Bokeh on demand: spawned workers import this module (via the CLI's)
+
     page = page_url(link)
     if page is None:
         return None
@@ -274,6 +274,8 @@ def open_cluster(
             except (OSError, TimeoutError, ValueError) as exc:
                 raise ClusterError(f"cannot connect to the scheduler at {scheduler}: {exc}") from None
         else:
+            from ..viz.dashboard import register_page
+
             register_page()  # the scheduler starts here, in this process: serve the pbbflow page
             devices = resolve_gpus(gpus) if kind == "local" else 0
             if devices:

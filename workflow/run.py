@@ -10,6 +10,7 @@ never on the scheduler's event loop.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import traceback
@@ -31,6 +32,7 @@ from ..storage.runstore import RunStore
 from .coordinator import Coordinator
 from .history import activity_column
 from .tasks import explorer_task, heuristic_task
+from .warmup import warm_workers
 
 STOP_SECONDS = 60.0  # after a stop, how long explorers get to send their last checkpoint
 SERIES = ("t", "nodes", "leaves", "remaining_fraction", "incumbent", "active_explorers")  # + activity columns
@@ -218,6 +220,15 @@ class _Session:
         if final:
             self.pending.result()
 
+    def nap(self, seconds: float) -> None:
+        """Sleep ``seconds``, or less when a task ends (explorers end when the run does, or fail)."""
+        running = [f for f in self.futures if not f.done()]
+        if not running:
+            time.sleep(seconds)
+            return
+        with contextlib.suppress(TimeoutError):
+            wait(running, timeout=seconds, return_when="FIRST_COMPLETED")
+
     def close(self, *, after_error: bool = False) -> None:
         """Let a pending checkpoint write finish, then forget the run on the scheduler (after an
         error, a scheduler that cannot be reached any more must not hide that error)."""
@@ -232,22 +243,25 @@ class _Session:
 def drive(store: RunStore, client: Client, *, time_limit: float | None = None, node_limit: int | None = None,
           checkpoint_every: float = 60.0, budget_s: float = 2.0, stop: threading.Event | None = None,
           on_progress: Callable[[Progress], None] | None = None, ivms: int = DEFAULT_IVMS,
-          heuristics: int | None = None) -> dict:
+          heuristics: int | None = None, timings: dict[str, float] | None = None) -> dict:
     """Continue the run in ``store`` until it ends, a limit is reached or ``stop`` is set.
 
     ``time_limit`` counts this session's seconds; ``node_limit`` the run's total nodes (checked
     between explorer checkpoints, so it is a soft limit).  ``ivms``: IVMs per GPU worker (workers
     with the Dask resource ``GPU``).  ``heuristics``: iterated greedy tasks that send improvements
     to the coordinator during the search (default: one beside each GPU worker; 0: none).
+    The workers load their numba code before the session's clock starts (``warm_workers``).
+    ``timings``, if given, receives this session's ``search_s`` and ``final_checkpoint_s``.
     """
     if not store.latest().remaining:
         return result_of(store)
+    warm_workers(client, store.p, store.options["bound"], store.options["branch"])
     session = _Session(store, client, budget_s, ivms, heuristics)
     stop = stop or threading.Event()
     try:
         failure = _search(session, stop, time_limit, node_limit, checkpoint_every, on_progress)
         if failure is None:
-            failure = _final_checkpoint(session)
+            failure = _final_checkpoint(session, timings)
             if failure is not None:
                 raise RunFailed(*failure, checkpointed=True)
         else:
@@ -292,7 +306,7 @@ def _search(session: _Session, stop: threading.Event, time_limit: float | None, 
             if failed is not None:
                 return failed
             session.add_explorers()
-            time.sleep(POLL_SECONDS)
+            session.nap(POLL_SECONDS)
     except GpuError:
         raise
     except Exception as error:  # noqa: BLE001 (the driver's own failure: checkpoint what the ledger has)
@@ -317,10 +331,11 @@ def _failed_task(futures) -> tuple[str, str, str] | None:
     return None
 
 
-def _final_checkpoint(session: _Session) -> tuple[str, str, str] | None:
+def _final_checkpoint(session: _Session, timings: dict[str, float] | None = None) -> tuple[str, str, str] | None:
     """Stop the explorers, give them ``STOP_SECONDS`` for their last checkpoints and write the
     coordinator's state as the final checkpoint (a task that did not answer or failed keeps its
-    work there as of its last checkpoint); returns the first failed task, if any."""
+    work there as of its last checkpoint); returns the first failed task, if any.  ``timings``
+    receives ``search_s`` (until the explorers stopped) and ``final_checkpoint_s``."""
     session.call("pbbflow_stop")
     try:
         wait(session.futures, timeout=STOP_SECONDS)
@@ -329,5 +344,8 @@ def _final_checkpoint(session: _Session) -> tuple[str, str, str] | None:
     failed = _failed_task(session.futures)
     state = session.call("pbbflow_state", intervals=True)
     session.sample(state)
+    searched = time.monotonic()
     session.checkpoint(state, final=True)
+    if timings is not None:
+        timings.update(search_s=searched - session.started, final_checkpoint_s=time.monotonic() - searched)
     return failed

@@ -1,0 +1,109 @@
+"""The start of ``pbbflow solve`` and ``resume``, overlapped and timed.
+
+The cluster opens on a thread, whose workers then load (or compile) their numba code, while
+the client loads its own and prepares the run; the seconds of every phase go into the JSON
+output as ``startup``.  The thread's phases (``cluster_s``, then ``workers_code_s``, which
+includes checking the dashboard link) overlap the client's (``client_code_s``,
+``initial_heuristic_s``); ``wait_s`` is how long the client then waited for the thread.
+``compile_s`` is the longest code load that compiled (0 when numba's cache held everything);
+the search's ``elapsed_s`` and nodes/s never include it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+
+import numpy as np
+from distributed import Client
+
+from ..workflow.cluster import dashboard_link
+from ..workflow.warmup import CodeLoad, submit_warm_workers, warm_client
+
+
+def process_age() -> float | None:
+    """Seconds since this process started (from ``/proc``, to 10 ms); None where unknown."""
+    try:
+        with open("/proc/self/stat") as stat, open("/proc/uptime") as uptime:
+            started = int(stat.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+            return max(0.0, float(uptime.read().split()[0]) - started)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class Startup:
+    """A cluster opening on a thread, then loading its workers' code; a context manager that closes it."""
+
+    def __init__(self, cluster: Callable[[], AbstractContextManager[Client]], p: np.ndarray, bound: str,
+                 branch: str) -> None:  # fmt: skip
+        self.times: dict[str, float | None] = {"imports_s": process_age()}
+        self.p, self.bound = p, bound
+        self.client: Client | None = None
+        self.link: str | None = None
+        self.loads: list[CodeLoad] = []
+        self._context: AbstractContextManager[Client] | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._open, args=(cluster, branch), name="pbbflow-startup", daemon=True)
+        self._thread.start()
+
+    def _open(self, cluster: Callable[[], AbstractContextManager[Client]], branch: str) -> None:
+        try:
+            with self.phase("cluster_s"):
+                context = cluster()
+                self.client = context.__enter__()
+                self._context = context
+            with self.phase("workers_code_s"):
+                loads = submit_warm_workers(self.client, self.p, self.bound, branch)
+                self.link = dashboard_link(self.client)
+                self.loads += self.client.gather(list(loads.values()))
+        except BaseException as error:  # noqa: BLE001 (raised again by ready(), in the caller's thread)
+            self._error = error
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Time the block as ``name``."""
+        began = time.perf_counter()
+        yield
+        self.times[name] = time.perf_counter() - began
+
+    def load_client_code(self, *, initial: str | None) -> None:
+        """Load the client's numba code here (``initial``: a new run's heuristic, as ``warm_client``)."""
+        load = warm_client(self.p, self.bound, initial=initial)
+        self.loads.append(load)
+        self.times["client_code_s"] = load.seconds
+
+    def ready(self) -> Client:
+        """The client, once the cluster is open and its workers' code loaded; raises what failed there."""
+        with self.phase("wait_s"):
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self.client
+
+    def compile_seconds(self) -> float:
+        """The longest code load that compiled; 0.0 when numba's cache held everything."""
+        return max((load.seconds for load in self.loads if load.compiled), default=0.0)
+
+    def close(self) -> None:
+        """Close the cluster (once the thread is done), timed as ``close_s``."""
+        self._thread.join()
+        context, self._context = self._context, None
+        if context is not None:
+            with self.phase("close_s"):
+                context.__exit__(None, None, None)
+
+    def breakdown(self) -> dict[str, float | None]:
+        """The phases' seconds, ``compile_s``, and ``total_s`` from the process's start until now."""
+        age = process_age()
+        times = {**self.times, "compile_s": self.compile_seconds(), "total_s": age}
+        return {k: None if v is None else round(v, 3) for k, v in times.items()}
+
+    def __enter__(self) -> Startup:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()

@@ -1,0 +1,162 @@
+"""Start-up: numba code loaded before the search's clock starts (a compile told apart from a
+cache load, and reported apart), the ``startup`` breakdown of ``pbbflow solve --json``, the
+workers' turns at compiling, and the fast exit."""
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+from distributed import Client, LocalCluster
+
+from pbbflow.cli import startup as startup_module
+from pbbflow.cli.main import main
+from pbbflow.cli.startup import process_age
+from pbbflow.flowshop.taillard import taillard_instance
+from pbbflow.search import ivm
+from pbbflow.workflow import warmup
+from pbbflow.workflow.run import create_run, drive
+from pbbflow.workflow.warmup import CodeLoad, warm_workers
+
+STARTUP_FIELDS = {"imports_s", "cluster_s", "client_code_s", "workers_code_s", "initial_heuristic_s", "wait_s",
+                  "search_s", "final_checkpoint_s", "close_s", "compile_s", "total_s"}  # fmt: skip
+COMPILING = "pbbflow: compiling, first run only:"
+
+
+def python(code: str, cache, cwd) -> str:
+    """Run ``code`` in a fresh interpreter with numba's cache in ``cache``; its stdout."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=120, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_a_compile_is_told_apart_from_a_cache_load(tmp_path):
+    (tmp_path / "plus_one.py").write_text("import numba\n\n\n@numba.njit(cache=True)\ndef plus_one(x):\n"
+                                          "    return x + 1\n")  # fmt: skip
+    code = """
+        from pbbflow.workflow.warmup import _recording
+        import plus_one
+        with _recording() as outcome:
+            plus_one.plus_one(1)
+        with _recording() as again:
+            plus_one.plus_one(2)
+        print(outcome["compiled"], again["compiled"])
+    """
+    cache = tmp_path / "cache"
+    assert python(code, cache, tmp_path).split() == ["True", "False"]  # compiled, then in memory
+    assert python(code, cache, tmp_path).split() == ["False", "False"]  # loaded from numba's cache
+
+
+def test_warmed_workers_search_with_the_code_they_loaded(tmp_path):
+    """The warm-up loads the very specializations the explorer tasks run (same array types):
+    after a whole run, each worker holds one signature of the IVM's numba functions."""
+    instance = taillard_instance(1)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster, Client(cluster) as client:  # fmt: skip
+        first = warm_workers(client, instance.p, "lb1", "minmin")
+        assert list(first.values())[0].seconds > 0
+        assert list(warm_workers(client, instance.p, "lb1", "minmin").values()) == [CodeLoad(0.0, False)]
+        timings = {}
+        store = create_run(tmp_path / "run.zarr", instance, ub=None, bound="lb1", branch="minmin")
+        result = drive(store, client, timings=timings)
+        signatures = client.run(lambda: (len(ivm.init_at.signatures), len(ivm.explore_steps.signatures)))
+    assert result["status"] == "optimal" and list(signatures.values()) == [(1, 1)]
+    assert set(timings) == {"search_s", "final_checkpoint_s"}
+    assert abs(timings["search_s"] - result["elapsed_s"]) < 0.05  # the clock starts after the warm-up
+
+
+def test_workers_take_turns_and_do_something_useful_while_waiting(tmp_path, monkeypatch):
+    monkeypatch.setattr(warmup, "LOCK", tmp_path / "numba.lock")
+    events = []
+    with open(warmup.LOCK, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another worker is compiling
+
+        def second_worker():
+            with warmup._machine_turn(meanwhile=lambda: events.append("meanwhile")):
+                events.append("turn")
+
+        thread = threading.Thread(target=second_worker)
+        thread.start()
+        time.sleep(0.3)
+        assert events == ["meanwhile"]  # waits for its turn, having done the other work
+        fcntl.flock(held, fcntl.LOCK_UN)
+    thread.join(5)
+    assert events == ["meanwhile", "turn"]
+    with warmup._machine_turn(meanwhile=lambda: events.append("not needed")):
+        events.append("free")
+    assert events[-1] == "free" and "not needed" not in events
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
+
+
+def solve_ta001(capsys, scheduler, tmp_path) -> tuple[dict, str]:
+    code = main(["solve", "ta001", "--run", str(tmp_path / "r.zarr"), "--json", "--scheduler", scheduler])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out), err
+
+
+@pytest.mark.parametrize(("load", "line"), [(CodeLoad(11.24, True), f"{COMPILING} 11.2 s"),
+                                            (CodeLoad(0.4, False), None)])  # fmt: skip
+def test_the_compile_line_and_the_breakdown(capsys, tmp_path, monkeypatch, scheduler, load, line):
+    monkeypatch.setattr(startup_module, "warm_client", lambda p, bound, initial: load)
+    result, err = solve_ta001(capsys, scheduler, tmp_path)
+    startup = result["startup"]
+    assert set(startup) == STARTUP_FIELDS and all(v >= 0 for v in startup.values())
+    assert startup["client_code_s"] == round(load.seconds, 3)
+    assert startup["compile_s"] == (round(load.seconds, 3) if load.compiled else 0.0)
+    assert [x for x in err.splitlines() if x.startswith(COMPILING)] == ([line] if line else [])
+    assert abs(startup["search_s"] - result["elapsed_s"]) < 0.05  # elapsed_s is the search alone
+    assert startup["total_s"] >= startup["imports_s"] + startup["search_s"]
+
+
+def test_process_age():
+    assert 0 < process_age() < 1e6
+    out = subprocess.run([sys.executable, "-c", "from pbbflow.cli.startup import process_age; print(process_age())"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout  # fmt: skip
+    assert 0 < float(out) < 30
+
+
+def test_the_fast_exit_keeps_the_other_exit_hooks_and_the_output(tmp_path):
+    code = """
+        import atexit
+        atexit.register(print, "an earlier hook ran")
+        from pbbflow.workflow.fastexit import exit_without_final_gc
+        exit_without_final_gc()
+        exit_without_final_gc()
+        cycle = []
+        cycle.append(cycle)  # garbage the frozen collector leaves to the operating system
+        print("done")
+    """
+    assert python(code, tmp_path, tmp_path) == "done\nan earlier hook ran\n"
+
+
+@pytest.mark.slow
+def test_the_first_run_says_it_compiles_and_keeps_it_out_of_the_search(tmp_path):
+    """A real ``pbbflow solve`` on an empty numba cache, then on the filled one."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    command = [sys.executable, "-m", "pbbflow.cli.main", "solve", "ta001", "--run", "r.zarr", "--overwrite", "--json"]
+    runs = [subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300, check=False)
+            for _ in range(2)]  # fmt: skip
+    for proc in runs:
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    (cold, warm) = (json.loads(proc.stdout) for proc in runs)
+    lines = [[x for x in proc.stderr.splitlines() if x.startswith(COMPILING)] for proc in runs]
+    assert len(lines[0]) == 1 and lines[1] == []
+    compiled = float(lines[0][0].split(":")[-1].removesuffix(" s"))
+    assert compiled > 1 and abs(cold["startup"]["compile_s"] - compiled) <= 0.051
+    assert warm["startup"]["compile_s"] == 0.0
+    for result in (cold, warm):
+        assert result["status"] == "optimal" and result["makespan"] == 1278
+        assert result["elapsed_s"] < compiled / 2 and abs(result["startup"]["search_s"] - result["elapsed_s"]) < 0.05

@@ -1,0 +1,171 @@
+"""Load a run's numba code before its clock starts, and tell a compile from a cache load.
+
+numba compiles a function the first time a process calls it, or loads it from its on-disk
+cache (``cache=True``) when an earlier process on the machine compiled it.  Measured on a
+2-core machine: about 17 s of compiling for everything a CPU run uses (the first run after an
+install or an upgrade), against 0.4 s of loading per process, most of it numba's own start-up.
+:func:`warm_client` loads what the client process runs (the initial heuristic, the root bound,
+and the coordinator's set operations: the scheduler of the clusters pbbflow starts runs in the
+client's process); :func:`warm_workers` loads on every worker what its tasks run: the CPU
+explorer, or on a worker with the resource ``GPU`` the kernels for the instance's size and
+iterated greedy, which runs beside them by default (a CPU worker given a heuristic task loads
+iterated greedy in the task, from the cache the client filled).  The workers of one machine
+take turns (a file lock), so that a first run compiles once and the other workers load; one
+that waits for its turn compiles the coordinator's code meanwhile, for the client to load.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from distributed import Client, Future, get_worker
+from numba.core import event
+
+from ..flowshop.bounds import lower_bound
+from ..flowshop.evaluation import makespan, neh
+from ..flowshop.iterated_greedy import iterated_greedy
+from ..search.explorer import explore
+from ..search.intervals import WorkUnit
+from ..search.packed import PackedUnit
+from .fastexit import exit_without_final_gc
+
+SMALL_N = 6  # jobs of the instance slice the code runs on (numba compiles per type, not per size)
+LOCK = Path(tempfile.gettempdir()) / f"pbbflow-numba-{os.getuid()}.lock"
+_loaded: set = set()  # what warm_worker loaded in this process: "cpu explorer" or GPU explore kernels
+
+
+@dataclass(frozen=True)
+class CodeLoad:
+    """How long loading a process's numba code took, and whether any of it had to be compiled."""
+
+    seconds: float
+    compiled: bool
+
+
+@contextlib.contextmanager
+def _recording() -> Iterator[dict]:
+    """Time the block; ``compiled`` is set when numba compiled anything in this process meanwhile
+    (its ``numba:compile`` event fires on a cache miss only).  GPU kernels report through
+    :func:`_kernel_misses` instead."""
+    outcome = {"compiled": False, "seconds": 0.0}
+    started = time.perf_counter()
+    with event.install_recorder("numba:compile") as recorder:
+        yield outcome
+    outcome["compiled"] = outcome["compiled"] or bool(recorder.buffer)
+    outcome["seconds"] = time.perf_counter() - started
+
+
+def _small(p: np.ndarray) -> np.ndarray:
+    """The first jobs of ``p``: the same array type (read-only C int32) as the run's, for numba."""
+    return p[: min(SMALL_N, p.shape[0])]
+
+
+def _coordinator_code(n: int) -> None:
+    """The packed set operations of the coordinator's ledger, on units of ``n``-job spaces."""
+    whole = PackedUnit.from_bytes(n, WorkUnit.full(n).to_bytes())
+    kept, given = whole.split_largest()
+    left, right = PackedUnit.from_intervals(n, [(0, given[0]), given]).split_half()
+    PackedUnit.union_of_disjoint(n, [left.intersect(kept), right])
+    PackedUnit.union_of_disjoint(n, [])
+    _ = whole.size
+
+
+def warm_client(p: np.ndarray, bound: str, *, initial: str | None) -> CodeLoad:
+    """Load (or compile) the client's code for instance ``p``: the coordinator's, and for a new
+    run the root bound and its ``initial`` heuristic (``"neh"`` or ``"ig"``, as ``create_run``)."""
+    with _recording() as outcome:
+        small = _small(p)
+        if initial == "ig":
+            iterated_greedy(small, iterations=1)  # NEH and the insertion local search too
+        elif initial == "neh":
+            neh(small)
+        if initial is not None:
+            lower_bound(small, [], [], bound)
+        _coordinator_code(small.shape[0])
+    return CodeLoad(outcome["seconds"], outcome["compiled"])
+
+
+def _kernel_misses(p: np.ndarray) -> int:
+    """Kernels of ``p``'s size that numba-cuda did not find in its cache so far (0 in the simulator)."""
+    from ..gpu import kernels as K
+
+    kernels = (K.explore_kernel(*p.shape), K.classify, K.list_victims, K.steal)
+    return sum(sum(k.stats.cache_misses.values()) for k in kernels if hasattr(k, "stats"))
+
+
+@contextlib.contextmanager
+def _machine_turn(meanwhile: Callable[[], None]) -> Iterator[None]:
+    """Hold this machine's lock; when another worker holds it, run ``meanwhile`` first, then wait
+    (a worker that cannot open the lock file goes on without)."""
+    try:
+        handle = open(LOCK, "a")  # noqa: SIM115 (held for the block)
+    except OSError:
+        yield
+        return
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            meanwhile()
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def warm_worker(p: np.ndarray, bound: str, branch: str) -> CodeLoad:
+    """In a worker: load (or compile) its tasks' code for instance ``p`` (a Dask task); code
+    loaded once stays loaded, so a second call for the same code returns at once.  The worker's
+    process will exit without the final garbage collections, which a cluster's close waits for."""
+    exit_without_final_gc()
+    gpu = get_worker().state.total_resources.get("GPU", 0) > 0
+    if gpu:
+        from ..gpu.kernels import explore_kernel  # one kernel per size class of instances
+
+        code = explore_kernel(*p.shape)
+    else:
+        code = "cpu explorer"
+    if code in _loaded:
+        return CodeLoad(0.0, False)
+    with _recording() as outcome:
+        small = _small(p)
+        makespan(small, np.arange(small.shape[0]))  # numba's own start-up, outside the lock
+        # while another worker compiles, the coordinator's code (which the client loads next)
+        with _machine_turn(meanwhile=lambda: _coordinator_code(small.shape[0])):
+            if gpu:
+                from ..gpu.explorer import compile_kernels  # only GPU workers import numba-cuda's runtime
+
+                before = _kernel_misses(p)
+                compile_kernels(p, branch)
+                outcome["compiled"] = _kernel_misses(p) > before
+                _coordinator_code(small.shape[0])  # the GPU explorer's work units are packed
+                iterated_greedy(small, iterations=1)  # a heuristic task runs beside by default
+            else:
+                explore(small, WorkUnit.full(small.shape[0]), int(small.sum()) + 1, bound=bound, branch=branch,
+                        max_nodes=64)  # fmt: skip
+    _loaded.add(code)
+    return CodeLoad(outcome["seconds"], outcome["compiled"])
+
+
+def submit_warm_workers(client: Client, p: np.ndarray, bound: str, branch: str) -> dict[str, Future]:
+    """:func:`warm_worker` submitted to every worker of ``client`` now, one task each."""
+    tag = uuid.uuid4().hex
+    return {w: client.submit(warm_worker, p, bound, branch, key=f"pbbflow-warmup-{tag}-{i}", workers=[w],
+                             allow_other_workers=True, pure=False)
+            for i, w in enumerate(sorted(client.scheduler_info()["workers"]))}  # fmt: skip
+
+
+def warm_workers(client: Client, p: np.ndarray, bound: str, branch: str) -> dict[str, CodeLoad]:
+    """:func:`warm_worker` on every worker of ``client`` now; waits for them all."""
+    futures = submit_warm_workers(client, p, bound, branch)
+    return dict(zip(futures, client.gather(list(futures.values())), strict=True))
