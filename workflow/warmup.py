@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -39,7 +37,9 @@ from ..search.packed import PackedUnit
 from .fastexit import exit_without_final_gc
 
 SMALL_N = 6  # jobs of the instance slice the code runs on (numba compiles per type, not per size)
-LOCK = Path(tempfile.gettempdir()) / f"pbbflow-numba-{os.getuid()}.lock"
+# beside numba's cache of this package: a file no other local user can create or hold
+LOCK = Path(__file__).resolve().parent / "__pycache__" / "pbbflow-numba.lock"
+TURN_SECONDS = 600.0  # the longest wait for another worker's turn (a first compile takes ~17 s)
 _loaded: set = set()  # what warm_worker loaded in this process: "cpu explorer" or GPU explore kernels
 
 
@@ -105,22 +105,34 @@ def _kernel_misses(p: np.ndarray) -> int:
 @contextlib.contextmanager
 def _machine_turn(meanwhile: Callable[[], None]) -> Iterator[None]:
     """Hold this machine's lock; when another worker holds it, run ``meanwhile`` first, then wait
-    (a worker that cannot open the lock file goes on without)."""
+    for at most ``TURN_SECONDS`` (a worker that cannot open the lock file goes on without)."""
     try:
+        LOCK.parent.mkdir(exist_ok=True)
         handle = open(LOCK, "a")  # noqa: SIM115 (held for the block)
     except OSError:
         yield
         return
     with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        held = _try_lock(handle)
+        if not held:
             meanwhile()
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            deadline = time.monotonic() + TURN_SECONDS
+            while not held and time.monotonic() < deadline:  # then go on without: loading is only slower
+                time.sleep(0.05)
+                held = _try_lock(handle)
         try:
             yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            if held:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _try_lock(handle) -> bool:
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
 
 
 def warm_worker(p: np.ndarray, bound: str, branch: str) -> CodeLoad:
