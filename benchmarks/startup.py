@@ -1,0 +1,93 @@
+"""Benchmark: ``pbbflow solve`` from process start to exit, cold and warm, as JSON.
+
+Runs the command (``python -m pbbflow.cli.main solve INSTANCE --json``, a fresh process each
+time) first with an empty numba cache (``NUMBA_CACHE_DIR`` pointed at a new temporary folder:
+everything is compiled) and then ``--warm-runs`` times with that cache filled.  Each run
+reports the wall seconds measured here, the search's ``elapsed_s`` and nodes/s, the stderr
+line that announces compiling (if any) and the command's ``startup`` breakdown (imports,
+cluster, code loaded or compiled in the client and the workers, initial heuristic, waiting
+for the cluster, search, final checkpoint, close, total), plus ``exit_s``: wall minus the
+command's own ``total_s`` (interpreter start and exit).  The warm runs' median is summarised.
+
+    python benchmarks/startup.py                          # ta011 on the default local cluster
+    python benchmarks/startup.py --instance ta021 --warm-runs 3 -- --gpus 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+COMPILING = re.compile(r"pbbflow: compiling, first run only: ([\d.]+) s")
+
+
+def run_once(instance: str, extra: list[str], folder: Path, cache: Path) -> dict:
+    """One ``pbbflow solve`` in a fresh process with numba's cache at ``cache``."""
+    command = [sys.executable, "-m", "pbbflow.cli.main", "solve", instance, "--run", str(folder / "run.zarr"),
+               "--overwrite", "--json", *extra]  # fmt: skip
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    started = time.perf_counter()
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=folder, check=False)
+    wall = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} exited {proc.returncode}: {proc.stderr}")
+    result = json.loads(proc.stdout)
+    compiling = COMPILING.search(proc.stderr)
+    startup = result.get("startup") or {}
+    total = startup.get("total_s")
+    return {
+        "wall_s": round(wall, 3),
+        "exit_s": None if total is None else round(wall - total, 3),
+        "status": result["status"],
+        "nodes": result["nodes"],
+        "elapsed_s": result["elapsed_s"],
+        "nodes_per_s": round(result["nodes"] / result["elapsed_s"]) if result["elapsed_s"] else None,
+        "compiling_line_s": float(compiling.group(1)) if compiling else None,
+        "startup": startup,
+    }
+
+
+def median_of(runs: list[dict]) -> dict:
+    """Per field, the median over ``runs`` (the startup breakdown field by field)."""
+    keys = ("wall_s", "exit_s", "elapsed_s", "nodes")
+    out = {k: statistics.median(r[k] for r in runs) for k in keys if all(r[k] is not None for r in runs)}
+    phases = {k for r in runs for k, v in r["startup"].items() if isinstance(v, (int, float))}
+    out["startup"] = {k: round(statistics.median(r["startup"].get(k, 0.0) for r in runs), 3) for k in sorted(phases)}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--instance", default="ta011")
+    parser.add_argument("--warm-runs", type=int, default=5)
+    parser.add_argument("extra", nargs="*", help="more options for pbbflow solve (after --)")
+    args = parser.parse_args()
+    runs = []
+    with tempfile.TemporaryDirectory() as folder:
+        cache = Path(folder) / "numba-cache"
+        for index in range(1 + args.warm_runs):
+            run = run_once(args.instance, args.extra, Path(folder), cache)
+            runs.append({"cache": "cold" if index == 0 else "warm", **run})
+            print(json.dumps(runs[-1]), file=sys.stderr)
+    warm = [r for r in runs if r["cache"] == "warm"]
+    print(json.dumps({
+        "benchmark": "startup",
+        "command": f"pbbflow solve {args.instance} --json {' '.join(args.extra)}".strip(),
+        "machine": {"cpus": len(os.sched_getaffinity(0)), "processor": platform.processor() or platform.machine(),
+                    "python": platform.python_version()},
+        "runs": runs,
+        "warm_median": median_of(warm) if warm else None,
+    }, indent=2))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
