@@ -16,6 +16,7 @@ command's own ``total_s`` (interpreter start and exit).  The warm runs' median i
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -82,6 +83,7 @@ def main() -> None:
     print(json.dumps({
         "benchmark": "startup",
         "command": f"pbbflow solve {args.instance} --json {' '.join(args.extra)}".strip(),
+        "package": str(Path(importlib.util.find_spec("pbbflow").origin).resolve().parent),
         "machine": {"cpus": len(os.sched_getaffinity(0)), "processor": platform.processor() or platform.machine(),
                     "python": platform.python_version()},
         "runs": runs,
