@@ -11,9 +11,7 @@ import datetime
 import json
 import re
 import shlex
-import signal
 import sys
-import threading
 from pathlib import Path
 
 from ..flowshop.bounds import BOUND_NAMES
@@ -24,6 +22,7 @@ from ..search.ivm import BRANCH_NAMES
 from ..search.solve import LIMIT
 from ..storage.runstore import RunStore, RunStoreError
 from ..workflow.cluster import (
+    CONNECT_SECONDS,
     ClusterError,
     SlurmOptions,
     open_cluster,
@@ -31,8 +30,9 @@ from ..workflow.cluster import (
     slurm_job_script,
 )
 from ..workflow.fastexit import exit_without_final_gc
-from ..workflow.run import RunFailed, create_run, drive, result_of
+from ..workflow.run import RunFailed, create_run, drive, first_schedule, result_of
 from .progress import ProgressBar, format_share
+from .signals import StopSignals
 from .startup import Startup
 
 EXIT_DONE, EXIT_INTERNAL, EXIT_USAGE, EXIT_LIMIT = 0, 1, 2, 3
@@ -94,8 +94,10 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument("--cluster", choices=("local", "slurm"), default="local",
                          help="local: a LocalCluster on this machine (default); slurm: dask-jobqueue workers")
     cluster.add_argument("--scheduler", metavar="ADDRESS", help="use the running Dask scheduler at ADDRESS")
+    cluster.add_argument("--connect-timeout", type=parse_duration, default=CONNECT_SECONDS, metavar="DURATION",
+                         help=f"how long --scheduler may take to answer (default: {CONNECT_SECONDS:g}s)")
     cluster.add_argument("--workers", type=_positive_int, default=None,
-                         help="local worker processes (default: one per core)")
+                         help="local workers (threads of this process; default: one per core)")
     cluster.add_argument("--gpus", type=_gpus, default=None, metavar="N|all",
                          help="local GPUs, one explorer of --ivms IVMs each (default: all GPUs present, "
                               "CPU workers otherwise; 0: CPU only)")
@@ -186,7 +188,7 @@ def _local_gpus(args: argparse.Namespace, bound: str) -> int:
 
 def _cluster(args: argparse.Namespace, store_bound: str):
     if args.scheduler:
-        return open_cluster("address", scheduler=args.scheduler)
+        return open_cluster("address", scheduler=args.scheduler, connect_timeout=args.connect_timeout)
     if args.cluster == "slurm":
         return open_cluster("slurm", slurm=_slurm_options(args))
     return open_cluster("local", workers=args.workers, threads_per_worker=args.threads,
@@ -250,39 +252,28 @@ def _report_failure(store: RunStore, failure: RunFailed) -> int:
     return EXIT_INTERNAL
 
 
-def _drive(store: RunStore, args: argparse.Namespace, startup: Startup) -> int:
-    """Run ``store`` on the cluster ``startup`` opens; signals stop it gracefully."""
-    stop = threading.Event()
-
-    def on_signal(signum, frame):
-        if stop.is_set():  # a second signal: stop now, the last checkpoint stands
-            raise KeyboardInterrupt
-        stop.set()
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+def _drive(store: RunStore, args: argparse.Namespace, startup: Startup, signals: StopSignals) -> int:
+    """Run ``store`` on the cluster ``startup`` opens; ``signals`` stop it gracefully."""
+    client = startup.ready()
+    compiling = startup.compile_seconds()
+    if compiling and not args.quiet:
+        print(f"pbbflow: compiling, first run only: {compiling:.1f} s", file=sys.stderr)
+    bar, link = None, startup.link
+    if link and not args.quiet:
+        print(f"pbbflow: watch the run at {link}", file=sys.stderr)
+    if not args.quiet and sys.stderr.isatty():
+        bar = ProgressBar(sys.stderr, link)
     try:
-        client = startup.ready()
-        compiling = startup.compile_seconds()
-        if compiling and not args.quiet:
-            print(f"pbbflow: compiling, first run only: {compiling:.1f} s", file=sys.stderr)
-        bar, link = None, startup.link
-        if link and not args.quiet:
-            print(f"pbbflow: watch the run at {link}", file=sys.stderr)
-        if not args.quiet and sys.stderr.isatty():
-            bar = ProgressBar(sys.stderr, link)
-        try:
-            result = drive(store, client, time_limit=args.time_limit, node_limit=args.node_limit,
-                           checkpoint_every=args.checkpoint_every, stop=stop, on_progress=bar,
-                           ivms=args.ivms, heuristics=args.heuristic_workers, timings=startup.times)  # fmt: skip
-        except RunFailed as failure:  # reported once the cluster is closed
-            result = failure
-        finally:
-            if bar is not None:
-                bar.close()
-        startup.close()
+        result = drive(store, client, time_limit=args.time_limit, node_limit=args.node_limit,
+                       checkpoint_every=args.checkpoint_every, stop=signals.stop, hurry=signals.hurry,
+                       on_progress=bar, ivms=args.ivms, heuristics=args.heuristic_workers,
+                       timings=startup.times)  # fmt: skip
+    except RunFailed as failure:  # reported once the cluster is closed
+        result = failure
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        if bar is not None:
+            bar.close()
+    startup.close()
     if isinstance(result, RunFailed):
         return _report_failure(store, result)
     result["startup"] = startup.breakdown()
@@ -303,12 +294,16 @@ def _solve(args: argparse.Namespace) -> int:
     args.run = path
     initial = "neh" if isinstance(args.ub, int) else args.ub
     ub = args.ub if isinstance(args.ub, int) else None
-    with Startup(lambda: _cluster(args, args.bound), instance.p, args.bound, args.branch) as startup:
+    with StopSignals() as signals, \
+            Startup(lambda: _cluster(args, args.bound), instance.p, args.bound, args.branch) as startup:
         startup.load_client_code(initial=initial)
         with startup.phase("initial_heuristic_s"):
-            store = create_run(path, instance, ub=ub, bound=args.bound, branch=args.branch,
-                               overwrite=args.overwrite, initial=initial)  # fmt: skip
-        return _drive(store, args, startup)
+            first = first_schedule(instance, initial, should_stop=signals.stop.is_set)
+        startup.opened()  # a cluster that cannot open leaves no run store behind
+        store = create_run(path, instance, ub=ub, bound=args.bound, branch=args.branch,
+                           overwrite=args.overwrite, initial=initial, first=first)  # fmt: skip
+        args.store_written = True
+        return _drive(store, args, startup, signals)
 
 
 def _resume(args: argparse.Namespace) -> int:
@@ -316,10 +311,11 @@ def _resume(args: argparse.Namespace) -> int:
         print(slurm_job_script(_slurm_options(args)))
         return EXIT_DONE
     store = RunStore.open(args.run)
+    args.store_written = True
     bound, branch = store.options["bound"], store.options["branch"]
-    with Startup(lambda: _cluster(args, bound), store.p, bound, branch) as startup:
+    with StopSignals() as signals, Startup(lambda: _cluster(args, bound), store.p, bound, branch) as startup:
         startup.load_client_code(initial=None)
-        return _drive(store, args, startup)
+        return _drive(store, args, startup, signals)
 
 
 def _heuristic(args: argparse.Namespace) -> int:
@@ -370,8 +366,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pbbflow: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print(f"pbbflow: interrupted; the last checkpoint stands: pbbflow resume {getattr(args, 'run', '')}",
-              file=sys.stderr)  # fmt: skip
+        if getattr(args, "store_written", False):
+            print(f"pbbflow: interrupted; the last checkpoint stands: {resume_command(args.run)}", file=sys.stderr)
+        else:
+            print("pbbflow: interrupted before a run store was written; nothing to resume", file=sys.stderr)
         return EXIT_LIMIT
 
 

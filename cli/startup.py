@@ -4,7 +4,9 @@ The cluster opens on a thread, whose workers then load (or compile) their numba 
 the client loads its own and prepares the run; the seconds of every phase go into the JSON
 output as ``startup``.  The thread's phases (``cluster_s``, then ``workers_code_s``, which
 includes checking the dashboard link) overlap the client's (``client_code_s``,
-``initial_heuristic_s``); ``wait_s`` is how long the client then waited for the thread.
+``initial_heuristic_s``); ``wait_s`` is how long the client then waited for the thread.  The
+thread blocks the signals that stop a run (``signals.SIGNALS``), and so do the cluster's threads
+and the worker processes it starts: those signals are for the driver.
 ``compile_s`` is the longest code load that compiled (0 when numba's cache held everything);
 the search's ``elapsed_s`` and nodes/s never include it.
 """
@@ -19,10 +21,11 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 
 import numpy as np
-from distributed import Client
+from distributed import Client, wait
 
 from ..workflow.cluster import dashboard_link
-from ..workflow.warmup import CodeLoad, submit_warm_workers, warm_client
+from ..workflow.warmup import WARM_SECONDS, CodeLoad, submit_warm_workers, warm_client
+from .signals import block_in_this_thread
 
 
 def process_age() -> float | None:
@@ -47,34 +50,49 @@ class Startup:
         self.loads: list[CodeLoad] = []
         self._context: AbstractContextManager[Client] | None = None
         self._error: BaseException | None = None
+        self._opened = threading.Event()
         self._thread = threading.Thread(target=self._open, args=(cluster, branch), name="pbbflow-startup", daemon=True)
         self._thread.start()
 
     def _open(self, cluster: Callable[[], AbstractContextManager[Client]], branch: str) -> None:
+        block_in_this_thread()  # the cluster's threads and worker processes inherit it: signals are the driver's
         try:
             with self.phase("cluster_s"):
                 context = cluster()
                 self.client = context.__enter__()
                 self._context = context
+            self._opened.set()
             with self.phase("workers_code_s"):
                 loads = submit_warm_workers(self.client, self.p, self.bound, branch)
                 self.link = dashboard_link(self.client)
-                self.loads += self.client.gather(list(loads.values()))
+                done, _ = wait(list(loads.values()), timeout=WARM_SECONDS)  # busy workers load theirs later
+                self.loads += [future.result() for future in done]
         except BaseException as error:  # noqa: BLE001 (raised again by ready(), in the caller's thread)
             self._error = error
+        finally:
+            self._opened.set()
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
         """Time the block as ``name``."""
         began = time.perf_counter()
         yield
-        self.times[name] = time.perf_counter() - began
+        self.times[name] = (self.times.get(name) or 0.0) + time.perf_counter() - began
 
     def load_client_code(self, *, initial: str | None) -> None:
         """Load the client's numba code here (``initial``: a new run's heuristic, as ``warm_client``)."""
         load = warm_client(self.p, self.bound, initial=initial)
         self.loads.append(load)
         self.times["client_code_s"] = load.seconds
+
+    def opened(self) -> None:
+        """Return once the cluster is open (its workers may still be loading their code); raises what
+        failed there.  A new run store is written only after this, so a cluster that cannot open
+        leaves none behind."""
+        with self.phase("wait_s"):
+            self._opened.wait()
+        if self._error is not None:
+            raise self._error
 
     def ready(self) -> Client:
         """The client, once the cluster is open and its workers' code loaded; raises what failed there."""

@@ -3,6 +3,9 @@
 The Slurm tests need a running Slurm (``bash .ci/slurm-local.sh up``) and skip without one.
 """
 
+import contextlib
+import ipaddress
+import os
 import shutil
 import subprocess
 
@@ -52,13 +55,38 @@ def test_gpu_job_script(tmp_path):
     assert command.endswith(f"--resources GPU=1 --nthreads 2 --memory-limit {240 * 10**9 // 4} --host 127.0.0.1")
 
 
+def _listening_sockets() -> list[tuple[str, int]]:
+    """(IP, port) of the TCP sockets this process listens on (from /proc: no tool needed)."""
+    mine = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith("socket:["):
+                mine.add(target[8:-1])
+    found = []
+    for table, width in (("/proc/self/net/tcp", 4), ("/proc/self/net/tcp6", 16)):
+        with contextlib.suppress(OSError), open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and fields[9] in mine:  # LISTEN
+                    address, port = fields[1].split(":")
+                    raw = bytes.fromhex(address)
+                    words = b"".join(raw[i:i + 4][::-1] for i in range(0, width, 4))
+                    found.append((str(ipaddress.ip_address(words)), int(port, 16)))
+    return found
+
+
 def test_local_cluster_two_workers():
+    """Worker threads in this process over an in-memory transport: nothing listens for Dask's
+    protocol, and the dashboards listen on the loopback only."""
     with open_cluster("local", workers=2, threads_per_worker=1) as client:
         workers = client.scheduler_info()["workers"]
         assert len(workers) == 2
-        assert all(addr.startswith("tcp://127.0.0.1:") for addr in workers)
-        assert client.scheduler.address.startswith("tcp://127.0.0.1:")
+        assert all(addr.startswith("inproc://") for addr in workers)
+        assert client.scheduler.address.startswith("inproc://")
         assert all(info["nthreads"] == 1 for info in workers.values())
+        listening = _listening_sockets()
+        assert listening and all(ipaddress.ip_address(ip).is_loopback for ip, _ in listening), listening
         done = [client.submit(sum, [i, 1], workers=[a], pure=False) for i, a in enumerate(workers)]
         assert client.gather(done) == [1, 2]
         assert dashboard_link(client).startswith("http://127.0.0.1:") and dashboard_link(client).endswith("/pbbflow")

@@ -7,9 +7,11 @@ laptops never expose a port.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +27,7 @@ from distributed import Client, LocalCluster
 
 KINDS = ("local", "address", "slurm")
 LOOPBACK = "127.0.0.1"
+CONNECT_SECONDS = 10.0  # how long a connection to a running scheduler may take
 logger = logging.getLogger(__name__)
 
 
@@ -185,6 +188,9 @@ def dashboard_link(client: Client) -> str | None:
     ``pbbflow.viz.preload``); None when it has no dashboard."""
     try:
         link = client.dashboard_link or None
+        if link and client.scheduler.address.startswith("inproc://"):  # Dask names the host, not the loopback
+            port = client.scheduler_info()["services"]["dashboard"]
+            link = f"http://{LOOPBACK}:{port}/status"
     except (AttributeError, KeyError):
         return None
     from ..viz.dashboard import page_url  # Bokeh on demand: spawned workers import this module (via the CLI's)
@@ -217,14 +223,67 @@ def resolve_gpus(gpus: int | str | None) -> int:
 
 
 def _local_gpu_cluster(gpus: int, dashboard_address: str):
-    """A LocalCUDACluster: one worker per GPU with the Dask resource GPU=1 and two threads (the
-    GPU explorer's and one for iterated greedy beside it)."""
+    """A LocalCUDACluster: one worker process per GPU with the Dask resource GPU=1 and two threads
+    (the GPU explorer's and one for iterated greedy beside it), speaking TLS with credentials made
+    for this cluster alone, so that no other local user can connect to it and run code."""
     from dask_cuda import LocalCUDACluster
+    from distributed.security import Security
 
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     devices = [d.strip() for d in visible.split(",")][:gpus] if visible else list(range(gpus))
     return LocalCUDACluster(host=LOOPBACK, CUDA_VISIBLE_DEVICES=devices, n_workers=gpus, threads_per_worker=2,
-                            resources={"GPU": 1}, dashboard_address=dashboard_address)  # fmt: skip
+                            resources={"GPU": 1}, dashboard_address=dashboard_address,
+                            security=Security.temporary(), protocol="tls")  # fmt: skip
+
+
+def _local_cpu_cluster(workers: int | None, threads_per_worker: int | None, dashboard_address: str):
+    """A LocalCluster of worker threads in this process (default: one single-threaded worker per
+    core; the numba code releases the GIL): it starts in a fraction of a second, and it talks over
+    an in-memory transport, so it listens on no port that another local user could reach."""
+    n = workers or max(1, usable_cores() // (threads_per_worker or 1))
+    return LocalCluster(processes=False, n_workers=n, threads_per_worker=threads_per_worker or
+                        max(1, usable_cores() // n), dashboard_address=dashboard_address,
+                        worker_dashboard_address=f"{LOOPBACK}:0")  # fmt: skip (else their pages listen on every interface)
+
+
+async def _identity(address: str, timeout: float) -> dict:
+    """What the server at ``address`` says it is (Dask's ``identity`` call), all within ``timeout``."""
+    from distributed.comm import connect
+    from distributed.security import Security
+
+    async def ask() -> dict:
+        comm = await connect(address, timeout=timeout, **Security().get_connection_args("client"))
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    return await asyncio.wait_for(ask(), timeout)
+
+
+def _connect(scheduler: str, timeout: float) -> Client:
+    """A Client of the Dask scheduler at ``scheduler``; ClusterError (one line) when nothing answers
+    there as a Dask scheduler within ``timeout`` seconds (a dead port, a silent listener such as a
+    dashboard port, another service)."""
+    if "://" not in scheduler and not re.fullmatch(r"[\w.\-]+:\d+", scheduler):
+        raise ClusterError(f"invalid scheduler address {scheduler!r} (example: tcp://head:8786)")
+    what = f"no Dask scheduler answered at {scheduler} within {timeout:g} s"
+    try:  # Client alone waits for ever on a listener that never answers, and may read a banner as a frame size
+        identity = asyncio.run(_identity(scheduler, timeout))
+    except (asyncio.TimeoutError, TimeoutError):
+        raise ClusterError(what) from None
+    except OSError as exc:  # refused, unknown host (distributed retries those until the timeout)
+        raise ClusterError(f"{what} ({exc})") from None
+    except Exception:  # noqa: BLE001 (garbage read as Dask's frames: MemoryError, ValueError, ...)
+        raise ClusterError(f"{scheduler} does not speak Dask's protocol (is it the scheduler's port?)") from None
+    if not isinstance(identity, dict) or identity.get("type") != "Scheduler":
+        kind = identity.get("type") if isinstance(identity, dict) else type(identity).__name__
+        raise ClusterError(f"{scheduler} is not a Dask scheduler (it says it is a {kind})")
+    try:
+        return Client(scheduler, timeout=timeout)
+    except Exception as exc:  # noqa: BLE001 (it went away between the two connections)
+        raise ClusterError(f"{what} ({type(exc).__name__}: {exc})") from None
 
 
 def _check(kind: str, workers, threads_per_worker, scheduler, slurm) -> None:
@@ -253,14 +312,16 @@ def open_cluster(
     slurm: SlurmOptions | None = None,
     gpus: int | str | None = 0,
     dashboard_address: str = "127.0.0.1:0",
+    connect_timeout: float = CONNECT_SECONDS,
 ) -> Iterator[Client]:
     """Yield a Client on a cluster of ``kind``; close what was opened here on exit, also on errors.
 
     - ``"local"``: with ``gpus`` (see :func:`resolve_gpus`; 0: none) a LocalCUDACluster of one
-      worker per GPU; else a LocalCluster on 127.0.0.1 of ``workers`` processes (default: one
-      per core, or the cores divided by ``threads_per_worker``) with ``threads_per_worker``
-      threads (default: the usable cores shared out between the workers).
-    - ``"address"``: connect to the running scheduler at ``scheduler``; only the client is closed.
+      worker process per GPU on 127.0.0.1, over TLS; else a LocalCluster in this process of
+      ``workers`` workers (default: one per core, or the cores divided by ``threads_per_worker``)
+      with ``threads_per_worker`` threads (default: the usable cores shared out between them).
+    - ``"address"``: connect to the running scheduler at ``scheduler`` (within
+      ``connect_timeout`` seconds); only the client is closed.
     - ``"slurm"``: submit ``slurm.jobs`` Slurm jobs of workers and wait for the first worker.
     ``dashboard_address`` is where a scheduler started here serves its dashboard (port 0: any
     free port; see :func:`dashboard_link`).
@@ -269,10 +330,7 @@ def open_cluster(
     slurm = slurm or SlurmOptions()
     with contextlib.ExitStack() as stack:
         if kind == "address":
-            try:
-                client = Client(scheduler)
-            except (OSError, TimeoutError, ValueError) as exc:
-                raise ClusterError(f"cannot connect to the scheduler at {scheduler}: {exc}") from None
+            client = _connect(scheduler, connect_timeout)
         else:
             from ..viz.dashboard import register_page
 
@@ -281,12 +339,7 @@ def open_cluster(
             if devices:
                 cluster = _local_gpu_cluster(devices, dashboard_address)
             elif kind == "local":
-                # default: one single-threaded worker per core (measured faster than one worker
-                # with a thread per core: benchmarks/workflow_overhead.py)
-                n = workers or max(1, usable_cores() // (threads_per_worker or 1))
-                cluster = LocalCluster(host=LOOPBACK, processes=True, n_workers=n,
-                                       threads_per_worker=threads_per_worker or max(1, usable_cores() // n),
-                                       dashboard_address=dashboard_address)
+                cluster = _local_cpu_cluster(workers, threads_per_worker, dashboard_address)
             else:
                 cluster = _slurm_cluster(slurm, dashboard_address)
             stack.callback(_close_cluster, cluster)

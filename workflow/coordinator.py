@@ -30,6 +30,7 @@ class Coordinator(SchedulerPlugin):
     def __init__(self) -> None:
         self.runs: dict[str, Ledger] = {}
         self.histories: dict[str, RunHistory] = {}  # open runs and the last closed ones, oldest first
+        self.clients: dict[str, str] = {}  # open run -> the id of the client that drives it
         self.sampler: PeriodicCallback | None = None
 
     async def start(self, scheduler) -> None:
@@ -65,12 +66,23 @@ class Coordinator(SchedulerPlugin):
         for ledger in self.runs.values():
             ledger.remove_worker(worker)
 
+    def remove_client(self, scheduler, client: str) -> None:
+        """A driver is gone (killed, or its connection lost): close its runs, so that their
+        explorers and heuristic tasks stop at their next call; the run store keeps the work as of
+        its last checkpoint, and ``pbbflow resume`` continues from there."""
+        for run in [run for run, owner in self.clients.items() if owner == client]:
+            self.close_run(run)
+
     # ------------------------------------------------------------------ handlers
     def open_run(self, run: str, n: int, work: bytes, ub: int, permutation=None, nodes: int = 0,
-                 leaves: int = 0, pieces: int = 1, min_split: int = 2, label: str = "") -> dict:
-        """Start a run's ledger (refused if the run id is in use); ``label`` names it on the dashboard."""
+                 leaves: int = 0, pieces: int = 1, min_split: int = 2, label: str = "",
+                 client: str | None = None) -> dict:  # fmt: skip
+        """Start a run's ledger (refused if the run id is in use); ``label`` names it on the dashboard;
+        the run closes when ``client`` (the id of the client that drives it) leaves the scheduler."""
         if run in self.runs:
             raise ValueError(f"run {run} is already open on this cluster")
+        if client is not None:
+            self.clients[run] = client
         self.runs[run] = Ledger(
             PackedUnit.from_bytes(n, work), ub=ub, permutation=None if permutation is None else tuple(permutation),
             nodes=nodes, leaves=leaves, pieces=pieces, min_split=min_split,
@@ -125,6 +137,7 @@ class Coordinator(SchedulerPlugin):
             "activity": ledger.activity(),
             "checkpoints": ledger.checkpoints,
             "finished": ledger.finished,
+            "stopped": ledger.all_stopped,
             "remaining": ledger.remaining().to_bytes() if intervals else None,
         }
 
@@ -134,6 +147,7 @@ class Coordinator(SchedulerPlugin):
 
     def close_run(self, run: str) -> dict:
         ledger = self.runs.pop(run, None)
+        self.clients.pop(run, None)
         history = self.histories.get(run)
         if ledger is not None and history is not None:
             history.record(ledger)

@@ -65,6 +65,7 @@ class Ledger:
         self.leaves = leaves
         self.min_split = max(2, min_split)
         self.stopping = False
+        self.stopped: set[str] = set()  # explorers told to stop (after ``stop``)
         self.checkpoints = 0
 
     # ------------------------------------------------------------------ queries
@@ -127,6 +128,7 @@ class Ledger:
         left = PackedUnit.empty(self.n) if copy is None else copy.intersect(remaining)
         if self.stopping:
             self._hold(explorer, left)
+            self.stopped.add(explorer)
             return Reply(STOP, None, self.ub)
         if left:
             if self.waiting - {explorer} and not self.pool and left.size >= self.min_split:
@@ -162,6 +164,12 @@ class Ledger:
     def stop(self) -> None:
         """Answer STOP to every explorer from now on; their copies stay in the ledger."""
         self.stopping = True
+
+    @property
+    def all_stopped(self) -> bool:
+        """Stopping, and every explorer on a worker still present was told so (it holds no work
+        beyond its last checkpoint)."""
+        return self.stopping and self.stopped.issuperset(self.worker_of)
 
     # ------------------------------------------------------------------ helpers
     def _hold(self, explorer: str, unit: PackedUnit) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numpy as np
 from distributed import Client, wait
 
 from ..flowshop.bounds import lower_bound
@@ -66,20 +67,26 @@ def initial_seconds(n: int, m: int) -> float:
     return min(30.0, n * m / 2 * 0.003)
 
 
+def first_schedule(instance: FlowShop, initial: str,
+                   should_stop: Callable[[], bool] | None = None) -> tuple[int, np.ndarray]:  # fmt: skip
+    """(makespan, permutation) of a run's first schedule: ``"neh"`` (NEH's) or ``"ig"`` (iterated
+    greedy from NEH for :func:`initial_seconds`, or until ``should_stop`` returns True)."""
+    if initial == "ig":
+        first = iterated_greedy(instance.p, seconds=initial_seconds(instance.n, instance.m), should_stop=should_stop)
+        return first.makespan, first.permutation
+    if initial == "neh":
+        return neh(instance.p)
+    raise ValueError(f"initial must be 'neh' or 'ig', not {initial!r}")
+
+
 def create_run(path, instance: FlowShop, *, ub: int | None, bound: str, branch: str, overwrite: bool = False,
-               initial: str = "neh") -> RunStore:
+               initial: str = "neh", first: tuple[int, np.ndarray] | None = None) -> RunStore:
     """A new run store whose first checkpoint is the whole space and a first schedule.
 
-    ``initial``: ``"neh"`` (NEH's schedule) or ``"ig"`` (iterated greedy from NEH for
-    :func:`initial_seconds`).  The search looks for schedules better than it, or than ``ub``.
+    ``initial``: how the first schedule is made (:func:`first_schedule`), unless ``first`` gives
+    it.  The search looks for schedules better than it, or than ``ub``.
     """
-    if initial == "ig":
-        first = iterated_greedy(instance.p, seconds=initial_seconds(instance.n, instance.m))
-        makespan, permutation = first.makespan, first.permutation
-    elif initial == "neh":
-        makespan, permutation = neh(instance.p)
-    else:
-        raise ValueError(f"initial must be 'neh' or 'ig', not {initial!r}")
+    makespan, permutation = first if first is not None else first_schedule(instance, initial)
     search_ub = makespan if ub is None else min(ub, makespan)
     options = {"bound": bound, "branch": branch, "search_ub": search_ub, "user_ub": ub, "initial": initial,
                "initial_makespan": makespan, "root_lower_bound": lower_bound(instance.p, [], [], bound)}  # fmt: skip
@@ -135,7 +142,8 @@ class _Session:
         client.register_plugin(Coordinator())
         info = client.scheduler_info()["workers"]
         self.call("pbbflow_open", n=store.n, work=self.start.remaining.to_bytes(), ub=ub, nodes=self.start.nodes,
-                  leaves=self.start.leaves, pieces=max(1, len(info)), label=store.instance_name)  # fmt: skip
+                  leaves=self.start.leaves, pieces=max(1, len(info)), label=store.instance_name,
+                  client=client.id)  # fmt: skip
         self.budget_s, self.ivms = budget_s, ivms
         self.futures = []
         self.served: set[str] = set()  # workers that were given their tasks
@@ -243,7 +251,8 @@ class _Session:
 def drive(store: RunStore, client: Client, *, time_limit: float | None = None, node_limit: int | None = None,
           checkpoint_every: float = 60.0, budget_s: float = 2.0, stop: threading.Event | None = None,
           on_progress: Callable[[Progress], None] | None = None, ivms: int = DEFAULT_IVMS,
-          heuristics: int | None = None, timings: dict[str, float] | None = None) -> dict:
+          heuristics: int | None = None, timings: dict[str, float] | None = None,
+          hurry: threading.Event | None = None) -> dict:
     """Continue the run in ``store`` until it ends, a limit is reached or ``stop`` is set.
 
     ``time_limit`` counts this session's seconds; ``node_limit`` the run's total nodes (checked
@@ -252,21 +261,24 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
     to the coordinator during the search (default: one beside each GPU worker; 0: none).
     The workers load their numba code before the session's clock starts (``warm_workers``).
     ``timings``, if given, receives this session's ``search_s`` and ``final_checkpoint_s``.
+    Once stopped, the explorers get ``STOP_SECONDS`` to send their last checkpoints, or until
+    ``hurry`` is set; one that does not answer keeps its work in the ledger as of its last one.
     """
-    if not store.latest().remaining:
+    stop = stop or threading.Event()
+    hurry = hurry or threading.Event()
+    if not store.latest().remaining or stop.is_set():
         return result_of(store)
     warm_workers(client, store.p, store.options["bound"], store.options["branch"])
     session = _Session(store, client, budget_s, ivms, heuristics)
-    stop = stop or threading.Event()
     try:
         failure = _search(session, stop, time_limit, node_limit, checkpoint_every, on_progress)
         if failure is None:
-            failure = _final_checkpoint(session, timings)
+            failure = _final_checkpoint(session, hurry, timings)
             if failure is not None:
                 raise RunFailed(*failure, checkpointed=True)
         else:
             try:
-                _final_checkpoint(session)
+                _final_checkpoint(session, hurry)
                 checkpointed = True
             except Exception:  # noqa: BLE001 (the first failure is the one reported)
                 checkpointed = False
@@ -331,16 +343,22 @@ def _failed_task(futures) -> tuple[str, str, str] | None:
     return None
 
 
-def _final_checkpoint(session: _Session, timings: dict[str, float] | None = None) -> tuple[str, str, str] | None:
-    """Stop the explorers, give them ``STOP_SECONDS`` for their last checkpoints and write the
-    coordinator's state as the final checkpoint (a task that did not answer or failed keeps its
-    work there as of its last checkpoint); returns the first failed task, if any.  ``timings``
-    receives ``search_s`` (until the explorers stopped) and ``final_checkpoint_s``."""
+def _final_checkpoint(session: _Session, hurry: threading.Event,
+                      timings: dict[str, float] | None = None) -> tuple[str, str, str] | None:  # fmt: skip
+    """Stop the explorers and write the coordinator's state as the final checkpoint once every
+    task has ended or every explorer has answered the stop (a worker that left counts as
+    answered), after at most ``STOP_SECONDS``, or at once when ``hurry`` is set; an explorer that
+    did not answer, or failed, keeps its work there as of its last checkpoint.  Returns the first
+    failed task, if any.  ``timings`` receives ``search_s`` (until the explorers stopped) and
+    ``final_checkpoint_s``."""
     session.call("pbbflow_stop")
-    try:
-        wait(session.futures, timeout=STOP_SECONDS)
-    except TimeoutError:
-        pass
+    deadline = time.monotonic() + STOP_SECONDS
+    while not hurry.is_set() and time.monotonic() < deadline:
+        running = [f for f in session.futures if not f.done()]
+        if not running or session.call("pbbflow_state")["stopped"]:
+            break
+        with contextlib.suppress(TimeoutError):
+            wait(running, timeout=POLL_SECONDS, return_when="FIRST_COMPLETED")
     failed = _failed_task(session.futures)
     state = session.call("pbbflow_state", intervals=True)
     session.sample(state)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from distributed import Client, Future, get_worker
+from distributed import Client, Future, get_worker, wait
 from numba.core import event
 
 from ..flowshop.bounds import lower_bound
@@ -40,6 +40,7 @@ SMALL_N = 6  # jobs of the instance slice the code runs on (numba compiles per t
 # beside numba's cache of this package: a file no other local user can create or hold
 LOCK = Path(__file__).resolve().parent / "__pycache__" / "pbbflow-numba.lock"
 TURN_SECONDS = 600.0  # the longest wait for another worker's turn (a first compile takes ~17 s)
+WARM_SECONDS = 120.0  # the longest wait for the workers' code: one busy with other work loads it later
 _loaded: set = set()  # what warm_worker loaded in this process: "cpu explorer" or GPU explore kernels
 
 
@@ -178,6 +179,8 @@ def submit_warm_workers(client: Client, p: np.ndarray, bound: str, branch: str) 
 
 
 def warm_workers(client: Client, p: np.ndarray, bound: str, branch: str) -> dict[str, CodeLoad]:
-    """:func:`warm_worker` on every worker of ``client`` now; waits for them all."""
+    """:func:`warm_worker` on every worker of ``client`` now; waits for them, but for at most
+    ``WARM_SECONDS`` (a worker whose threads are all busy loads its code when it gets to it)."""
     futures = submit_warm_workers(client, p, bound, branch)
-    return dict(zip(futures, client.gather(list(futures.values())), strict=True))
+    wait(list(futures.values()), timeout=WARM_SECONDS)
+    return {worker: future.result() for worker, future in futures.items() if future.done()}
