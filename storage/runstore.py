@@ -2,8 +2,9 @@
 
 Layout (plain Zarr v3, nothing pickled; readable with ``zarr.open_group(path, mode="r")``)::
 
-    run.zarr/                      root attrs: {"pbbflow": {"format": 1, "kind": "pfsp-run"},
-                                                "options": {...}, "instance": "ta001",
+    run.zarr/                      root attrs: {"pbbflow": {"format": 2, "kind": "pfsp-run"},
+                                                "instance": "ta001", "options": {...},
+                                                "store_id": "<random hex>", "sha256": "<hex>",
                                                 "current": "checkpoints/00000007" | None,
                                                 "current_seq": 7}
       instance/p                   int32 (n jobs, m machines) processing times
@@ -13,10 +14,17 @@ Layout (plain Zarr v3, nothing pickled; readable with ``zarr.open_group(path, mo
         permutation                int32 (n,) best permutation, or (0,) when none
         series/<column>            int64 or float64 (L,) time series (see SERIES_COLUMNS)
 
+The root's ``sha256`` covers everything a result depends on: ``instance/p``, the instance name,
+the options (see ``options.py``; validated at open, the root bound recomputed from ``p``) and
+the store's random ``store_id``.
+
 Version attrs: ``complete`` (True), ``seq``, ``n``, ``nodes`` and ``leaves`` (decimal strings),
-``incumbent`` (int or null), ``elapsed_s``, ``result`` (JSON or null), ``series_columns`` and
-``sha256``: a digest of ``instance/p``, every array of the version (fixed order, with dtype and
-shape) and the canonical JSON of the other attrs.
+``incumbent`` (int or null; the makespan of ``permutation``), ``elapsed_s``, ``result`` (JSON or
+null), ``series_columns`` and ``sha256``: a digest of every array of the version (fixed order, with
+dtype and shape), the canonical JSON of the other attrs and the root's ``sha256``, which binds the
+version to its store: a version copied from another store fails its checksum.  A sha256 without a
+key detects corruption and careless edits, not deliberate forgery: whoever can write the store can
+recompute it.
 
 A commit writes a new version group completely, then flips the root ``current`` pointer (one
 atomic key write), then deletes versions older than the previous one: a process killed at any
@@ -34,6 +42,7 @@ import operator
 import os
 import re
 import shutil
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,12 +53,15 @@ import numpy as np
 if TYPE_CHECKING:
     import zarr
 
+from ..flowshop.evaluation import makespan
 from ..search.intervals import WorkUnit
+from .options import check_options
 
-FORMAT = 1
+FORMAT = 2  # 2: the root's sha256 covers the instance and the options
 KIND = "pfsp-run"
 SERIES_COLUMNS = ("t", "nodes", "leaves", "remaining_fraction", "incumbent", "active_explorers")
 
+_SIGNED = ("pbbflow", "instance", "options", "store_id")  # the root attrs its sha256 covers
 _CKPT = "checkpoints"
 _VERSION_NAME = re.compile(r"\d{8}")
 _CHUNK_BYTES = 1 << 20
@@ -130,9 +142,10 @@ def _series_column(name: str, values: Any) -> np.ndarray:
 class RunStore:
     """A pbbflow run on disk: instance, options and versioned checkpoints (see the module docstring)."""
 
-    def __init__(self, path: Path, instance_name: str, p: np.ndarray, options: dict) -> None:
+    def __init__(self, path: Path, instance_name: str, p: np.ndarray, options: dict, sha256: str) -> None:
         """Use :meth:`create` or :meth:`open`."""
         self._path, self._instance_name, self._p, self._options = path, instance_name, p, options
+        self._sha256 = sha256  # the root's: binds every version to this store
         self._partials_cleaned = False
 
     # ------------------------------------------------------------------ opening
@@ -152,17 +165,20 @@ class RunStore:
         if p.ndim != 2 or min(p.shape) < 1:
             raise ValueError(f"p must be a non-empty 2-D array (jobs x machines), got shape {p.shape}")
         options = _plain_json(options, "options")
-        root = _zarr().open_group(path, mode="w-", attributes={
-            "pbbflow": {"format": FORMAT, "kind": KIND}, "options": options,
-            "instance": str(instance_name), "current": None})
+        check_options(options, p)
+        signed = {"pbbflow": {"format": FORMAT, "kind": KIND}, "instance": str(instance_name), "options": options,
+                  "store_id": uuid.uuid4().hex}  # fmt: skip
+        sha256 = _digest([("instance/p", p)], signed)
+        root = _zarr().open_group(path, mode="w-", attributes={**signed, "sha256": sha256, "current": None})
         _write_array(root.create_group("instance"), "p", p)
         root.create_group(_CKPT)
         p.flags.writeable = False
-        return cls(path, str(instance_name), p, options)
+        return cls(path, str(instance_name), p, options, sha256)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> RunStore:
-        """Open an existing run store; RunStoreError if it is missing, foreign or of another format."""
+        """Open an existing run store, its instance and options verified (checksum, then validity);
+        RunStoreError if it is missing, foreign, of another format or damaged."""
         path = Path(path)
         root = _open_root(path)
         attrs = root.attrs.asdict()
@@ -170,20 +186,31 @@ class RunStore:
         if not isinstance(header, dict) or header.get("kind") != KIND:
             raise RunStoreError(path, f"not a pbbflow run store (no 'pbbflow' attributes of kind {KIND!r})")
         if header.get("format") != FORMAT:
+            hint = "; format 1 did not checksum the options: solve again into a new store"
             raise RunStoreError(path, f"unsupported run store format {header.get('format')!r} "
-                                      f"(this pbbflow reads format {FORMAT})")
+                                      f"(this pbbflow reads format {FORMAT}{hint * (header.get('format') == 1)})")
         try:
             p = np.asarray(_array(root, "instance/p")[...])
-            options, name = attrs["options"], attrs["instance"]
+            signed = {key: attrs[key] for key in _SIGNED}
+            intact = p.dtype == np.int32 and _digest([("instance/p", p)], signed) == attrs["sha256"]
         except KeyError as e:
             raise RunStoreError(path, f"damaged run store: missing {e}") from None
-        except Exception as e:  # zarr raises assorted errors on corrupt metadata or chunks
+        except Exception as e:  # zarr raises assorted errors on corrupt metadata or chunks; json on NaN
             raise RunStoreError(path, f"damaged run store: {type(e).__name__}: {e}") from None
-        if p.ndim != 2 or p.dtype != np.int32 or min(p.shape) < 1 or not isinstance(options, dict):
-            raise RunStoreError(path, f"damaged run store: bad instance/p {p.dtype} {p.shape} or options")
+        if not intact:
+            raise RunStoreError(path, "fails its sha256 checksum: its instance or options were changed or damaged")
+        options, name = signed["options"], signed["instance"]
+        try:
+            if p.ndim != 2 or min(p.shape) < 1 or p.min() < 0:
+                raise ValueError(f"instance/p must be (jobs, machines) times >= 0, got shape {p.shape}")
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"the instance name must be a non-empty string, not {name!r}")
+            check_options(options, p)
+        except ValueError as e:
+            raise RunStoreError(path, f"damaged run store: {e}") from None
         p = np.ascontiguousarray(p)
         p.flags.writeable = False
-        return cls(path, str(name), p, options)
+        return cls(path, name, p, options, attrs["sha256"])
 
     # --------------------------------------------------------------- properties
 
@@ -224,6 +251,9 @@ class RunStore:
         perm = np.zeros(0, np.int32) if permutation is None else np.array(list(permutation), np.int32)
         if permutation is not None and sorted(perm.tolist()) != list(range(n)):
             raise ValueError(f"permutation must be a permutation of range({n})")
+        problem = _schedule_problem(self._p, perm, incumbent)
+        if problem is not None:
+            raise ValueError(f"incumbent {incumbent}: {problem}")
         elapsed_s = float(elapsed_s)
         if not math.isfinite(elapsed_s):
             raise ValueError(f"elapsed_s must be finite, got {elapsed_s}")
@@ -248,7 +278,7 @@ class RunStore:
             "elapsed_s": elapsed_s, "result": _plain_json(result, "result"),
             "series_columns": list(cols),
         }
-        attrs["sha256"] = _digest([("instance/p", self._p), *arrays], attrs)
+        attrs["sha256"] = self._version_digest(arrays, attrs)
 
         name = f"{_CKPT}/{seq:08d}"
         group = root.create_group(name, overwrite=True)  # replaces a version left half-written by a crash
@@ -271,6 +301,8 @@ class RunStore:
         for _ in range(_READ_ATTEMPTS):
             root = _open_root(self._path)
             attrs = root.attrs.asdict()
+            if attrs.get("sha256") != self._sha256:
+                raise RunStoreError(self._path, "was replaced by another run since it was opened; open it again")
             if attrs.get("current") is None:
                 raise RunStoreError(self._path, "no committed checkpoint")
             if (attrs["current"], attrs.get("current_seq")) == pointer:
@@ -292,7 +324,7 @@ class RunStore:
             columns = list(attrs["series_columns"])
             arrays = {key: np.asarray(_array(group, key)[...]) for key in
                       ("starts", "ends", "end_is_total", "permutation", *(f"series/{c}" for c in columns))}
-            intact = _digest([("instance/p", self._p), *arrays.items()], attrs) == attrs["sha256"]
+            intact = self._version_digest(arrays.items(), attrs) == attrs["sha256"]
         except KeyError as e:
             raise RunStoreError(self._path, f"{where} is damaged: missing {e}") from None
         except RunStoreError:
@@ -309,11 +341,29 @@ class RunStore:
                                                    arrays["end_is_total"])
         except ValueError as e:
             raise RunStoreError(self._path, f"{where} holds invalid intervals: {e}") from None
+        problem = _schedule_problem(self._p, perm, attrs["incumbent"])
+        if problem is not None:
+            raise RunStoreError(self._path, f"{where} holds incumbent {attrs['incumbent']!r}: {problem}")
         return Checkpoint(
             seq=attrs["seq"], remaining=remaining, incumbent=attrs["incumbent"],
             permutation=tuple(perm.tolist()) if perm.size else None,
             nodes=int(attrs["nodes"]), leaves=int(attrs["leaves"]), elapsed_s=float(attrs["elapsed_s"]),
             series={c: arrays[f"series/{c}"] for c in columns}, result=attrs["result"])
+
+    def _version_digest(self, arrays: Iterable[tuple[str, np.ndarray]], attrs: Mapping[str, Any]) -> str:
+        """A version's sha256, bound to this store by the root's."""
+        return _digest(arrays, {**attrs, "store_sha256": self._sha256})
+
+
+def _schedule_problem(p: np.ndarray, perm: np.ndarray, incumbent: Any) -> str | None:
+    """What is wrong with ``incumbent`` as the makespan of ``perm`` (empty: none) on ``p``, if anything."""
+    if not perm.size:
+        return None if incumbent is None else "it has no permutation"
+    try:
+        actual = makespan(p, perm)
+    except ValueError as e:
+        return str(e)
+    return None if type(incumbent) is int and incumbent == actual else f"its permutation's makespan is {actual}"
 
 
 def _zarr():

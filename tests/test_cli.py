@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import numpy as np
+import zarr
 from distributed import LocalCluster
 from gmpy2 import mpz
 from pbbflow.cli.main import main, parse_duration
@@ -646,3 +647,71 @@ def test_an_internal_error_in_an_explorer_checkpoints_and_logs_its_traceback(cap
     result = json.loads(run(capsys, "resume", str(path), "--json", "--quiet")[1])
     whole = explore(taillard_instance(30).p, WorkUnit.full(20), 2178, threads=2)
     assert result["status"] == "bound_proved" and result["nodes"] == whole.nodes
+
+
+# --------------------------------------------------------------------------- run stores (issue 13)
+
+
+def forbid_cluster(monkeypatch) -> None:
+    """From now on, a command that starts a cluster fails the test (checks must come before)."""
+    import pbbflow.cli.main as cli
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the command started a cluster")
+
+    monkeypatch.setattr(cli, "Startup", refuse)
+
+
+def edit_root_attributes(path: Path, **options) -> None:
+    """Edit the options in a store's root zarr.json, as a text editor would."""
+    meta = json.loads((path / "zarr.json").read_text())
+    meta["attributes"]["options"].update(options)
+    (path / "zarr.json").write_text(json.dumps(meta))
+
+
+def test_info_and_resume_refuse_a_store_whose_options_were_edited(capsys, monkeypatch, tmp_path):
+    """Issue 13: search_ub and root_lower_bound edited in a finished ta001 store made info and
+    resume report bound_proved, makespan 1278, lower bound 1500, exit 0."""
+    path = tmp_path / "r.zarr"
+    solve_json(capsys, "ta001", "--run", str(path))
+    edit_root_attributes(path, search_ub=1500, root_lower_bound=1500)
+    forbid_cluster(monkeypatch)
+    for command in ("info", "resume", "plot"):
+        code, out, err = run(capsys, command, str(path), *(["--out", str(tmp_path / "plots")] * (command == "plot")))
+        assert_input_error(code, out, err)
+        assert "checksum" in err and str(path) in err
+    meta = json.loads((path / "zarr.json").read_text())
+    del meta["attributes"]["options"]
+    (path / "zarr.json").write_text(json.dumps(meta))
+    for command in ("info", "resume"):
+        code, out, err = run(capsys, command, str(path))
+        assert_input_error(code, out, err)
+        assert "damaged run store: missing 'options'" in err
+
+
+def resign_checkpoint(path: Path, change) -> None:
+    """Apply ``change`` to the current checkpoint's attributes and recompute its sha256, as a
+    deliberate forger would."""
+    from pbbflow.storage import runstore
+
+    root = zarr.open_group(path, mode="r+")
+    version = root[root.attrs["current"]]
+    attrs = version.attrs.asdict()
+    change(attrs)
+    keys = ["starts", "ends", "end_is_total", "permutation", *(f"series/{c}" for c in attrs["series_columns"])]
+    arrays = [(key, version[key][...]) for key in keys]
+    attrs["sha256"] = runstore._digest(arrays, {**attrs, "store_sha256": root.attrs["sha256"]})
+    version.update_attributes(attrs)
+
+
+def test_info_reports_the_recorded_result_only_when_it_agrees_with_its_checkpoint(capsys, tmp_path):
+    path = tmp_path / "r.zarr"
+    solved = solve_json(capsys, "ta001", "--run", str(path))
+    code, out, _ = run(capsys, "info", str(path), "--json")
+    info = json.loads(out)
+    assert code == 0 and {k: info[k] for k in solved if k != "startup"} == {k: v for k, v in solved.items()
+                                                                           if k != "startup"}  # fmt: skip
+    resign_checkpoint(path, lambda attrs: attrs["result"].update(lower_bound=1500))
+    code, out, err = run(capsys, "info", str(path))
+    assert_input_error(code, out, err)
+    assert "records a result that disagrees with its state" in err

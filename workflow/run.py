@@ -21,14 +21,14 @@ from dataclasses import dataclass
 
 from distributed import Client, wait
 
-from ..flowshop.bounds import lower_bound
 from ..gpu import DEFAULT_IVMS, GpuError
 from ..flowshop.evaluation import neh
 from ..flowshop.iterated_greedy import iterated_greedy
 from ..flowshop.instance import FlowShop
 from ..search.intervals import WorkUnit
 from ..search.solve import classify
-from ..storage.runstore import RunStore
+from ..storage.options import run_options
+from ..storage.runstore import RunStore, RunStoreError
 from .coordinator import Coordinator
 from .history import activity_column
 from .tasks import explorer_task, heuristic_task
@@ -80,9 +80,8 @@ def create_run(path, instance: FlowShop, *, ub: int | None, bound: str, branch: 
         makespan, permutation = neh(instance.p)
     else:
         raise ValueError(f"initial must be 'neh' or 'ig', not {initial!r}")
-    search_ub = makespan if ub is None else min(ub, makespan)
-    options = {"bound": bound, "branch": branch, "search_ub": search_ub, "user_ub": ub, "initial": initial,
-               "initial_makespan": makespan, "root_lower_bound": lower_bound(instance.p, [], [], bound)}  # fmt: skip
+    options = run_options(instance.p, bound=bound, branch=branch, user_ub=ub, initial=initial,
+                          initial_makespan=makespan)  # fmt: skip
     store = RunStore.create(path, instance_name=instance.name, p=instance.p, options=options, overwrite=overwrite)
     store.commit(remaining=WorkUnit.full(instance.n), incumbent=makespan, permutation=permutation.tolist(),
                  nodes=0, leaves=0, elapsed_s=0.0, series={k: [] for k in SERIES})  # fmt: skip
@@ -90,9 +89,14 @@ def create_run(path, instance: FlowShop, *, ub: int | None, bound: str, branch: 
 
 
 def result_of(store: RunStore) -> dict:
-    """The JSON result of the run as of its last checkpoint."""
+    """The JSON result of the run as of its last checkpoint (RunStoreError if the result recorded
+    there disagrees with the checkpoint's state)."""
     cp = store.latest()
-    return _result(store, cp.remaining, cp.incumbent, cp.permutation, cp.nodes, cp.leaves, cp.elapsed_s)
+    result = _result(store, cp.remaining, cp.incumbent, cp.permutation, cp.nodes, cp.leaves, cp.elapsed_s)
+    recorded = cp.result
+    if recorded is not None and (not isinstance(recorded, dict) or recorded != {**result, "run": recorded.get("run")}):
+        raise RunStoreError(store.path, f"checkpoint {cp.seq} records a result that disagrees with its state")
+    return result
 
 
 def _result(store: RunStore, remaining: WorkUnit, incumbent, permutation, nodes, leaves, elapsed_s) -> dict:
