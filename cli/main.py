@@ -303,7 +303,8 @@ def _solve(args: argparse.Namespace) -> int:
     args.run = path
     initial = "neh" if isinstance(args.ub, int) else args.ub
     ub = args.ub if isinstance(args.ub, int) else None
-    with Startup(lambda: _cluster(args, args.bound), instance.p, args.bound, args.branch) as startup:
+    with (RunStore.reserve(path, overwrite=args.overwrite),  # refused here, before the cluster starts
+          Startup(lambda: _cluster(args, args.bound), instance.p, args.bound, args.branch) as startup):
         startup.load_client_code(initial=initial)
         with startup.phase("initial_heuristic_s"):
             store = create_run(path, instance, ub=ub, bound=args.bound, branch=args.branch,
@@ -315,7 +316,7 @@ def _resume(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(slurm_job_script(_slurm_options(args)))
         return EXIT_DONE
-    store = RunStore.open(args.run)
+    store = RunStore.open(args.run).claim()  # refused here when another run holds it
     bound, branch = store.options["bound"], store.options["branch"]
     with Startup(lambda: _cluster(args, bound), store.p, bound, branch) as startup:
         startup.load_client_code(initial=None)

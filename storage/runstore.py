@@ -26,6 +26,15 @@ version to its store: a version copied from another store fails its checksum.  A
 key detects corruption and careless edits, not deliberate forgery: whoever can write the store can
 recompute it.
 
+One live run writes a store (``RunStore.create``, or ``RunStore.open(path).claim()``): it holds an
+exclusive ``flock`` on the store's directory for as long as it writes (see ``lock.py``; the kernel
+drops it when the process dies), and records itself in the root's ``owner`` attribute (a random
+run id, pid, host and start time).  A second writer is refused with the holder's pid and host; an
+``overwrite`` takes the lock before it empties the directory (the locked inode stays the store).
+Every commit re-reads ``owner`` and refuses to write when another run took the store over: the
+defence where ``flock`` does not reach (another host on some network file systems, a second
+claim in the same process).  Readers take no lock.
+
 A commit writes a new version group completely, then flips the root ``current`` pointer (one
 atomic key write), then deletes versions older than the previous one: a process killed at any
 moment leaves the last committed version readable, and a reader that holds the previous pointer
@@ -35,6 +44,7 @@ still finds its version. Durable against a killed process, not a power loss (no 
 from __future__ import annotations
 
 import copy
+import datetime
 import hashlib
 import json
 import math
@@ -42,6 +52,7 @@ import operator
 import os
 import re
 import shutil
+import socket
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -55,6 +66,7 @@ if TYPE_CHECKING:
 
 from ..flowshop.evaluation import makespan
 from ..search.intervals import WorkUnit
+from .lock import DirectoryBusy, DirectoryLock
 from .options import check_options
 
 FORMAT = 2  # 2: the root's sha256 covers the instance and the options
@@ -146,21 +158,44 @@ class RunStore:
         """Use :meth:`create` or :meth:`open`."""
         self._path, self._instance_name, self._p, self._options = path, instance_name, p, options
         self._sha256 = sha256  # the root's: binds every version to this store
+        self._lock: DirectoryLock | None = None
+        self._owner: str | None = None  # this object's run id while it holds the store for writing
         self._partials_cleaned = False
 
     # ------------------------------------------------------------------ opening
 
     @classmethod
+    def reserve(cls, path: str | os.PathLike[str], *, overwrite: bool = False) -> DirectoryLock:
+        """Make ``path`` an empty directory that this process holds, for :meth:`create` (which calls
+        this itself; call it first to fail before any work).  A missing directory is made; one that
+        holds anything is refused unless it is a run store and ``overwrite`` (it is then emptied)."""
+        path = Path(path)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise RunStoreError(path, "exists and is not a directory") from None
+        lock = _lock(path)
+        try:
+            if any(path.iterdir()):
+                if not overwrite:
+                    raise RunStoreError(path, "already exists; pass --overwrite to replace it")
+                if not _is_run_store(path):
+                    raise RunStoreError(path, "exists and is not a pbbflow run store; refusing to overwrite it")
+                for entry in path.iterdir():  # the directory itself stays: its inode is what is locked
+                    if entry.is_dir() and not entry.is_symlink():
+                        shutil.rmtree(entry)
+                    else:
+                        entry.unlink()
+        except BaseException:
+            lock.release()
+            raise
+        return lock
+
+    @classmethod
     def create(cls, path: str | os.PathLike[str], *, instance_name: str, p: np.ndarray,
                options: dict, overwrite: bool = False) -> RunStore:
-        """Create a new run store; an existing ``path`` is refused unless ``overwrite`` (run stores only)."""
+        """Create a new run store, held for writing (see :meth:`reserve` for what ``path`` may hold)."""
         path = Path(path)
-        if path.exists():
-            if not overwrite:
-                raise RunStoreError(path, "already exists; pass --overwrite to replace it")
-            if not (path.is_dir() and (not any(path.iterdir()) or _is_run_store(path))):
-                raise RunStoreError(path, "exists and is not a pbbflow run store; refusing to overwrite it")
-            shutil.rmtree(path)
         p = np.array(p, dtype=np.int32, order="C", copy=True)
         if p.ndim != 2 or min(p.shape) < 1:
             raise ValueError(f"p must be a non-empty 2-D array (jobs x machines), got shape {p.shape}")
@@ -169,11 +204,19 @@ class RunStore:
         signed = {"pbbflow": {"format": FORMAT, "kind": KIND}, "instance": str(instance_name), "options": options,
                   "store_id": uuid.uuid4().hex}  # fmt: skip
         sha256 = _digest([("instance/p", p)], signed)
-        root = _zarr().open_group(path, mode="w-", attributes={**signed, "sha256": sha256, "current": None})
-        _write_array(root.create_group("instance"), "p", p)
-        root.create_group(_CKPT)
+        lock, owner = cls.reserve(path, overwrite=overwrite), _new_owner()
+        try:
+            root = _zarr().open_group(path, mode="w-", attributes={**signed, "sha256": sha256, "owner": owner,
+                                                                   "current": None})  # fmt: skip
+            _write_array(root.create_group("instance"), "p", p)
+            root.create_group(_CKPT)
+        except BaseException:
+            lock.release()
+            raise
         p.flags.writeable = False
-        return cls(path, str(instance_name), p, options, sha256)
+        store = cls(path, str(instance_name), p, options, sha256)
+        store._lock, store._owner = lock, owner["run"]
+        return store
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> RunStore:
@@ -211,6 +254,29 @@ class RunStore:
         p = np.ascontiguousarray(p)
         p.flags.writeable = False
         return cls(path, name, p, options, attrs["sha256"])
+
+    def claim(self) -> RunStore:
+        """Hold the store for writing, until :meth:`release` or this object's end (commits need it);
+        RunStoreError if another live run holds it.  Returns ``self``; a no-op if already held."""
+        if self._owner is not None:
+            return self
+        lock, owner = _lock(self._path), _new_owner()
+        try:
+            root = _open_root(self._path, mode="r+")
+            if root.attrs.get("sha256") != self._sha256:
+                raise RunStoreError(self._path, "was replaced by another run since it was opened; open it again")
+            root.update_attributes({"owner": owner})
+        except BaseException:
+            lock.release()
+            raise
+        self._lock, self._owner = lock, owner["run"]
+        return self
+
+    def release(self) -> None:
+        """Stop writing the store: another run may claim it."""
+        if self._lock is not None:
+            self._lock.release()
+        self._lock = self._owner = None
 
     # --------------------------------------------------------------- properties
 
@@ -265,7 +331,7 @@ class RunStore:
                   ("end_is_total", end_is_total), ("permutation", perm)]
         arrays += [(f"series/{k}", c) for k, c in cols.items()]
 
-        root = _open_root(self._path, mode="r+")
+        root = self._owned_root()
         if not self._partials_cleaned:
             for leftover in self._path.rglob("*.partial"):
                 leftover.unlink(missing_ok=True)
@@ -287,6 +353,7 @@ class RunStore:
             _write_array(group, key, data)
         # Group.update_attributes writes zarr.json once; attrs.update would write it once per key.
         group.update_attributes(attrs)                                   # the version is complete
+        root = self._owned_root()  # the owner again, just before the commit
         root.update_attributes({"current": name, "current_seq": seq})   # the commit: one atomic write
         for old in (self._path / _CKPT).iterdir():
             if _VERSION_NAME.fullmatch(old.name) and int(old.name) < seq - 1:
@@ -350,6 +417,17 @@ class RunStore:
             nodes=int(attrs["nodes"]), leaves=int(attrs["leaves"]), elapsed_s=float(attrs["elapsed_s"]),
             series={c: arrays[f"series/{c}"] for c in columns}, result=attrs["result"])
 
+    def _owned_root(self) -> zarr.Group:
+        """The root group, writable; RunStoreError unless this object holds the store."""
+        if self._owner is None:
+            raise RunStoreError(self._path, "opened for reading: claim() it to write")
+        root = _open_root(self._path, mode="r+")
+        owner = root.attrs.get("owner")
+        if not isinstance(owner, dict) or owner.get("run") != self._owner:
+            raise RunStoreError(self._path, f"taken over by another run ({_describe(owner)}); this run "
+                                            "no longer writes to it")  # fmt: skip
+        return root
+
     def _version_digest(self, arrays: Iterable[tuple[str, np.ndarray]], attrs: Mapping[str, Any]) -> str:
         """A version's sha256, bound to this store by the root's."""
         return _digest(arrays, {**attrs, "store_sha256": self._sha256})
@@ -364,6 +442,32 @@ def _schedule_problem(p: np.ndarray, perm: np.ndarray, incumbent: Any) -> str | 
     except ValueError as e:
         return str(e)
     return None if type(incumbent) is int and incumbent == actual else f"its permutation's makespan is {actual}"
+
+
+def _new_owner() -> dict:
+    """A new run id, with where and when it runs, for the root's ``owner``."""
+    return {"run": uuid.uuid4().hex, "pid": os.getpid(), "host": socket.gethostname(),
+            "since": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}  # fmt: skip
+
+
+def _describe(owner: Any) -> str:
+    if not isinstance(owner, dict):
+        return "unknown: the store names no owner"
+    return f"pid {owner.get('pid')} on host {owner.get('host')}, since {owner.get('since')}"
+
+
+def _lock(path: Path) -> DirectoryLock:
+    """This process's lock on the store directory; RunStoreError naming the holder if another has it."""
+    try:
+        return DirectoryLock(path)
+    except DirectoryBusy:
+        try:
+            owner = json.loads((path / "zarr.json").read_text())["attributes"].get("owner")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            owner = None
+        holder = _describe(owner) if owner is not None else "a process that is creating it"
+        raise RunStoreError(path, f"in use by another run ({holder}); a run store has one writer at a "
+                                  "time") from None  # fmt: skip
 
 
 def _zarr():

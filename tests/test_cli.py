@@ -715,3 +715,40 @@ def test_info_reports_the_recorded_result_only_when_it_agrees_with_its_checkpoin
     code, out, err = run(capsys, "info", str(path))
     assert_input_error(code, out, err)
     assert "records a result that disagrees with its state" in err
+
+
+def test_a_live_run_keeps_its_store_from_an_overwrite_and_a_second_resume(capsys, monkeypatch, tmp_path):
+    """Issue 13: ``solve --overwrite`` of the store a live run was writing let that run's commits
+    land in the new store, judged against its options (ta017 reported optimal 1562; it is 1484)."""
+    from pbbflow.storage.runstore import RunStore
+
+    path = tmp_path / "x.zarr"
+    live = subprocess.Popen(
+        [sys.executable, "-m", "pbbflow.cli.main", "solve", "ta017", "--ub", "1484", "--run", str(path), "--json",
+         "--quiet", "--workers", "1", "--checkpoint-every", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # until the live run has searched and checkpointed
+            try:
+                if RunStore.open(path).latest().nodes > 0:
+                    break
+            except Exception:
+                pass
+            time.sleep(0.2)
+        forbid_cluster(monkeypatch)
+        for argv in (["solve", "ta017", "--ub", "neh", "--run", str(path), "--overwrite", "--time-limit", "2"],
+                     ["resume", str(path)]):  # fmt: skip
+            code, out, err = run(capsys, *argv)
+            assert_input_error(code, out, err)
+            assert f"in use by another run (pid {live.pid} on host " in err
+    finally:
+        live.send_signal(signal.SIGTERM)
+        out, err = live.communicate(timeout=120)
+    assert live.returncode == 3, err
+    stopped = json.loads(out)
+    code, out, _ = run(capsys, "info", str(path), "--json")
+    info = json.loads(out)
+    assert code == 0 and info["options"]["user_ub"] == 1484 and info["nodes"] == stopped["nodes"]
+    assert info["status"] == "limit" and info["lower_bound"] <= 1484 <= info["makespan"]

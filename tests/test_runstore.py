@@ -1,10 +1,12 @@
 """The Zarr run store: exact round trips, versioning, refusal of damaged stores, crash safety."""
 
+import errno
 import json
 import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -305,7 +307,7 @@ WRITER = textwrap.dedent("""
     sys.path.insert(0, sys.argv[2])
     from test_runstore import expected
     from pbbflow.storage.runstore import RunStore, RunStoreError
-    store = RunStore.open(sys.argv[1])
+    store = RunStore.open(sys.argv[1]).claim()
     try:
         seq = store.latest().seq
     except RunStoreError:
@@ -362,3 +364,86 @@ def test_reader_during_writer_sees_only_verified_versions(tmp_path):
         writer.wait()
         writer.stdout.close()
     assert len(seen) > 5
+
+
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from pbbflow.storage.runstore import RunStore
+    store = RunStore.open(sys.argv[1]).claim()
+    print("held", flush=True)
+    time.sleep(600)
+""")
+
+
+def hold(path) -> subprocess.Popen:
+    """Another process that holds the store at ``path`` for writing (until killed)."""
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_a_store_has_one_writing_process(tmp_path):
+    """Issue 13: a second writer (an overwrite, a second resume) is refused, naming the holder;
+    the holder's death frees the store (no stale lock)."""
+    path = tmp_path / "run.zarr"
+    make_store(path).commit(**expected(1))
+    holder = hold(path)
+    try:
+        busy = rf"in use by another run \(pid {holder.pid} on host {socket.gethostname()}, since "
+        with pytest.raises(RunStoreError, match=busy):
+            RunStore.open(path).claim()
+        with pytest.raises(RunStoreError, match=busy):
+            make_store(path, overwrite=True)
+        assert_matches(RunStore.open(path).latest(), expected(1))  # untouched
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+    store = RunStore.open(path).claim()
+    assert store.commit(**expected(2)) == 2
+
+
+def test_a_run_whose_store_was_taken_over_commits_nothing(tmp_path):
+    """The owner token, where flock does not reach (here: a second claim in this process; across
+    hosts: some network file systems): the first writer's commits are refused."""
+    first = make_store(tmp_path / "run.zarr")
+    first.commit(**expected(1))
+    second = RunStore.open(first.path).claim()
+    with pytest.raises(RunStoreError, match=rf"taken over by another run \(pid {os.getpid()} on host "):
+        first.commit(**expected(2))
+    assert second.commit(**expected(2)) == 2
+    replacement = make_store(first.path, overwrite=True)  # an overwrite takes it over too
+    with pytest.raises(RunStoreError, match="taken over"):
+        second.commit(**expected(3))
+    assert replacement.commit(**expected(1)) == 1
+    with pytest.raises(RunStoreError, match="replaced by another run since it was opened"):
+        second.latest()
+
+
+def test_reading_needs_no_claim_and_writing_does(tmp_path):
+    make_store(tmp_path / "run.zarr").release()
+    reader = RunStore.open(tmp_path / "run.zarr")
+    with pytest.raises(RunStoreError, match=r"claim\(\) it to write"):
+        reader.commit(**expected(1))
+    holder = hold(tmp_path / "run.zarr")
+    try:
+        assert RunStore.open(tmp_path / "run.zarr").latest  # readers take no lock
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+
+
+def test_without_flock_support_the_store_is_still_claimed(tmp_path, monkeypatch):
+    """File systems without flock (Lustre without its flock option): no lock, the owner token guards."""
+    from pbbflow.storage import lock
+
+    def unsupported(fd, operation):
+        raise OSError(errno.ENOSYS, "Function not implemented")
+
+    monkeypatch.setattr(lock.fcntl, "flock", unsupported)
+    first = make_store(tmp_path / "run.zarr")
+    second = RunStore.open(first.path).claim()
+    with pytest.raises(RunStoreError, match="taken over"):
+        first.commit(**expected(1))
+    assert second.commit(**expected(1)) == 1

@@ -1,7 +1,8 @@
 """Drive a run on a Dask cluster: coordinator, explorer tasks, periodic Zarr checkpoints.
 
 ``create_run`` writes a new run store (instance, options, NEH incumbent, the whole space
-as the first checkpoint).  ``drive`` continues the run from its last committed checkpoint
+as the first checkpoint), held for writing by this process.  ``drive`` claims the store
+(unless its caller did) and continues the run from its last committed checkpoint
 on whatever cluster the client reaches, until the search ends, a time limit passes or
 ``stop`` is set (a signal): the explorers are told to stop, and the last state is written
 as a new checkpoint.  Checkpoints are written by the client process on a background thread,
@@ -256,7 +257,9 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
     to the coordinator during the search (default: one beside each GPU worker; 0: none).
     The workers load their numba code before the session's clock starts (``warm_workers``).
     ``timings``, if given, receives this session's ``search_s`` and ``final_checkpoint_s``.
+    RunStoreError if another live run holds the store.
     """
+    store.claim()  # a no-op when the caller holds it already
     if not store.latest().remaining:
         return result_of(store)
     warm_workers(client, store.p, store.options["bound"], store.options["branch"])
