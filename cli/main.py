@@ -341,7 +341,13 @@ def _heuristic(args: argparse.Namespace) -> int:
 def _plot(args: argparse.Namespace) -> int:
     from ..viz.plots import plot_run  # matplotlib loads only for this command
 
-    for path in plot_run(RunStore.open(args.run), args.out):
+    store = RunStore.open(args.run)
+    try:
+        written = plot_run(store, args.out)
+    except OSError as error:  # the output folder cannot be made or written
+        print(f"pbbflow: error: {args.out}: cannot write the plots there ({error.strerror})", file=sys.stderr)
+        return EXIT_USAGE
+    for path in written:
         print(path)
     return EXIT_DONE
 

@@ -33,7 +33,8 @@ run id, pid, host and start time).  A second writer is refused with the holder's
 ``overwrite`` takes the lock before it empties the directory (the locked inode stays the store).
 Every commit re-reads ``owner`` and refuses to write when another run took the store over: the
 defence where ``flock`` does not reach (another host on some network file systems, a second
-claim in the same process).  Readers take no lock.
+claim in the same process).  Readers take no lock.  Reserving and claiming also check that the
+store can be written, so that a run fails before it does any work (RunStoreError, one line).
 
 A commit writes a new version group completely, then flips the root ``current`` pointer (one
 atomic key write), then deletes versions older than the previous one: a process killed at any
@@ -43,6 +44,7 @@ still finds its version. Durable against a killed process, not a power loss (no 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import datetime
 import hashlib
@@ -53,8 +55,9 @@ import os
 import re
 import shutil
 import socket
+import tempfile
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -168,12 +171,12 @@ class RunStore:
     def reserve(cls, path: str | os.PathLike[str], *, overwrite: bool = False) -> DirectoryLock:
         """Make ``path`` an empty directory that this process holds, for :meth:`create` (which calls
         this itself; call it first to fail before any work).  A missing directory is made; one that
-        holds anything is refused unless it is a run store and ``overwrite`` (it is then emptied)."""
+        holds anything is refused unless it is a run store and ``overwrite`` (it is then emptied),
+        as is a symbolic link with ``overwrite``.  Then a file must be writable there."""
         path = Path(path)
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except FileExistsError:
-            raise RunStoreError(path, "exists and is not a directory") from None
+        if overwrite and path.is_symlink():
+            raise RunStoreError(path, "is a symbolic link; refusing to overwrite through it (name the store itself)")
+        _make_directory(path)
         lock = _lock(path)
         try:
             if any(path.iterdir()):
@@ -181,11 +184,14 @@ class RunStore:
                     raise RunStoreError(path, "already exists; pass --overwrite to replace it")
                 if not _is_run_store(path):
                     raise RunStoreError(path, "exists and is not a pbbflow run store; refusing to overwrite it")
-                for entry in path.iterdir():  # the directory itself stays: its inode is what is locked
-                    if entry.is_dir() and not entry.is_symlink():
-                        shutil.rmtree(entry)
-                    else:
-                        entry.unlink()
+                with _file_errors(path, "empty it"):
+                    for entry in path.iterdir():  # the directory itself stays: its inode is what is locked
+                        if entry.is_dir() and not entry.is_symlink():
+                            shutil.rmtree(entry)
+                        else:
+                            entry.unlink()
+            with _file_errors(path, "write it"):
+                _probe(path)
         except BaseException:
             lock.release()
             raise
@@ -206,10 +212,11 @@ class RunStore:
         sha256 = _digest([("instance/p", p)], signed)
         lock, owner = cls.reserve(path, overwrite=overwrite), _new_owner()
         try:
-            root = _zarr().open_group(path, mode="w-", attributes={**signed, "sha256": sha256, "owner": owner,
-                                                                   "current": None})  # fmt: skip
-            _write_array(root.create_group("instance"), "p", p)
-            root.create_group(_CKPT)
+            with _file_errors(path, "write it"):
+                root = _zarr().open_group(path, mode="w-", attributes={**signed, "sha256": sha256, "owner": owner,
+                                                                       "current": None})  # fmt: skip
+                _write_array(root.create_group("instance"), "p", p)
+                root.create_group(_CKPT)
         except BaseException:
             lock.release()
             raise
@@ -257,7 +264,8 @@ class RunStore:
 
     def claim(self) -> RunStore:
         """Hold the store for writing, until :meth:`release` or this object's end (commits need it);
-        RunStoreError if another live run holds it.  Returns ``self``; a no-op if already held."""
+        RunStoreError if another live run holds it or it cannot be written.  Returns ``self``; a
+        no-op if already held."""
         if self._owner is not None:
             return self
         lock, owner = _lock(self._path), _new_owner()
@@ -265,7 +273,9 @@ class RunStore:
             root = _open_root(self._path, mode="r+")
             if root.attrs.get("sha256") != self._sha256:
                 raise RunStoreError(self._path, "was replaced by another run since it was opened; open it again")
-            root.update_attributes({"owner": owner})
+            with _file_errors(self._path, "write it"):
+                root.update_attributes({"owner": owner})
+                _probe(self._path / _CKPT)  # where commits write their versions
         except BaseException:
             lock.release()
             raise
@@ -456,6 +466,34 @@ def _describe(owner: Any) -> str:
     return f"pid {owner.get('pid')} on host {owner.get('host')}, since {owner.get('since')}"
 
 
+@contextlib.contextmanager
+def _file_errors(path: Path, doing: str) -> Iterator[None]:
+    """An OSError inside becomes one line: RunStoreError("cannot <doing> (<reason>)")."""
+    try:
+        yield
+    except OSError as e:
+        raise RunStoreError(path, f"cannot {doing} ({e.strerror or e})") from None
+
+
+def _make_directory(path: Path) -> None:
+    """``path`` and its missing parents as directories; RunStoreError saying what is in the way."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise RunStoreError(path, "exists and is not a directory") from None
+    except OSError as e:
+        blocker = next((a for a in path.parents if a.exists()), None)
+        reason = f"{blocker} is not a directory" if blocker is not None and not blocker.is_dir() else e.strerror
+        raise RunStoreError(path, f"cannot create it ({reason})") from None
+
+
+def _probe(directory: Path) -> None:
+    """OSError unless a file can be created (and removed) in ``directory``."""
+    fd, name = tempfile.mkstemp(dir=directory, prefix=".pbbflow-probe-")
+    os.close(fd)
+    os.unlink(name)
+
+
 def _lock(path: Path) -> DirectoryLock:
     """This process's lock on the store directory; RunStoreError naming the holder if another has it."""
     try:
@@ -468,6 +506,8 @@ def _lock(path: Path) -> DirectoryLock:
         holder = _describe(owner) if owner is not None else "a process that is creating it"
         raise RunStoreError(path, f"in use by another run ({holder}); a run store has one writer at a "
                                   "time") from None  # fmt: skip
+    except OSError as e:
+        raise RunStoreError(path, f"cannot open it ({e.strerror})") from None
 
 
 def _zarr():

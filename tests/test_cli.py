@@ -752,3 +752,91 @@ def test_a_live_run_keeps_its_store_from_an_overwrite_and_a_second_resume(capsys
     info = json.loads(out)
     assert code == 0 and info["options"]["user_ub"] == 1484 and info["nodes"] == stopped["nodes"]
     assert info["status"] == "limit" and info["lower_bound"] <= 1484 <= info["makespan"]
+
+
+@pytest.fixture
+def immutable(tmp_path):
+    """``make(path)`` sets the immutable attribute (``chattr +i``, which binds root too); cleared after the test."""
+    made = []
+
+    def make(path: Path) -> None:
+        if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+            pytest.skip("chattr +i is not available here (a read-only store cannot be made as this user)")
+        made.append(path)
+
+    yield make
+    for path in made:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_solve_refuses_a_run_path_it_cannot_write_before_a_cluster_starts(capsys, monkeypatch, tmp_path, immutable):
+    """Issue 13: these were tracebacks (exit 1)."""
+    (tmp_path / "afile").write_text("")
+    store = tmp_path / "store.zarr"
+    solve_json(capsys, "ta001", "--run", str(store))
+    (tmp_path / "link.zarr").symlink_to(store)
+    (tmp_path / "locked").mkdir()
+    immutable(tmp_path / "locked")
+    forbid_cluster(monkeypatch)
+    for run_path, extra, problem in [
+        ("afile/x.zarr", [], "cannot create it (" + str(tmp_path / "afile") + " is not a directory)"),
+        ("/proc/x.zarr", [], "cannot create it (No such file or directory)"),
+        ("afile", ["--overwrite"], "exists and is not a directory"),
+        ("link.zarr", ["--overwrite"], "is a symbolic link; refusing to overwrite through it"),
+        ("locked/x.zarr", [], "cannot create it (Operation not permitted)"),
+    ]:  # fmt: skip
+        code, out, err = run(capsys, "solve", "ta001", "--run", str(tmp_path / run_path), *extra)
+        assert_input_error(code, out, err)
+        assert problem in err, err
+    code, out, _ = run(capsys, "info", str(store), "--json")
+    assert code == 0 and json.loads(out)["status"] == "optimal"  # not emptied through the link
+
+
+def test_a_read_only_store_is_refused_before_a_cluster_starts(capsys, monkeypatch, tmp_path, immutable):
+    """Issue 13: a read-only store was explored, then the final checkpoint failed with a traceback."""
+    from pbbflow.workflow.run import create_run
+
+    for victim in ("", "checkpoints"):
+        path = tmp_path / f"ro{len(victim)}.zarr"
+        create_run(path, taillard_instance(21), ub=None, bound="lb1", branch="minmin").release()
+        immutable(path / victim)
+        forbid_cluster(monkeypatch)
+        code, out, err = run(capsys, "resume", str(path))
+        assert_input_error(code, out, err)
+        assert f"{path}: cannot write it (Operation not permitted)" in err
+        code, out, err = run(capsys, "solve", "ta021", "--run", str(path), "--overwrite")
+        assert_input_error(code, out, err)
+        monkeypatch.undo()
+
+
+def test_plot_refuses_an_output_folder_it_cannot_write(capsys, tmp_path, immutable):
+    path = tmp_path / "r.zarr"
+    solve_json(capsys, "ta001", "--run", str(path))
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "locked").mkdir()
+    immutable(tmp_path / "locked")
+    for out_dir, problem in [("afile", "(File exists)"), ("locked/plots", "(Operation not permitted)")]:
+        code, out, err = run(capsys, "plot", str(path), "--out", str(tmp_path / out_dir))
+        assert_input_error(code, out, err)
+        assert problem in err
+
+
+def test_a_write_failure_during_a_run_is_one_line_and_exit_1(capsys, monkeypatch, tmp_path):
+    """Issue 13: a failed final checkpoint (disk full, store made read-only) was a traceback."""
+    from pbbflow.storage.runstore import RunStore
+
+    real_commit = RunStore.commit
+
+    def commit(self, **kwargs):
+        if kwargs["nodes"] > 0:
+            raise OSError(28, "No space left on device")
+        return real_commit(self, **kwargs)
+
+    monkeypatch.setattr(RunStore, "commit", commit)
+    path = tmp_path / "r.zarr"
+    code, out, err = run(capsys, "solve", "ta001", "--run", str(path), "--quiet")
+    assert code == 1 and out == "", (out, err)
+    line = err.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert "internal error in the final checkpoint: OSError: [Errno 28] No space left on device" in line
+    assert "No space left" in Path(str(path) + ".error.log").read_text()

@@ -268,7 +268,13 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
     try:
         failure = _search(session, stop, time_limit, node_limit, checkpoint_every, on_progress)
         if failure is None:
-            failure = _final_checkpoint(session, timings)
+            try:
+                failure = _final_checkpoint(session, timings)
+            except GpuError:
+                raise
+            except Exception as error:  # noqa: BLE001 (e.g. a store that cannot be written any more)
+                raise RunFailed("the final checkpoint", f"{type(error).__name__}: {error}", traceback.format_exc(),
+                                checkpointed=False) from error  # fmt: skip
             if failure is not None:
                 raise RunFailed(*failure, checkpointed=True)
         else:
