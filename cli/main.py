@@ -316,7 +316,10 @@ def _resume(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(slurm_job_script(_slurm_options(args)))
         return EXIT_DONE
-    store = RunStore.open(args.run).claim()  # refused here when another run holds it
+    store = RunStore.open(args.run)
+    if not store.latest().remaining:  # finished (or damaged: RunStoreError): answered without a cluster
+        return _info(args)
+    store.claim()  # refused here when another run holds it or it cannot be written
     bound, branch = store.options["bound"], store.options["branch"]
     with Startup(lambda: _cluster(args, bound), store.p, bound, branch) as startup:
         startup.load_client_code(initial=None)

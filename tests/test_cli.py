@@ -840,3 +840,20 @@ def test_a_write_failure_during_a_run_is_one_line_and_exit_1(capsys, monkeypatch
     assert "\n" not in line and "Traceback" not in line
     assert "internal error in the final checkpoint: OSError: [Errno 28] No space left on device" in line
     assert "No space left" in Path(str(path) + ".error.log").read_text()
+
+
+def test_resume_answers_a_finished_or_damaged_store_before_a_cluster_starts(capsys, monkeypatch, tmp_path):
+    """Issue 13: resume started a cluster before it looked at the store."""
+    path = tmp_path / "r.zarr"
+    solve_json(capsys, "ta001", "--run", str(path))
+    info = {flag: run(capsys, "info", str(path), *flag)[1] for flag in ((), ("--json",))}
+    forbid_cluster(monkeypatch)
+    for flag in info:
+        code, out, err = run(capsys, "resume", str(path), *flag)
+        assert (code, out, err) == (0, info[flag], "")
+    root = zarr.open_group(path, mode="r+")
+    permutation = root[f"{root.attrs['current']}/permutation"]
+    permutation[:2] = permutation[:2][::-1]
+    code, out, err = run(capsys, "resume", str(path))
+    assert_input_error(code, out, err)
+    assert "checksum" in err
