@@ -5,6 +5,7 @@ Layout (plain Zarr v3, nothing pickled; readable with ``zarr.open_group(path, mo
     run.zarr/                      root attrs: {"pbbflow": {"format": 2, "kind": "pfsp-run"},
                                                 "instance": "ta001", "options": {...},
                                                 "store_id": "<random hex>", "sha256": "<hex>",
+                                                "owner": {"run", "pid", "host", "since"},
                                                 "current": "checkpoints/00000007" | None,
                                                 "current_seq": 7}
       instance/p                   int32 (n jobs, m machines) processing times
