@@ -294,7 +294,7 @@ def _solve(args: argparse.Namespace) -> int:
     args.run = path
     initial = "neh" if isinstance(args.ub, int) else args.ub
     ub = args.ub if isinstance(args.ub, int) else None
-    with StopSignals() as signals, \
+    with StopSignals() as signals, RunStore.reserve(path, overwrite=args.overwrite), \
             Startup(lambda: _cluster(args, args.bound), instance.p, args.bound, args.branch) as startup:
         startup.load_client_code(initial=initial)
         with startup.phase("initial_heuristic_s"):
@@ -311,6 +311,9 @@ def _resume(args: argparse.Namespace) -> int:
         print(slurm_job_script(_slurm_options(args)))
         return EXIT_DONE
     store = RunStore.open(args.run)
+    if not store.latest().remaining:  # finished (or damaged: RunStoreError): answered without a cluster
+        return _info(args)
+    store.claim()  # refused here when another run holds it or it cannot be written
     args.store_written = True
     bound, branch = store.options["bound"], store.options["branch"]
     with StopSignals() as signals, Startup(lambda: _cluster(args, bound), store.p, bound, branch) as startup:
@@ -336,7 +339,13 @@ def _heuristic(args: argparse.Namespace) -> int:
 def _plot(args: argparse.Namespace) -> int:
     from ..viz.plots import plot_run  # matplotlib loads only for this command
 
-    for path in plot_run(RunStore.open(args.run), args.out):
+    store = RunStore.open(args.run)
+    try:
+        written = plot_run(store, args.out)
+    except OSError as error:  # the output folder cannot be made or written
+        print(f"pbbflow: error: {args.out}: cannot write the plots there ({error.strerror})", file=sys.stderr)
+        return EXIT_USAGE
+    for path in written:
         print(path)
     return EXIT_DONE
 

@@ -2,8 +2,10 @@
 
 Layout (plain Zarr v3, nothing pickled; readable with ``zarr.open_group(path, mode="r")``)::
 
-    run.zarr/                      root attrs: {"pbbflow": {"format": 1, "kind": "pfsp-run"},
-                                                "options": {...}, "instance": "ta001",
+    run.zarr/                      root attrs: {"pbbflow": {"format": 2, "kind": "pfsp-run"},
+                                                "instance": "ta001", "options": {...},
+                                                "store_id": "<random hex>", "sha256": "<hex>",
+                                                "owner": {"run", "pid", "host", "since"},
                                                 "current": "checkpoints/00000007" | None,
                                                 "current_seq": 7}
       instance/p                   int32 (n jobs, m machines) processing times
@@ -13,10 +15,27 @@ Layout (plain Zarr v3, nothing pickled; readable with ``zarr.open_group(path, mo
         permutation                int32 (n,) best permutation, or (0,) when none
         series/<column>            int64 or float64 (L,) time series (see SERIES_COLUMNS)
 
+The root's ``sha256`` covers everything a result depends on: ``instance/p``, the instance name,
+the options (see ``options.py``; validated at open, the root bound recomputed from ``p``) and
+the store's random ``store_id``.
+
 Version attrs: ``complete`` (True), ``seq``, ``n``, ``nodes`` and ``leaves`` (decimal strings),
-``incumbent`` (int or null), ``elapsed_s``, ``result`` (JSON or null), ``series_columns`` and
-``sha256``: a digest of ``instance/p``, every array of the version (fixed order, with dtype and
-shape) and the canonical JSON of the other attrs.
+``incumbent`` (int or null; the makespan of ``permutation``), ``elapsed_s``, ``result`` (JSON or
+null), ``series_columns`` and ``sha256``: a digest of every array of the version (fixed order, with
+dtype and shape), the canonical JSON of the other attrs and the root's ``sha256``, which binds the
+version to its store: a version copied from another store fails its checksum.  A sha256 without a
+key detects corruption and careless edits, not deliberate forgery: whoever can write the store can
+recompute it.
+
+One live run writes a store (``RunStore.create``, or ``RunStore.open(path).claim()``): it holds an
+exclusive ``flock`` on the store's directory for as long as it writes (see ``lock.py``; the kernel
+drops it when the process dies), and records itself in the root's ``owner`` attribute (a random
+run id, pid, host and start time).  A second writer is refused with the holder's pid and host; an
+``overwrite`` takes the lock before it empties the directory (the locked inode stays the store).
+Every commit re-reads ``owner`` and refuses to write when another run took the store over: the
+defence where ``flock`` does not reach (another host on some network file systems, a second
+claim in the same process).  Readers take no lock.  Reserving and claiming also check that the
+store can be written, so that a run fails before it does any work (RunStoreError, one line).
 
 A commit writes a new version group completely, then flips the root ``current`` pointer (one
 atomic key write), then deletes versions older than the previous one: a process killed at any
@@ -26,7 +45,9 @@ still finds its version. Durable against a killed process, not a power loss (no 
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import datetime
 import hashlib
 import json
 import math
@@ -34,7 +55,10 @@ import operator
 import os
 import re
 import shutil
-from collections.abc import Iterable, Mapping
+import socket
+import tempfile
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,12 +68,16 @@ import numpy as np
 if TYPE_CHECKING:
     import zarr
 
+from ..flowshop.evaluation import makespan
 from ..search.intervals import WorkUnit
+from .lock import DirectoryBusy, DirectoryLock
+from .options import check_options
 
-FORMAT = 1
+FORMAT = 2  # 2: the root's sha256 covers the instance and the options
 KIND = "pfsp-run"
 SERIES_COLUMNS = ("t", "nodes", "leaves", "remaining_fraction", "incumbent", "active_explorers")
 
+_SIGNED = ("pbbflow", "instance", "options", "store_id")  # the root attrs its sha256 covers
 _CKPT = "checkpoints"
 _VERSION_NAME = re.compile(r"\d{8}")
 _CHUNK_BYTES = 1 << 20
@@ -130,39 +158,78 @@ def _series_column(name: str, values: Any) -> np.ndarray:
 class RunStore:
     """A pbbflow run on disk: instance, options and versioned checkpoints (see the module docstring)."""
 
-    def __init__(self, path: Path, instance_name: str, p: np.ndarray, options: dict) -> None:
+    def __init__(self, path: Path, instance_name: str, p: np.ndarray, options: dict, sha256: str) -> None:
         """Use :meth:`create` or :meth:`open`."""
         self._path, self._instance_name, self._p, self._options = path, instance_name, p, options
+        self._sha256 = sha256  # the root's: binds every version to this store
+        self._lock: DirectoryLock | None = None
+        self._owner: str | None = None  # this object's run id while it holds the store for writing
         self._partials_cleaned = False
 
     # ------------------------------------------------------------------ opening
 
     @classmethod
+    def reserve(cls, path: str | os.PathLike[str], *, overwrite: bool = False) -> DirectoryLock:
+        """Make ``path`` an empty directory that this process holds, for :meth:`create` (which calls
+        this itself; call it first to fail before any work).  A missing directory is made; one that
+        holds anything is refused unless it is a run store and ``overwrite`` (it is then emptied),
+        as is a symbolic link with ``overwrite``.  Then a file must be writable there."""
+        path = Path(path)
+        if overwrite and path.is_symlink():
+            raise RunStoreError(path, "is a symbolic link; refusing to overwrite through it (name the store itself)")
+        _make_directory(path)
+        lock = _lock(path)
+        try:
+            if any(path.iterdir()):
+                if not overwrite:
+                    raise RunStoreError(path, "already exists; pass --overwrite to replace it")
+                if not _is_run_store(path):
+                    raise RunStoreError(path, "exists and is not a pbbflow run store; refusing to overwrite it")
+                with _file_errors(path, "empty it"):
+                    for entry in path.iterdir():  # the directory itself stays: its inode is what is locked
+                        if entry.is_dir() and not entry.is_symlink():
+                            shutil.rmtree(entry)
+                        else:
+                            entry.unlink()
+            with _file_errors(path, "write it"):
+                _probe(path)
+        except BaseException:
+            lock.release()
+            raise
+        return lock
+
+    @classmethod
     def create(cls, path: str | os.PathLike[str], *, instance_name: str, p: np.ndarray,
                options: dict, overwrite: bool = False) -> RunStore:
-        """Create a new run store; an existing ``path`` is refused unless ``overwrite`` (run stores only)."""
+        """Create a new run store, held for writing (see :meth:`reserve` for what ``path`` may hold)."""
         path = Path(path)
-        if path.exists():
-            if not overwrite:
-                raise RunStoreError(path, "already exists; pass --overwrite to replace it")
-            if not (path.is_dir() and (not any(path.iterdir()) or _is_run_store(path))):
-                raise RunStoreError(path, "exists and is not a pbbflow run store; refusing to overwrite it")
-            shutil.rmtree(path)
         p = np.array(p, dtype=np.int32, order="C", copy=True)
         if p.ndim != 2 or min(p.shape) < 1:
             raise ValueError(f"p must be a non-empty 2-D array (jobs x machines), got shape {p.shape}")
         options = _plain_json(options, "options")
-        root = _zarr().open_group(path, mode="w-", attributes={
-            "pbbflow": {"format": FORMAT, "kind": KIND}, "options": options,
-            "instance": str(instance_name), "current": None})
-        _write_array(root.create_group("instance"), "p", p)
-        root.create_group(_CKPT)
+        check_options(options, p)
+        signed = {"pbbflow": {"format": FORMAT, "kind": KIND}, "instance": str(instance_name), "options": options,
+                  "store_id": uuid.uuid4().hex}  # fmt: skip
+        sha256 = _digest([("instance/p", p)], signed)
+        lock, owner = cls.reserve(path, overwrite=overwrite), _new_owner()
+        try:
+            with _file_errors(path, "write it"):
+                root = _zarr().open_group(path, mode="w-", attributes={**signed, "sha256": sha256, "owner": owner,
+                                                                       "current": None})  # fmt: skip
+                _write_array(root.create_group("instance"), "p", p)
+                root.create_group(_CKPT)
+        except BaseException:
+            lock.release()
+            raise
         p.flags.writeable = False
-        return cls(path, str(instance_name), p, options)
+        store = cls(path, str(instance_name), p, options, sha256)
+        store._lock, store._owner = lock, owner["run"]
+        return store
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> RunStore:
-        """Open an existing run store; RunStoreError if it is missing, foreign or of another format."""
+        """Open an existing run store, its instance and options verified (checksum, then validity);
+        RunStoreError if it is missing, foreign, of another format or damaged."""
         path = Path(path)
         root = _open_root(path)
         attrs = root.attrs.asdict()
@@ -170,20 +237,57 @@ class RunStore:
         if not isinstance(header, dict) or header.get("kind") != KIND:
             raise RunStoreError(path, f"not a pbbflow run store (no 'pbbflow' attributes of kind {KIND!r})")
         if header.get("format") != FORMAT:
+            hint = "; format 1 did not checksum the options: solve again into a new store"
             raise RunStoreError(path, f"unsupported run store format {header.get('format')!r} "
-                                      f"(this pbbflow reads format {FORMAT})")
+                                      f"(this pbbflow reads format {FORMAT}{hint * (header.get('format') == 1)})")
         try:
             p = np.asarray(_array(root, "instance/p")[...])
-            options, name = attrs["options"], attrs["instance"]
+            signed = {key: attrs[key] for key in _SIGNED}
+            intact = p.dtype == np.int32 and _digest([("instance/p", p)], signed) == attrs["sha256"]
         except KeyError as e:
             raise RunStoreError(path, f"damaged run store: missing {e}") from None
-        except Exception as e:  # zarr raises assorted errors on corrupt metadata or chunks
+        except Exception as e:  # zarr raises assorted errors on corrupt metadata or chunks; json on NaN
             raise RunStoreError(path, f"damaged run store: {type(e).__name__}: {e}") from None
-        if p.ndim != 2 or p.dtype != np.int32 or min(p.shape) < 1 or not isinstance(options, dict):
-            raise RunStoreError(path, f"damaged run store: bad instance/p {p.dtype} {p.shape} or options")
+        if not intact:
+            raise RunStoreError(path, "fails its sha256 checksum: its instance or options were changed or damaged")
+        options, name = signed["options"], signed["instance"]
+        try:
+            if p.ndim != 2 or min(p.shape) < 1 or p.min() < 0:
+                raise ValueError(f"instance/p must be (jobs, machines) times >= 0, got shape {p.shape}")
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"the instance name must be a non-empty string, not {name!r}")
+            check_options(options, p)
+        except ValueError as e:
+            raise RunStoreError(path, f"damaged run store: {e}") from None
         p = np.ascontiguousarray(p)
         p.flags.writeable = False
-        return cls(path, str(name), p, options)
+        return cls(path, name, p, options, attrs["sha256"])
+
+    def claim(self) -> RunStore:
+        """Hold the store for writing, until :meth:`release` or this object's end (commits need it);
+        RunStoreError if another live run holds it or it cannot be written.  Returns ``self``; a
+        no-op if already held."""
+        if self._owner is not None:
+            return self
+        lock, owner = _lock(self._path), _new_owner()
+        try:
+            root = _open_root(self._path, mode="r+")
+            if root.attrs.get("sha256") != self._sha256:
+                raise RunStoreError(self._path, "was replaced by another run since it was opened; open it again")
+            with _file_errors(self._path, "write it"):
+                root.update_attributes({"owner": owner})
+                _probe(self._path / _CKPT)  # where commits write their versions
+        except BaseException:
+            lock.release()
+            raise
+        self._lock, self._owner = lock, owner["run"]
+        return self
+
+    def release(self) -> None:
+        """Stop writing the store: another run may claim it."""
+        if self._lock is not None:
+            self._lock.release()
+        self._lock = self._owner = None
 
     # --------------------------------------------------------------- properties
 
@@ -224,6 +328,9 @@ class RunStore:
         perm = np.zeros(0, np.int32) if permutation is None else np.array(list(permutation), np.int32)
         if permutation is not None and sorted(perm.tolist()) != list(range(n)):
             raise ValueError(f"permutation must be a permutation of range({n})")
+        problem = _schedule_problem(self._p, perm, incumbent)
+        if problem is not None:
+            raise ValueError(f"incumbent {incumbent}: {problem}")
         elapsed_s = float(elapsed_s)
         if not math.isfinite(elapsed_s):
             raise ValueError(f"elapsed_s must be finite, got {elapsed_s}")
@@ -235,7 +342,7 @@ class RunStore:
                   ("end_is_total", end_is_total), ("permutation", perm)]
         arrays += [(f"series/{k}", c) for k, c in cols.items()]
 
-        root = _open_root(self._path, mode="r+")
+        root = self._owned_root()
         if not self._partials_cleaned:
             for leftover in self._path.rglob("*.partial"):
                 leftover.unlink(missing_ok=True)
@@ -248,7 +355,7 @@ class RunStore:
             "elapsed_s": elapsed_s, "result": _plain_json(result, "result"),
             "series_columns": list(cols),
         }
-        attrs["sha256"] = _digest([("instance/p", self._p), *arrays], attrs)
+        attrs["sha256"] = self._version_digest(arrays, attrs)
 
         name = f"{_CKPT}/{seq:08d}"
         group = root.create_group(name, overwrite=True)  # replaces a version left half-written by a crash
@@ -257,6 +364,7 @@ class RunStore:
             _write_array(group, key, data)
         # Group.update_attributes writes zarr.json once; attrs.update would write it once per key.
         group.update_attributes(attrs)                                   # the version is complete
+        root = self._owned_root()  # the owner again, just before the commit
         root.update_attributes({"current": name, "current_seq": seq})   # the commit: one atomic write
         for old in (self._path / _CKPT).iterdir():
             if _VERSION_NAME.fullmatch(old.name) and int(old.name) < seq - 1:
@@ -271,6 +379,8 @@ class RunStore:
         for _ in range(_READ_ATTEMPTS):
             root = _open_root(self._path)
             attrs = root.attrs.asdict()
+            if attrs.get("sha256") != self._sha256:
+                raise RunStoreError(self._path, "was replaced by another run since it was opened; open it again")
             if attrs.get("current") is None:
                 raise RunStoreError(self._path, "no committed checkpoint")
             if (attrs["current"], attrs.get("current_seq")) == pointer:
@@ -292,7 +402,7 @@ class RunStore:
             columns = list(attrs["series_columns"])
             arrays = {key: np.asarray(_array(group, key)[...]) for key in
                       ("starts", "ends", "end_is_total", "permutation", *(f"series/{c}" for c in columns))}
-            intact = _digest([("instance/p", self._p), *arrays.items()], attrs) == attrs["sha256"]
+            intact = self._version_digest(arrays.items(), attrs) == attrs["sha256"]
         except KeyError as e:
             raise RunStoreError(self._path, f"{where} is damaged: missing {e}") from None
         except RunStoreError:
@@ -309,11 +419,96 @@ class RunStore:
                                                    arrays["end_is_total"])
         except ValueError as e:
             raise RunStoreError(self._path, f"{where} holds invalid intervals: {e}") from None
+        problem = _schedule_problem(self._p, perm, attrs["incumbent"])
+        if problem is not None:
+            raise RunStoreError(self._path, f"{where} holds incumbent {attrs['incumbent']!r}: {problem}")
         return Checkpoint(
             seq=attrs["seq"], remaining=remaining, incumbent=attrs["incumbent"],
             permutation=tuple(perm.tolist()) if perm.size else None,
             nodes=int(attrs["nodes"]), leaves=int(attrs["leaves"]), elapsed_s=float(attrs["elapsed_s"]),
             series={c: arrays[f"series/{c}"] for c in columns}, result=attrs["result"])
+
+    def _owned_root(self) -> zarr.Group:
+        """The root group, writable; RunStoreError unless this object holds the store."""
+        if self._owner is None:
+            raise RunStoreError(self._path, "opened for reading: claim() it to write")
+        root = _open_root(self._path, mode="r+")
+        owner = root.attrs.get("owner")
+        if not isinstance(owner, dict) or owner.get("run") != self._owner:
+            raise RunStoreError(self._path, f"taken over by another run ({_describe(owner)}); this run "
+                                            "no longer writes to it")  # fmt: skip
+        return root
+
+    def _version_digest(self, arrays: Iterable[tuple[str, np.ndarray]], attrs: Mapping[str, Any]) -> str:
+        """A version's sha256, bound to this store by the root's."""
+        return _digest(arrays, {**attrs, "store_sha256": self._sha256})
+
+
+def _schedule_problem(p: np.ndarray, perm: np.ndarray, incumbent: Any) -> str | None:
+    """What is wrong with ``incumbent`` as the makespan of ``perm`` (empty: none) on ``p``, if anything."""
+    if not perm.size:
+        return None if incumbent is None else "it has no permutation"
+    try:
+        actual = makespan(p, perm)
+    except ValueError as e:
+        return str(e)
+    return None if type(incumbent) is int and incumbent == actual else f"its permutation's makespan is {actual}"
+
+
+def _new_owner() -> dict:
+    """A new run id, with where and when it runs, for the root's ``owner``."""
+    return {"run": uuid.uuid4().hex, "pid": os.getpid(), "host": socket.gethostname(),
+            "since": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}  # fmt: skip
+
+
+def _describe(owner: Any) -> str:
+    if not isinstance(owner, dict):
+        return "unknown: the store names no owner"
+    return f"pid {owner.get('pid')} on host {owner.get('host')}, since {owner.get('since')}"
+
+
+@contextlib.contextmanager
+def _file_errors(path: Path, doing: str) -> Iterator[None]:
+    """An OSError inside becomes one line: RunStoreError("cannot <doing> (<reason>)")."""
+    try:
+        yield
+    except OSError as e:
+        raise RunStoreError(path, f"cannot {doing} ({e.strerror or e})") from None
+
+
+def _make_directory(path: Path) -> None:
+    """``path`` and its missing parents as directories; RunStoreError saying what is in the way."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise RunStoreError(path, "exists and is not a directory") from None
+    except OSError as e:
+        blocker = next((a for a in path.parents if a.exists()), None)
+        reason = f"{blocker} is not a directory" if blocker is not None and not blocker.is_dir() else e.strerror
+        raise RunStoreError(path, f"cannot create it ({reason})") from None
+
+
+def _probe(directory: Path) -> None:
+    """OSError unless a file can be created (and removed) in ``directory``."""
+    fd, name = tempfile.mkstemp(dir=directory, prefix=".pbbflow-probe-")
+    os.close(fd)
+    os.unlink(name)
+
+
+def _lock(path: Path) -> DirectoryLock:
+    """This process's lock on the store directory; RunStoreError naming the holder if another has it."""
+    try:
+        return DirectoryLock(path)
+    except DirectoryBusy:
+        try:
+            owner = json.loads((path / "zarr.json").read_text())["attributes"].get("owner")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            owner = None
+        holder = _describe(owner) if owner is not None else "a process that is creating it"
+        raise RunStoreError(path, f"in use by another run ({holder}); a run store has one writer at a "
+                                  "time") from None  # fmt: skip
+    except OSError as e:
+        raise RunStoreError(path, f"cannot open it ({e.strerror})") from None
 
 
 def _zarr():

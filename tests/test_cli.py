@@ -9,6 +9,7 @@ hand-written files whose optimum is computed here by brute force.
 import itertools
 import json
 import math
+import os
 import re
 import shutil
 import signal
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import numpy as np
+import zarr
 from distributed import LocalCluster
 from gmpy2 import mpz
 from pbbflow.cli.main import main, parse_duration
@@ -646,3 +648,218 @@ def test_an_internal_error_in_an_explorer_checkpoints_and_logs_its_traceback(cap
     result = json.loads(run(capsys, "resume", str(path), "--json", "--quiet")[1])
     whole = explore(taillard_instance(30).p, WorkUnit.full(20), 2178, threads=2)
     assert result["status"] == "bound_proved" and result["nodes"] == whole.nodes
+
+
+# --------------------------------------------------------------------------- run stores (issue 13)
+
+
+def forbid_cluster(monkeypatch) -> None:
+    """From now on, a command that starts a cluster fails the test (checks must come before)."""
+    import pbbflow.cli.main as cli
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the command started a cluster")
+
+    monkeypatch.setattr(cli, "Startup", refuse)
+
+
+def edit_root_attributes(path: Path, **options) -> None:
+    """Edit the options in a store's root zarr.json, as a text editor would."""
+    meta = json.loads((path / "zarr.json").read_text())
+    meta["attributes"]["options"].update(options)
+    (path / "zarr.json").write_text(json.dumps(meta))
+
+
+def test_info_and_resume_refuse_a_store_whose_options_were_edited(capsys, monkeypatch, tmp_path):
+    """Issue 13: search_ub and root_lower_bound edited in a finished ta001 store made info and
+    resume report bound_proved, makespan 1278, lower bound 1500, exit 0."""
+    path = tmp_path / "r.zarr"
+    solve_json(capsys, "ta001", "--run", str(path))
+    edit_root_attributes(path, search_ub=1500, root_lower_bound=1500)
+    forbid_cluster(monkeypatch)
+    for command in ("info", "resume", "plot"):
+        code, out, err = run(capsys, command, str(path), *(["--out", str(tmp_path / "plots")] * (command == "plot")))
+        assert_input_error(code, out, err)
+        assert "checksum" in err and str(path) in err
+    meta = json.loads((path / "zarr.json").read_text())
+    del meta["attributes"]["options"]
+    (path / "zarr.json").write_text(json.dumps(meta))
+    for command in ("info", "resume"):
+        code, out, err = run(capsys, command, str(path))
+        assert_input_error(code, out, err)
+        assert "damaged run store: missing 'options'" in err
+
+
+def resign_checkpoint(path: Path, change) -> None:
+    """Apply ``change`` to the current checkpoint's attributes and recompute its sha256, as a
+    deliberate forger would."""
+    from pbbflow.storage import runstore
+
+    root = zarr.open_group(path, mode="r+")
+    version = root[root.attrs["current"]]
+    attrs = version.attrs.asdict()
+    change(attrs)
+    keys = ["starts", "ends", "end_is_total", "permutation", *(f"series/{c}" for c in attrs["series_columns"])]
+    arrays = [(key, version[key][...]) for key in keys]
+    attrs["sha256"] = runstore._digest(arrays, {**attrs, "store_sha256": root.attrs["sha256"]})
+    version.update_attributes(attrs)
+
+
+def test_info_reports_the_recorded_result_only_when_it_agrees_with_its_checkpoint(capsys, tmp_path):
+    path = tmp_path / "r.zarr"
+    solved = solve_json(capsys, "ta001", "--run", str(path))
+    code, out, _ = run(capsys, "info", str(path), "--json")
+    info = json.loads(out)
+    assert code == 0 and {k: info[k] for k in solved if k != "startup"} == {k: v for k, v in solved.items()
+                                                                           if k != "startup"}  # fmt: skip
+    resign_checkpoint(path, lambda attrs: attrs["result"].update(lower_bound=1500))
+    code, out, err = run(capsys, "info", str(path))
+    assert_input_error(code, out, err)
+    assert "records a result that disagrees with its state" in err
+
+
+def test_a_live_run_keeps_its_store_from_an_overwrite_and_a_second_resume(capsys, monkeypatch, tmp_path):
+    """Issue 13: ``solve --overwrite`` of the store a live run was writing let that run's commits
+    land in the new store, judged against its options (ta017 reported optimal 1562; it is 1484)."""
+    from pbbflow.storage.runstore import RunStore
+
+    path = tmp_path / "x.zarr"
+    live = subprocess.Popen(
+        [sys.executable, "-m", "pbbflow.cli.main", "solve", "ta017", "--ub", "1484", "--run", str(path), "--json",
+         "--quiet", "--workers", "1", "--checkpoint-every", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # until the live run has searched and checkpointed
+            try:
+                if RunStore.open(path).latest().nodes > 0:
+                    break
+            except Exception:
+                pass
+            time.sleep(0.2)
+        forbid_cluster(monkeypatch)
+        for argv in (["solve", "ta017", "--ub", "neh", "--run", str(path), "--overwrite", "--time-limit", "2"],
+                     ["resume", str(path)]):  # fmt: skip
+            code, out, err = run(capsys, *argv)
+            assert_input_error(code, out, err)
+            assert f"in use by another run (pid {live.pid} on host " in err
+    finally:
+        live.send_signal(signal.SIGTERM)
+        out, err = live.communicate(timeout=120)
+    assert live.returncode == 3, err
+    stopped = json.loads(out)
+    code, out, _ = run(capsys, "info", str(path), "--json")
+    info = json.loads(out)
+    assert code == 0 and info["options"]["user_ub"] == 1484 and info["nodes"] == stopped["nodes"]
+    assert info["status"] == "limit" and info["lower_bound"] <= 1484 <= info["makespan"]
+
+
+@pytest.fixture
+def read_only():
+    """``make(path)`` makes a directory read-only: ``chattr +i`` as root (which no mode bit binds),
+    ``chmod a-w`` otherwise; undone after the test."""
+    undo = []
+
+    def make(path: Path) -> None:
+        if os.geteuid() != 0:
+            path.chmod(0o555)
+            undo.append(lambda: path.chmod(0o755))
+        elif subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode == 0:
+            undo.append(lambda: subprocess.run(["chattr", "-i", str(path)], check=True))
+        else:
+            pytest.skip("chattr +i failed: root cannot make a read-only directory here")
+
+    yield make
+    for step in undo:
+        step()
+
+
+def test_solve_refuses_a_run_path_it_cannot_write_before_a_cluster_starts(capsys, monkeypatch, tmp_path, read_only):
+    """Issue 13: these were tracebacks (exit 1)."""
+    (tmp_path / "afile").write_text("")
+    store = tmp_path / "store.zarr"
+    solve_json(capsys, "ta001", "--run", str(store))
+    (tmp_path / "link.zarr").symlink_to(store)
+    (tmp_path / "locked").mkdir()
+    read_only(tmp_path / "locked")
+    forbid_cluster(monkeypatch)
+    for run_path, extra, problem in [
+        ("afile/x.zarr", [], "cannot create it (" + str(tmp_path / "afile") + " is not a directory)"),
+        ("/proc/x.zarr", [], "cannot create it (No such file or directory)"),
+        ("afile", ["--overwrite"], "exists and is not a directory"),
+        ("link.zarr", ["--overwrite"], "is a symbolic link; refusing to overwrite through it"),
+        ("locked/x.zarr", [], "cannot create it ("),
+    ]:  # fmt: skip
+        code, out, err = run(capsys, "solve", "ta001", "--run", str(tmp_path / run_path), *extra)
+        assert_input_error(code, out, err)
+        assert problem in err, err
+    code, out, _ = run(capsys, "info", str(store), "--json")
+    assert code == 0 and json.loads(out)["status"] == "optimal"  # not emptied through the link
+
+
+def test_a_read_only_store_is_refused_before_a_cluster_starts(capsys, monkeypatch, tmp_path, read_only):
+    """Issue 13: a read-only store was explored, then the final checkpoint failed with a traceback."""
+    from pbbflow.workflow.run import create_run
+
+    for victim in ("", "checkpoints"):
+        path = tmp_path / f"ro{len(victim)}.zarr"
+        create_run(path, taillard_instance(21), ub=None, bound="lb1", branch="minmin").release()
+        read_only(path / victim)
+        forbid_cluster(monkeypatch)
+        code, out, err = run(capsys, "resume", str(path))
+        assert_input_error(code, out, err)
+        assert f"{path}: cannot write it (" in err
+        code, out, err = run(capsys, "solve", "ta021", "--run", str(path), "--overwrite")
+        assert_input_error(code, out, err)
+        monkeypatch.undo()
+
+
+def test_plot_refuses_an_output_folder_it_cannot_write(capsys, tmp_path, read_only):
+    path = tmp_path / "r.zarr"
+    solve_json(capsys, "ta001", "--run", str(path))
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "locked").mkdir()
+    read_only(tmp_path / "locked")
+    for out_dir, problem in [("afile", "(File exists)"), ("locked/plots", "cannot write the plots there (")]:
+        code, out, err = run(capsys, "plot", str(path), "--out", str(tmp_path / out_dir))
+        assert_input_error(code, out, err)
+        assert problem in err
+
+
+def test_a_write_failure_during_a_run_is_one_line_and_exit_1(capsys, monkeypatch, tmp_path):
+    """Issue 13: a failed final checkpoint (disk full, store made read-only) was a traceback."""
+    from pbbflow.storage.runstore import RunStore
+
+    real_commit = RunStore.commit
+
+    def commit(self, **kwargs):
+        if kwargs["nodes"] > 0:
+            raise OSError(28, "No space left on device")
+        return real_commit(self, **kwargs)
+
+    monkeypatch.setattr(RunStore, "commit", commit)
+    path = tmp_path / "r.zarr"
+    code, out, err = run(capsys, "solve", "ta001", "--run", str(path), "--quiet")
+    assert code == 1 and out == "", (out, err)
+    line = err.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert "internal error in the final checkpoint: OSError: [Errno 28] No space left on device" in line
+    assert "No space left" in Path(str(path) + ".error.log").read_text()
+
+
+def test_resume_answers_a_finished_or_damaged_store_before_a_cluster_starts(capsys, monkeypatch, tmp_path):
+    """Issue 13: resume started a cluster before it looked at the store."""
+    path = tmp_path / "r.zarr"
+    solve_json(capsys, "ta001", "--run", str(path))
+    info = {flag: run(capsys, "info", str(path), *flag)[1] for flag in ((), ("--json",))}
+    forbid_cluster(monkeypatch)
+    for flag in info:
+        code, out, err = run(capsys, "resume", str(path), *flag)
+        assert (code, out, err) == (0, info[flag], "")
+    root = zarr.open_group(path, mode="r+")
+    permutation = root[f"{root.attrs['current']}/permutation"]
+    permutation[:2] = permutation[:2][::-1]
+    code, out, err = run(capsys, "resume", str(path))
+    assert_input_error(code, out, err)
+    assert "checksum" in err

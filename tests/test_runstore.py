@@ -1,9 +1,12 @@
 """The Zarr run store: exact round trips, versioning, refusal of damaged stores, crash safety."""
 
+import errno
+import json
 import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -13,11 +16,15 @@ import numpy as np
 import pytest
 import zarr
 from pbbflow import WorkUnit
+from pbbflow.flowshop.evaluation import makespan, neh
 from pbbflow.search.factoradic import factorial
+from pbbflow.storage import runstore
+from pbbflow.storage.options import check_options, run_options
 from pbbflow.storage.runstore import SERIES_COLUMNS, Checkpoint, RunStore, RunStoreError
 
 N = 50
 P = np.arange(N * 5, dtype=np.int32).reshape(N, 5) % 97 + 1
+OPTIONS = run_options(P, bound="lb1", branch="minmin", user_ub=None, initial="neh", initial_makespan=neh(P)[0])
 
 
 def expected(seq: int, n: int = N) -> dict:
@@ -29,10 +36,11 @@ def expected(seq: int, n: int = N) -> dict:
     if seq % 3 == 0:
         ivs.append((total - rng.randrange(1, 10**6), total))  # an interval ending at n!
     length = seq % 17
+    permutation = None if seq % 4 == 0 else tuple(rng.sample(range(n), n))
     return {
         "remaining": WorkUnit(n, ivs),
-        "incumbent": None if seq % 4 == 0 else 1000 + seq,
-        "permutation": None if seq % 4 == 0 else tuple(rng.sample(range(n), n)),
+        "incumbent": None if permutation is None else makespan(P[:n], np.array(permutation)),
+        "permutation": permutation,
         "nodes": 2**70 + seq, "leaves": seq * 7, "elapsed_s": seq / 3,
         "series": {"t": np.arange(length) / 7, "nodes": np.arange(length) * 2**40,
                    "leaves": np.arange(length), "remaining_fraction": np.linspace(1, 0, length),
@@ -52,8 +60,15 @@ def assert_matches(cp: Checkpoint, want: dict) -> None:
         np.testing.assert_array_equal(cp.series[name], col)
 
 
-def make_store(path, **kw) -> RunStore:
-    return RunStore.create(path, instance_name="toy50", p=P, options={"bound": "lb1", "workers": 2}, **kw)
+def make_store(path, options=OPTIONS, **kw) -> RunStore:
+    return RunStore.create(path, instance_name="toy50", p=P, options=options, **kw)
+
+
+def edit_root(path, change) -> None:
+    """Apply ``change`` to the root attributes in ``path``'s zarr.json, as a text editor would."""
+    meta = json.loads((path / "zarr.json").read_text())
+    change(meta["attributes"])
+    (path / "zarr.json").write_text(json.dumps(meta))
 
 
 def current_dir(path) -> str:
@@ -68,7 +83,7 @@ def test_round_trip_exact(tmp_path):
     want["remaining"] = WorkUnit(N, [(0, 1), (10**40, 10**40 + 3), (total // 3, total // 2), (total - 5, total)])
     assert store.commit(**want) == 1
     opened = RunStore.open(path)
-    assert (opened.instance_name, opened.n, opened.options) == ("toy50", N, {"bound": "lb1", "workers": 2})
+    assert (opened.instance_name, opened.n, opened.options) == ("toy50", N, OPTIONS)
     assert opened.p.dtype == np.int32 and not opened.p.flags.writeable
     np.testing.assert_array_equal(opened.p, P)
     cp = opened.latest()
@@ -141,9 +156,96 @@ def test_open_missing_foreign_or_newer_format(tmp_path):
         RunStore.open(tmp_path / "other.zarr")
     path = tmp_path / "run.zarr"
     make_store(path)
-    zarr.open_group(path, mode="r+").attrs["pbbflow"] = {"format": 2, "kind": "pfsp-run"}
-    with pytest.raises(RunStoreError, match="unsupported run store format 2"):
+    zarr.open_group(path, mode="r+").attrs["pbbflow"] = {"format": 3, "kind": "pfsp-run"}
+    with pytest.raises(RunStoreError, match="unsupported run store format 3"):
         RunStore.open(path)
+    zarr.open_group(path, mode="r+").attrs["pbbflow"] = {"format": 1, "kind": "pfsp-run"}
+    with pytest.raises(RunStoreError, match="format 1 did not checksum the options: solve again"):
+        RunStore.open(path)
+
+
+@pytest.mark.parametrize(("what", "change"), [
+    ("search_ub", lambda a: a["options"].update(search_ub=1)),
+    ("root_lower_bound", lambda a: a["options"].update(root_lower_bound=a["options"]["root_lower_bound"] + 1)),
+    ("user_ub", lambda a: a["options"].update(user_ub=5)),
+    ("bound", lambda a: a["options"].update(bound="lb2")),
+    ("instance", lambda a: a.update(instance="ta001")),
+    ("options deleted", lambda a: a.pop("options")),
+    ("options not an object", lambda a: a.update(options=[1, 2])),
+    ("checksum deleted", lambda a: a.pop("sha256", None)),
+])  # fmt: skip
+def test_an_edited_instance_name_or_options_are_refused_at_open(tmp_path, what, change):
+    store = make_store(tmp_path / "run.zarr")
+    store.commit(**expected(1))
+    edit_root(store.path, change)
+    with pytest.raises(RunStoreError, match="checksum|damaged run store"):
+        RunStore.open(store.path)
+
+
+def test_edited_processing_times_are_refused_at_open(tmp_path):
+    store = make_store(tmp_path / "run.zarr")
+    zarr.open_group(store.path, mode="r+")["instance/p"][0, 0] = int(P[0, 0]) + 1
+    with pytest.raises(RunStoreError, match="checksum"):
+        RunStore.open(store.path)
+
+
+def resign_root(path) -> None:
+    """Recompute the root's sha256 after an edit: what a deliberate forger would do."""
+    root = zarr.open_group(path, mode="r+")
+    attrs = root.attrs.asdict()
+    root.attrs["sha256"] = runstore._digest([("instance/p", root["instance/p"][...])],
+                                            {k: attrs[k] for k in runstore._SIGNED})
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"root_lower_bound": 1}, "root_lower_bound is 1, the instance's root bound"),
+    ({"search_ub": 10**9}, "search_ub 1000000000 is not the smaller"),
+    ({"initial_makespan": 10**9, "search_ub": 10**9}, "initial_makespan 1000000000 is not a makespan"),
+    ({"bound": "lb9"}, "bound must be one of"),
+    ({"branch": None}, "branch must be one of"),
+    ({"initial": "random"}, "initial must be one of"),
+    ({"user_ub": "1484"}, "user_ub must be an integer >= 0 or null"),
+    ({"search_ub": True}, "search_ub must be an integer"),
+    ({"workers": 2}, "options must hold exactly"),
+])  # fmt: skip
+def test_options_are_validated_even_when_their_checksum_was_recomputed(tmp_path, change, message):
+    bad = {**OPTIONS, **change}
+    with pytest.raises(ValueError, match=message):
+        check_options(bad, P)
+    with pytest.raises(ValueError, match=message):
+        make_store(tmp_path / "new.zarr", options=bad)
+    store = make_store(tmp_path / "run.zarr")
+    edit_root(store.path, lambda a: a["options"].update(change))
+    resign_root(store.path)
+    with pytest.raises(RunStoreError, match=f"damaged run store: .*{message}"):
+        RunStore.open(store.path)
+
+
+def test_a_user_bound_below_the_root_bound_is_valid():
+    check_options(run_options(P, bound="lb1", branch="minmin", user_ub=1, initial="neh", initial_makespan=neh(P)[0]), P)
+
+
+@pytest.mark.parametrize("other_options", [OPTIONS, {**OPTIONS, "user_ub": OPTIONS["search_ub"] - 1,
+                                                     "search_ub": OPTIONS["search_ub"] - 1}],
+                         ids=["same-options", "other-options"])  # fmt: skip
+def test_a_checkpoint_copied_from_another_store_fails_its_checksum(tmp_path, other_options):
+    mine, other = make_store(tmp_path / "mine.zarr"), make_store(tmp_path / "other.zarr", options=other_options)
+    mine.commit(**expected(1))
+    other.commit(**expected(1))
+    target = mine.path / "checkpoints" / "00000001"
+    shutil.rmtree(target)
+    shutil.copytree(other.path / "checkpoints" / "00000001", target)
+    with pytest.raises(RunStoreError, match="checkpoints/00000001.*checksum"):
+        RunStore.open(mine.path).latest()
+
+
+def test_an_incumbent_must_be_its_permutations_makespan(tmp_path):
+    store = make_store(tmp_path / "run.zarr")
+    want = expected(1)
+    with pytest.raises(ValueError, match="its permutation's makespan is"):
+        store.commit(**{**want, "incumbent": want["incumbent"] - 1})
+    with pytest.raises(ValueError, match="it has no permutation"):
+        store.commit(**{**want, "permutation": None})
 
 
 def test_tampered_chunk_fails_checksum(tmp_path):
@@ -205,7 +307,7 @@ WRITER = textwrap.dedent("""
     sys.path.insert(0, sys.argv[2])
     from test_runstore import expected
     from pbbflow.storage.runstore import RunStore, RunStoreError
-    store = RunStore.open(sys.argv[1])
+    store = RunStore.open(sys.argv[1]).claim()
     try:
         seq = store.latest().seq
     except RunStoreError:
@@ -262,3 +364,86 @@ def test_reader_during_writer_sees_only_verified_versions(tmp_path):
         writer.wait()
         writer.stdout.close()
     assert len(seen) > 5
+
+
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from pbbflow.storage.runstore import RunStore
+    store = RunStore.open(sys.argv[1]).claim()
+    print("held", flush=True)
+    time.sleep(600)
+""")
+
+
+def hold(path) -> subprocess.Popen:
+    """Another process that holds the store at ``path`` for writing (until killed)."""
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_a_store_has_one_writing_process(tmp_path):
+    """Issue 13: a second writer (an overwrite, a second resume) is refused, naming the holder;
+    the holder's death frees the store (no stale lock)."""
+    path = tmp_path / "run.zarr"
+    make_store(path).commit(**expected(1))
+    holder = hold(path)
+    try:
+        busy = rf"in use by another run \(pid {holder.pid} on host {socket.gethostname()}, since "
+        with pytest.raises(RunStoreError, match=busy):
+            RunStore.open(path).claim()
+        with pytest.raises(RunStoreError, match=busy):
+            make_store(path, overwrite=True)
+        assert_matches(RunStore.open(path).latest(), expected(1))  # untouched
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+    store = RunStore.open(path).claim()
+    assert store.commit(**expected(2)) == 2
+
+
+def test_a_run_whose_store_was_taken_over_commits_nothing(tmp_path):
+    """The owner token, where flock does not reach (here: a second claim in this process; across
+    hosts: some network file systems): the first writer's commits are refused."""
+    first = make_store(tmp_path / "run.zarr")
+    first.commit(**expected(1))
+    second = RunStore.open(first.path).claim()
+    with pytest.raises(RunStoreError, match=rf"taken over by another run \(pid {os.getpid()} on host "):
+        first.commit(**expected(2))
+    assert second.commit(**expected(2)) == 2
+    replacement = make_store(first.path, overwrite=True)  # an overwrite takes it over too
+    with pytest.raises(RunStoreError, match="taken over"):
+        second.commit(**expected(3))
+    assert replacement.commit(**expected(1)) == 1
+    with pytest.raises(RunStoreError, match="replaced by another run since it was opened"):
+        second.latest()
+
+
+def test_reading_needs_no_claim_and_writing_does(tmp_path):
+    make_store(tmp_path / "run.zarr").release()
+    reader = RunStore.open(tmp_path / "run.zarr")
+    with pytest.raises(RunStoreError, match=r"claim\(\) it to write"):
+        reader.commit(**expected(1))
+    holder = hold(tmp_path / "run.zarr")
+    try:
+        assert RunStore.open(tmp_path / "run.zarr").latest  # readers take no lock
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+
+
+def test_without_flock_support_the_store_is_still_claimed(tmp_path, monkeypatch):
+    """File systems without flock (Lustre without its flock option): no lock, the owner token guards."""
+    from pbbflow.storage import lock
+
+    def unsupported(fd, operation):
+        raise OSError(errno.ENOSYS, "Function not implemented")
+
+    monkeypatch.setattr(lock.fcntl, "flock", unsupported)
+    first = make_store(tmp_path / "run.zarr")
+    second = RunStore.open(first.path).claim()
+    with pytest.raises(RunStoreError, match="taken over"):
+        first.commit(**expected(1))
+    assert second.commit(**expected(1)) == 1

@@ -1,7 +1,8 @@
 """Drive a run on a Dask cluster: coordinator, explorer tasks, periodic Zarr checkpoints.
 
 ``create_run`` writes a new run store (instance, options, NEH incumbent, the whole space
-as the first checkpoint).  ``drive`` continues the run from its last committed checkpoint
+as the first checkpoint), held for writing by this process.  ``drive`` claims the store
+(unless its caller did) and continues the run from its last committed checkpoint
 on whatever cluster the client reaches, until the search ends, a time limit passes or
 ``stop`` is set (a signal): the explorers are told to stop, and the last state is written
 as a new checkpoint.  Checkpoints are written by the client process on a background thread,
@@ -22,14 +23,14 @@ from dataclasses import dataclass
 import numpy as np
 from distributed import Client, wait
 
-from ..flowshop.bounds import lower_bound
 from ..gpu import DEFAULT_IVMS, GpuError
 from ..flowshop.evaluation import neh
 from ..flowshop.iterated_greedy import iterated_greedy
 from ..flowshop.instance import FlowShop
 from ..search.intervals import WorkUnit
 from ..search.solve import classify
-from ..storage.runstore import RunStore
+from ..storage.options import run_options
+from ..storage.runstore import RunStore, RunStoreError
 from .coordinator import Coordinator
 from .history import activity_column
 from .tasks import explorer_task, heuristic_task
@@ -87,9 +88,8 @@ def create_run(path, instance: FlowShop, *, ub: int | None, bound: str, branch: 
     it.  The search looks for schedules better than it, or than ``ub``.
     """
     makespan, permutation = first if first is not None else first_schedule(instance, initial)
-    search_ub = makespan if ub is None else min(ub, makespan)
-    options = {"bound": bound, "branch": branch, "search_ub": search_ub, "user_ub": ub, "initial": initial,
-               "initial_makespan": makespan, "root_lower_bound": lower_bound(instance.p, [], [], bound)}  # fmt: skip
+    options = run_options(instance.p, bound=bound, branch=branch, user_ub=ub, initial=initial,
+                          initial_makespan=makespan)  # fmt: skip
     store = RunStore.create(path, instance_name=instance.name, p=instance.p, options=options, overwrite=overwrite)
     store.commit(remaining=WorkUnit.full(instance.n), incumbent=makespan, permutation=permutation.tolist(),
                  nodes=0, leaves=0, elapsed_s=0.0, series={k: [] for k in SERIES})  # fmt: skip
@@ -97,9 +97,14 @@ def create_run(path, instance: FlowShop, *, ub: int | None, bound: str, branch: 
 
 
 def result_of(store: RunStore) -> dict:
-    """The JSON result of the run as of its last checkpoint."""
+    """The JSON result of the run as of its last checkpoint (RunStoreError if the result recorded
+    there disagrees with the checkpoint's state)."""
     cp = store.latest()
-    return _result(store, cp.remaining, cp.incumbent, cp.permutation, cp.nodes, cp.leaves, cp.elapsed_s)
+    result = _result(store, cp.remaining, cp.incumbent, cp.permutation, cp.nodes, cp.leaves, cp.elapsed_s)
+    recorded = cp.result
+    if recorded is not None and (not isinstance(recorded, dict) or recorded != {**result, "run": recorded.get("run")}):
+        raise RunStoreError(store.path, f"checkpoint {cp.seq} records a result that disagrees with its state")
+    return result
 
 
 def _result(store: RunStore, remaining: WorkUnit, incumbent, permutation, nodes, leaves, elapsed_s) -> dict:
@@ -263,9 +268,11 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
     ``timings``, if given, receives this session's ``search_s`` and ``final_checkpoint_s``.
     Once stopped, the explorers get ``STOP_SECONDS`` to send their last checkpoints, or until
     ``hurry`` is set; one that does not answer keeps its work in the ledger as of its last one.
+    RunStoreError if another live run holds the store.
     """
     stop = stop or threading.Event()
     hurry = hurry or threading.Event()
+    store.claim()  # a no-op when the caller holds it already
     if not store.latest().remaining or stop.is_set():
         return result_of(store)
     warm_workers(client, store.p, store.options["bound"], store.options["branch"])
@@ -273,7 +280,13 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
     try:
         failure = _search(session, stop, time_limit, node_limit, checkpoint_every, on_progress)
         if failure is None:
-            failure = _final_checkpoint(session, hurry, timings)
+            try:
+                failure = _final_checkpoint(session, hurry, timings)
+            except GpuError:
+                raise
+            except Exception as error:  # noqa: BLE001 (e.g. a store that cannot be written any more)
+                raise RunFailed("the final checkpoint", f"{type(error).__name__}: {error}", traceback.format_exc(),
+                                checkpointed=False) from error  # fmt: skip
             if failure is not None:
                 raise RunFailed(*failure, checkpointed=True)
         else:
