@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import NoReturn
 
 from ..flowshop.bounds import BOUND_NAMES
 from ..gpu import DEFAULT_IVMS, GpuError
@@ -129,9 +130,26 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line: the error and where the help is, not the whole usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} ({self.prog} --help for usage)\n")
+
+
+class _CommandParser(_Parser):
+    """A command's parser: it reports unknown arguments itself, under the command's name."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pbbflow", description="Exact branch-and-bound for the permutation flow shop.")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="pbbflow", description="Exact branch-and-bound for the permutation flow shop.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
     s = commands.add_parser("solve", help="prove an optimal schedule for an instance")
     s.add_argument("instance", help="a Taillard name (ta001 .. ta120) or an instance file")
     s.add_argument("--run", type=Path, default=None,

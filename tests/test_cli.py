@@ -138,12 +138,12 @@ def assert_usage_error(capsys, *argv, option: str | None = None) -> str:
         main(list(argv))
     assert excinfo.value.code == 2
     out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    errors = [line for line in err.splitlines() if "error:" in line]
-    assert len(errors) == 1, err
+    lines = err.splitlines()
+    assert out == "" and len(lines) == 1, err  # no usage block: the error and where help is
+    assert re.fullmatch(r"(pbbflow(?: \w+)?): error: .+ \(\1 --help for usage\)", lines[0]), err
     if option is not None:
-        assert option in errors[0], err
-    return errors[0]
+        assert option in lines[0], err
+    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -470,11 +470,25 @@ def test_missing_command_or_instance(capsys, argv):
     assert_usage_error(capsys, *argv)
 
 
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (["solve", "ta001", "--no-such-option"],
+         "pbbflow solve: error: unrecognized arguments: --no-such-option (pbbflow solve --help for usage)"),
+        (["info"], "pbbflow info: error: the following arguments are required: run (pbbflow info --help for usage)"),
+        (["--version"], "pbbflow: error: the following arguments are required: command (pbbflow --help for usage)"),
+    ],
+)  # fmt: skip
+def test_a_usage_error_is_one_line_naming_the_command(capsys, argv, line):
+    assert assert_usage_error(capsys, *argv) == line
+
+
 def test_help_exits_0(capsys):
     with pytest.raises(SystemExit) as excinfo:
         main(["solve", "--help"])
     assert excinfo.value.code == 0
     out, _ = capsys.readouterr()
+    assert out.startswith("usage: pbbflow solve")
     for option in ("--ub", "--bound", "--branch", "--threads", "--time-limit", "--node-limit", "--json"):
         assert option in out
 
@@ -507,9 +521,9 @@ def test_console_script_exit_codes(argv, code, tmp_path):
         assert re.search(r"watch the run at http://127\.0\.0\.1:\d+/pbbflow", proc.stderr)  # the dashboard page
     elif code == 3:
         assert json.loads(proc.stdout)["status"] == "limit"
-    elif argv[1] == "ta121":
+    else:
         assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
-        assert proc.stderr.startswith("pbbflow: error:")
+        assert proc.stderr.startswith("pbbflow: error:" if argv[1] == "ta121" else "pbbflow solve: error: argument --ub")
 
 
 def test_module_entry_point(tmp_path):
