@@ -205,6 +205,29 @@ def _looks_like_vfr(lines: Lines) -> bool:
     )
 
 
+def _pairs_row(tokens: list[str], m: int) -> bool:
+    """True if at least half the machine indices of the row's pairs (its even positions) are
+    right, 0-based or 1-based: a VFR row, though maybe one with an error."""
+    indices = tokens[0 : 2 * m : 2]
+    hits = max(sum(t == str(k + base) for k, t in enumerate(indices)) for base in (0, 1))
+    return len(indices) >= min(m, 2) and len(tokens) > 1 and 2 * hits >= len(indices)
+
+
+def _detect_format(lines: Lines, orientation: str) -> str:
+    """``vfr`` for a VFR file, or one with an error whose rows are mostly 'machine time' pairs
+    rather than Taillard rows; ``taillard`` otherwise (ties included)."""
+    if _looks_like_vfr(lines):
+        return "vfr"
+    header = lines[0][1]
+    if len(header) != 2 or not all(_INT.fullmatch(t) for t in header) or int(header[1]) < 1:
+        return "taillard"
+    n, m = int(header[0]), int(header[1])
+    cols = m if orientation == "job-major" else n
+    pairs = sum(_pairs_row(tokens, m) for _, tokens in lines[1:])
+    rows = sum(len(tokens) == cols for _, tokens in lines[1:])
+    return "vfr" if pairs > rows else "taillard"
+
+
 def _check_orientation(orientation: str) -> None:
     if orientation not in ORIENTATIONS:
         raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {orientation!r}")
@@ -228,7 +251,8 @@ def load_instance(spec: str | os.PathLike[str], fmt: str = "auto", orientation: 
 
     A spec matching ``ta<digits>`` (case-insensitive) is always a Taillard name, never a path.
     ``fmt="auto"`` reads a file as VFR if every data row has 2*m numbers with machine indices
-    0..m-1 at the even positions, else as a Taillard file in the given ``orientation``.
+    0..m-1 at the even positions, else as a Taillard file in the given ``orientation``; a file
+    that reads as neither is reported as the one its rows resemble most (``_detect_format``).
     """
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
@@ -239,6 +263,8 @@ def load_instance(spec: str | os.PathLike[str], fmt: str = "auto", orientation: 
         return taillard_instance(int(match.group(1)))
     path = Path(spec)
     lines = _read_lines(path)
-    if fmt == "vfr" or (fmt == "auto" and _looks_like_vfr(lines)):
+    if fmt == "auto":
+        fmt = _detect_format(lines, orientation)
+    if fmt == "vfr":
         return _parse_vfr(path, lines, path.stem)
     return _parse_taillard(path, lines, orientation, path.stem)

@@ -246,6 +246,33 @@ def test_vfr_file_errors(tmp_path, text, line, word):
     assert_reported(path, (read_vfr_file, lambda p: load_instance(p, fmt="vfr")), line, word)
 
 
+@pytest.mark.parametrize("text", [e[1] for e in VFR_ERRORS], ids=[e[0] for e in VFR_ERRORS])
+def test_auto_detection_reports_a_vfr_files_error_as_vfr(tmp_path, text):
+    path = write(tmp_path / "broken_vfr.txt", text)
+    with pytest.raises(InstanceError) as as_vfr:
+        load_instance(path, fmt="vfr")
+    with pytest.raises(InstanceError) as detected:
+        load_instance(path)
+    assert str(detected.value) == str(as_vfr.value)
+
+
+@needs_vfr
+@pytest.mark.parametrize(
+    "damage, problem",
+    [(lambda row: row[:-1], "ragged row: expected 10 numbers (5 'machine time' pairs), found 9"),
+     (lambda row: row[:5] + ["x"] + row[6:], "processing time 'x' is not a number"),
+     (lambda row: ["1", row[1], "0"] + row[3:], "machine index out of order: pair 1 names machine 1, expected 0")],
+    ids=["ragged", "time", "index"],
+)  # fmt: skip
+def test_a_shared_vfr_file_with_an_error_is_reported_as_vfr(tmp_path, damage, problem):
+    lines = (VFR_DIR / "VFR10_5_1_Gap.txt").read_text().splitlines()
+    lines[4] = " ".join(damage(lines[4].split()))
+    path = write(tmp_path / "VFR10_5_1_Gap.txt", "\n".join(lines) + "\n")
+    with pytest.raises(InstanceError) as info:
+        load_instance(str(path))
+    assert str(info.value) == f"{path}: line 5: {problem}"
+
+
 def test_directory_is_not_an_instance(tmp_path):
     with pytest.raises(InstanceError, match="directory"):
         read_taillard_file(tmp_path)
