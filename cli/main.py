@@ -42,18 +42,20 @@ _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 def parse_duration(text: str) -> float:
     """Seconds in '90', '90s', '5m', '1.5h' or '2d'."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*([smhd]?)\s*", text.lower())
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*([smhd]?)\s*", text.lower(), re.ASCII)
     if not match or float(match.group(1)) <= 0:
         raise argparse.ArgumentTypeError(f"invalid duration {text!r} (examples: 90, 90s, 5m, 1.5h)")
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
+def _integer(text: str) -> int | None:
+    """The integer ``text`` writes in ASCII digits, else None (int() takes any script's digits and '_')."""
+    return int(text) if re.fullmatch(r"\s*[+-]?\d+\s*", text, re.ASCII) else None
+
+
 def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
+    value = _integer(text)
+    if value is None or value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
 
@@ -64,11 +66,8 @@ def _upper_bound(text: str) -> int | str:
 
 
 def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
+    value = _integer(text)
+    if value is None or value < 0:
         raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
     return value
 
@@ -115,7 +114,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                        help="cores per job, one single-threaded worker each (default: 1)")
     slurm.add_argument("--memory", default="4GB", help="memory per job (default: 4GB)")
     slurm.add_argument("--walltime", default="01:00:00", help="per job (default: 01:00:00)")
-    slurm.add_argument("--gpus-per-job", type=int, default=0, help="GPUs per job (default: 0)")
+    slurm.add_argument("--gpus-per-job", type=_non_negative_int, default=0, help="GPUs per job (default: 0)")
     slurm.add_argument("--directive", action="append", default=[], metavar="TEXT",
                        help="an extra #SBATCH directive, e.g. --directive=--exclusive (repeatable)")
     slurm.add_argument("--prologue", action="append", default=[], metavar="LINE",

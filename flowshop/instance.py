@@ -22,9 +22,10 @@ _INT32_MAX = np.iinfo(np.int32).max
 # The solver keeps completion times and bounds in int32; every value it forms stays below
 # twice the total processing time, so the total is capped at 2**30.
 MAX_TOTAL_TIME = 2**30
-_INT = re.compile(r"[+-]?\d+")
-_FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
-_TAILLARD_NAME = re.compile(r"ta(\d+)", re.IGNORECASE)
+# ASCII digits only: \d and int() accept the digits of every script (fullwidth "１２", "٣").
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][+-]?[0-9]+)?")
+_TAILLARD_NAME = re.compile(r"ta([0-9]+)", re.IGNORECASE)
 
 Lines = list[tuple[int, list[str]]]  # (1-based line number, tokens) of the non-blank lines
 
@@ -110,11 +111,16 @@ def _read_lines(path: Path) -> Lines:
     return lines
 
 
+def _ascii_hint(text: str) -> str:
+    """A note for text with characters outside ASCII, such as fullwidth digits."""
+    return "" if text.isascii() else " (digits must be ASCII 0-9)"
+
+
 def _to_int(path: Path, line: int, token: str, what: str) -> int:
     """Parse one token as a non-negative integer that fits in int32."""
     if not _INT.fullmatch(token):
         kind = "not an integer" if _FLOAT.fullmatch(token) else "not a number"
-        raise InstanceError(path, f"{what} {token!r} is {kind}", line)
+        raise InstanceError(path, f"{what} {token!r} is {kind}{_ascii_hint(token)}", line)
     value = int(token)
     if value < 0:
         raise InstanceError(path, f"negative {what} {value}", line)
@@ -127,7 +133,8 @@ def _parse_header(path: Path, lines: Lines) -> tuple[int, int]:
     """Parse the header line ``n m`` (both integers >= 1)."""
     line, tokens = lines[0]
     if len(tokens) != 2 or not all(_INT.fullmatch(t) for t in tokens):
-        raise InstanceError(path, f"bad header {' '.join(tokens)!r}: expected two integers 'n m'", line)
+        header = " ".join(tokens)
+        raise InstanceError(path, f"bad header {header!r}: expected two integers 'n m'{_ascii_hint(header)}", line)
     n, m = int(tokens[0]), int(tokens[1])
     if n < 1:
         raise InstanceError(path, f"bad header: number of jobs n must be >= 1, got {n}", line)

@@ -465,6 +465,35 @@ def test_usage_errors(capsys, argv, option):
     assert_usage_error(capsys, "solve", "ta001", *argv, option=option)
 
 
+@pytest.mark.parametrize(
+    "argv, option",
+    [
+        (["solve", "ta001", "--ub", "１２００"], "--ub"),
+        (["solve", "ta001", "--ub", "1_200"], "--ub"),
+        (["solve", "ta001", "--node-limit", "١٠٠"], "--node-limit"),
+        (["solve", "ta001", "--time-limit", "１０m"], "--time-limit"),
+        (["solve", "ta001", "--checkpoint-every", "٣٠"], "--checkpoint-every"),
+        (["solve", "ta001", "--threads", "２"], "--threads"),
+        (["solve", "ta001", "--gpus", "１"], "--gpus"),
+        (["solve", "ta001", "--gpus-per-job", "-1"], "--gpus-per-job"),
+        (["resume", "r.zarr", "--workers", "２"], "--workers"),
+        (["heuristic", "ta001", "--time-limit", "1", "--seed", "７"], "--seed"),
+    ],
+)
+def test_numbers_are_written_in_ascii_digits(capsys, argv, option):
+    # --dry-run: a value wrongly accepted prints a job script (and exits 0) instead of running
+    dry_run = ["--dry-run"] if argv[0] != "heuristic" else []
+    assert_usage_error(capsys, *argv, *dry_run, option=option)
+
+
+def test_a_file_with_fullwidth_digits_is_an_input_error(capsys, tmp_path):
+    path = tmp_path / "wide.txt"
+    path.write_text("2 2\n1 2\n3 ４\n", encoding="utf-8")
+    code, out, err = run(capsys, "solve", str(path), "--quiet")
+    assert_input_error(code, out, err)
+    assert f"{path}: line 3: processing time '４' is not a number (digits must be ASCII 0-9)" in err
+
+
 @pytest.mark.parametrize("argv", [[], ["solve"], ["frobnicate", "ta001"]])
 def test_missing_command_or_instance(capsys, argv):
     assert_usage_error(capsys, *argv)

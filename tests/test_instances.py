@@ -23,7 +23,7 @@ TA001_LAST = [94, 77, 40, 31, 28]
 
 
 def write(path: Path, text: str) -> Path:
-    path.write_text(text)
+    path.write_text(text, encoding="utf-8")
     return path
 
 
@@ -180,6 +180,12 @@ def test_unknown_taillard_name(spec):
         load_instance(spec)
 
 
+@pytest.mark.parametrize("spec", ["ta１", "ta٣"])
+def test_a_taillard_name_has_ascii_digits(spec):
+    with pytest.raises(InstanceError, match="no such file"):
+        load_instance(spec)
+
+
 def test_missing_file(tmp_path):
     path = tmp_path / "absent.txt"
     with pytest.raises(InstanceError, match="no such file") as info:
@@ -206,6 +212,9 @@ TAILLARD_ERRORS = [
     ("too-few-rows", "3 2\n1 2\n3 4\n", 3, "too few rows"),
     ("too-many-rows", "2 2\n1 2\n3 4\n\n5 6\n", 5, "too many rows"),
     ("too-large", "1 1\n99999999999\n", 2, "too large"),
+    ("fullwidth-digits", "2 2\n1 2\n３ 4\n", 3, "'３' is not a number (digits must be ASCII 0-9)"),
+    ("arabic-indic-digits", "1 2\n٣ 4\n", 2, "'٣' is not a number (digits must be ASCII 0-9)"),
+    ("fullwidth-header", "２ 2\n1 2\n3 4\n", 1, "bad header '２ 2': expected two integers 'n m' (digits must"),
 ]
 
 
@@ -237,6 +246,8 @@ VFR_ERRORS = [
     ("too-many-rows", "1 1\n0 5\n0 6\n", 3, "too many rows"),
     ("bad-header", "2\n0 5\n", 1, "bad header"),
     ("empty", "", None, "empty"),
+    ("fullwidth-time", "1 2\n0 5 1 ６\n", 2, "processing time '６' is not a number (digits must be ASCII"),
+    ("fullwidth-machine", "1 2\n0 5 １ 6\n", 2, "machine index '１' is not a number (digits must be ASCII"),
 ]
 
 
