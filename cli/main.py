@@ -33,7 +33,7 @@ from ..workflow.cluster import (
 )
 from ..workflow.fastexit import exit_without_final_gc
 from ..workflow.run import RunFailed, create_run, drive, result_of
-from .progress import ProgressBar, format_share
+from .progress import ProgressBar, format_rate, format_share
 from .startup import Startup
 
 EXIT_DONE, EXIT_INTERNAL, EXIT_USAGE, EXIT_LIMIT = 0, 1, 2, 3
@@ -220,7 +220,7 @@ def _print_result(result: dict) -> None:
         f"permutation  {' '.join(map(str, permutation)) if permutation else '-'}",
         f"lower bound  {result['lower_bound']}",
         f"nodes        {result['nodes']:,} decomposed, {result['leaves']:,} leaves, "
-        f"{result['elapsed_s']:.2f} s ({rate / 1e6:.2f} M nodes/s)",
+        f"{result['elapsed_s']:.2f} s ({format_rate(rate)})",
         f"run          {result['run']}",
     ]
     if result["status"] == LIMIT:

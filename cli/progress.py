@@ -23,6 +23,20 @@ def format_share(fraction: float, log10: float | None) -> str:
     return f"10^{log10:.1f}"
 
 
+def format_rate(nodes_per_s: float) -> str:
+    """A rate in three significant digits with a unit that fits: '512 nodes/s', '12.3 k nodes/s',
+    '5.00 M nodes/s', '1.20 G nodes/s'."""
+    scale, prefix = 1.0, ""
+    for unit, name in ((1e3, "k"), (1e6, "M"), (1e9, "G")):
+        if nodes_per_s >= 0.9995 * unit:  # what would round to 1000 of the unit below
+            scale, prefix = unit, name
+    value = nodes_per_s / scale
+    if not prefix:
+        return f"{value:.0f} nodes/s"
+    decimals = 2 if value < 9.995 else 1 if value < 99.95 else 0
+    return f"{value:.{decimals}f} {prefix} nodes/s"
+
+
 def _clock(seconds: float) -> str:
     minutes, seconds = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
@@ -46,7 +60,7 @@ class ProgressBar:
         filled = min(WIDTH, int(done * WIDTH))
         share = format_share(progress.remaining_fraction, progress.remaining_log10)
         line = (f"\r[{'#' * filled}{'.' * (WIDTH - filled)}] {share:>8} left  "
-                f"{progress.nodes_per_s / 1e6:6.2f} M nodes/s  UB {progress.ub}  "
+                f"{format_rate(progress.nodes_per_s):>14}  UB {progress.ub}  "
                 f"{_clock(progress.elapsed_s)}  {progress.active_explorers} explorers")  # fmt: skip
         if self.dashboard:
             line += f"  {self.dashboard}"

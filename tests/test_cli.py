@@ -595,6 +595,10 @@ def test_progress_bar_line():
     assert line.startswith("\r[" + "#" * 18 + "." * 6 + "]") and line.endswith("\n")
     assert "25.00% left" in line and "5.00 M nodes/s" in line and "UB 1484" in line and "1:02:03" in line
     assert "http://127.0.0.1:8787/status" in line
+    small = io.StringIO()
+    ProgressBar(small, every=0)(Progress(elapsed_s=0.5, nodes=10, nodes_per_s=20.0, ub=1484, remaining_fraction=0.25,
+                                         remaining_log10=math.log10(0.25), active_explorers=2))  # fmt: skip
+    assert "left      20 nodes/s  UB" in small.getvalue()
 
 
 @pytest.mark.parametrize(("size", "n", "shown"), [
@@ -613,6 +617,28 @@ def test_remaining_shares_say_something_at_any_size(size, n, shown):
     assert format_share(fraction, log10) == shown
     if size:
         assert log10 == pytest.approx(math.log10(int(size)) - math.log10(int(factorial(n))), abs=1e-9)
+
+
+@pytest.mark.parametrize(("rate", "shown"), [
+    (0.0, "0 nodes/s"), (1.4, "1 nodes/s"), (999.4, "999 nodes/s"), (999.6, "1.00 k nodes/s"),
+    (12_345, "12.3 k nodes/s"), (99_960, "100 k nodes/s"), (999_700, "1.00 M nodes/s"),
+    (5e6, "5.00 M nodes/s"), (123.4e6, "123 M nodes/s"), (1.2e9, "1.20 G nodes/s"), (3.2e12, "3200 G nodes/s"),
+])  # fmt: skip
+def test_rates_have_a_unit_that_fits(rate, shown):
+    from pbbflow.cli.progress import format_rate
+
+    assert format_rate(rate) == shown
+
+
+def test_the_summary_and_info_print_a_small_rate_with_its_unit(capsys, tmp_path, tiny_file):
+    from pbbflow.cli.progress import format_rate
+
+    path = str(tmp_path / "r.zarr")
+    code, out, _ = run(capsys, "solve", tiny_file, "--run", path, "--quiet")
+    result = json.loads(run(capsys, "info", path, "--json")[1])
+    rate = format_rate(result["nodes"] / result["elapsed_s"])  # a few nodes: nodes/s or k nodes/s
+    assert code == 0 and "M nodes/s" not in rate
+    assert f"({rate})" in out and f"({rate})" in run(capsys, "info", path)[1]
 
 
 def test_info_prints_a_tiny_remaining_share(capsys, tmp_path):
