@@ -580,12 +580,13 @@ def test_ctrl_c_stops_with_a_limit_result(tmp_path):
     assert result["lower_bound"] <= 2297 <= result["makespan"]  # 2297: ta021's optimum
 
 
-def test_progress_bar_line():
+def test_progress_bar_line(monkeypatch):
     import io
 
     from pbbflow.cli.progress import ProgressBar
     from pbbflow.workflow.run import Progress
 
+    monkeypatch.setenv("COLUMNS", "200")  # a wide terminal: every field
     stream = io.StringIO()
     bar = ProgressBar(stream, "http://127.0.0.1:8787/status", every=0)
     bar(Progress(elapsed_s=3723.0, nodes=10, nodes_per_s=5e6, ub=1484, remaining_fraction=0.25,
@@ -599,6 +600,83 @@ def test_progress_bar_line():
     ProgressBar(small, every=0)(Progress(elapsed_s=0.5, nodes=10, nodes_per_s=20.0, ub=1484, remaining_fraction=0.25,
                                          remaining_log10=math.log10(0.25), active_explorers=2))  # fmt: skip
     assert "left      20 nodes/s  UB" in small.getvalue()
+
+
+BIG_PROGRESS = dict(elapsed_s=360000.0, nodes=10, nodes_per_s=123.4e6, ub=123456, remaining_fraction=3.16e-15,
+                    remaining_log10=-14.5, active_explorers=1024)  # fmt: skip
+
+
+@pytest.mark.parametrize(("columns", "fields"), [
+    (200, ["[####", "3.16e-15 left", "123 M nodes/s", "UB 123456", "100:00:00", "1024 explorers", "http://h:8787"]),
+    (80, ["[####", "3.16e-15 left", "123 M nodes/s", "UB 123456", "100:00:00"]),
+    (60, ["3.16e-15 left", "123 M nodes/s", "UB 123456", "100:00:00"]),
+    (45, ["3.16e-15 left", "123 M nodes/s", "UB 123456"]),
+    (30, ["3.16e-15 left", "UB 123456"]),
+    (20, ["3.16e-15 left"]),
+    (8, ["3.16e-"]),
+])  # fmt: skip
+def test_the_progress_line_fits_the_terminal(monkeypatch, columns, fields):
+    """Never wider than the terminal (its last column left blank); the least important fields go first."""
+    import io
+
+    from pbbflow.cli.progress import ProgressBar
+    from pbbflow.workflow.run import Progress
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    stream = io.StringIO()
+    ProgressBar(stream, "http://h:8787/pbbflow", every=0)(Progress(**BIG_PROGRESS))
+    line = stream.getvalue()
+    assert line.startswith("\r") and len(line) - 1 <= columns - 1
+    everything = ["[####", "left", "nodes/s", "UB", "100:00:00", "explorers", "http://"]
+    assert [f for f in everything if f in line] == [f for f in everything if any(f in g for g in fields)]
+    assert all(field in line for field in fields)
+
+
+def test_a_shorter_progress_line_blanks_the_longer_one_before_it(monkeypatch):
+    import io
+
+    from pbbflow.cli.progress import ProgressBar
+    from pbbflow.workflow.run import Progress
+
+    stream = io.StringIO()
+    bar = ProgressBar(stream, every=0)
+    monkeypatch.setenv("COLUMNS", "200")
+    bar(Progress(**BIG_PROGRESS))
+    monkeypatch.setenv("COLUMNS", "60")  # the terminal shrank
+    bar(Progress(**BIG_PROGRESS))
+    second = stream.getvalue().split("\r")[2]
+    assert len(second) == 59 and second.rstrip().endswith("100:00:00")
+
+
+def test_the_terminal_width_is_the_streams_own(monkeypatch):
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    from pbbflow.cli.progress import terminal_columns
+
+    monkeypatch.setenv("COLUMNS", "200")  # stdout's, say: stderr's terminal wins
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 50, 0, 0))
+    with os.fdopen(slave, "w") as stream:
+        assert terminal_columns(stream) == 50
+    os.close(master)
+
+
+def test_the_terminal_width_falls_back_to_80(monkeypatch):
+    import io
+    import os
+
+    from pbbflow.cli.progress import terminal_columns
+
+    def no_terminal(*args):
+        raise OSError("not a terminal")
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(os, "get_terminal_size", no_terminal)
+    assert terminal_columns(io.StringIO()) == 80
 
 
 @pytest.mark.parametrize(("size", "n", "shown"), [
