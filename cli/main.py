@@ -340,18 +340,27 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 def _heuristic(args: argparse.Namespace) -> int:
+    """Iterated greedy until the time limit (status done) or SIGINT/SIGTERM (status stopped, exit 3)."""
     instance = load_instance(args.instance, fmt=args.format, orientation=args.orientation)
-    result = iterated_greedy(instance.p, seconds=args.time_limit, seed=args.seed)
-    out = {"instance": instance.name, "makespan": result.makespan, "permutation": result.permutation.tolist(),
-           "elapsed_s": round(result.elapsed_s, 6)}  # fmt: skip
+    stop = threading.Event()
+    previous = {s: signal.signal(s, lambda signum, frame: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:  # a signal ends the chunk of iterations under way (about 50 ms), then the search
+        result = iterated_greedy(instance.p, seconds=args.time_limit, seed=args.seed, should_stop=stop.is_set)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    status = "stopped" if stop.is_set() else "done"
+    out = {"instance": instance.name, "status": status, "makespan": result.makespan,
+           "permutation": result.permutation.tolist(), "elapsed_s": round(result.elapsed_s, 6)}  # fmt: skip
     if args.json:
         print(json.dumps(out))
     else:
         print(f"instance     {instance.name} ({instance.n} jobs x {instance.m} machines)")
+        print(f"status       {status}")
         print(f"makespan     {result.makespan} (iterated greedy, {result.iterations:,} iterations, seed {args.seed})")
         print(f"permutation  {' '.join(map(str, out['permutation']))}")
         print(f"elapsed      {result.elapsed_s:.2f} s")
-    return EXIT_DONE
+    return EXIT_LIMIT if stop.is_set() else EXIT_DONE
 
 
 def _plot(args: argparse.Namespace) -> int:
@@ -387,8 +396,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pbbflow: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print(f"pbbflow: interrupted; the last checkpoint stands: pbbflow resume {getattr(args, 'run', '')}",
-              file=sys.stderr)  # fmt: skip
+        run = getattr(args, "run", None) if args.command in ("solve", "resume") else None
+        hint = "" if run is None else f"; the last checkpoint stands: {resume_command(run)}"
+        print(f"pbbflow: interrupted{hint}", file=sys.stderr)
         return EXIT_LIMIT
 
 

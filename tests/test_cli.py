@@ -742,16 +742,67 @@ def test_heuristic_command_json(capsys, ta001):
     code, out, err = run(capsys, "heuristic", "ta001", "--time-limit", "0.5", "--seed", "3", "--json")
     assert code == 0 and "Traceback" not in err
     result = json.loads(out)
-    assert set(result) == {"instance", "makespan", "permutation", "elapsed_s"}
+    assert set(result) == {"instance", "status", "makespan", "permutation", "elapsed_s"} and result["status"] == "done"
     assert sorted(result["permutation"]) == list(range(20)) and cmax(ta001, result["permutation"]) == result["makespan"]
     assert TA001_OPT <= result["makespan"] and result["elapsed_s"] >= 0.5
 
 
 def test_heuristic_command_human_output_and_usage_errors(capsys):
     code, out, _ = run(capsys, "heuristic", "ta001", "--time-limit", "0.2")
-    assert code == 0 and "iterated greedy" in out
+    assert code == 0 and "iterated greedy" in out and "\nstatus       done\n" in out
     assert_usage_error(capsys, "heuristic", "ta001", option="--time-limit")  # required
     assert_usage_error(capsys, "heuristic", "ta001", "--time-limit", "1", "--seed", "x", option="--seed")
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "human"])
+def test_ctrl_c_stops_the_heuristic_with_its_best_schedule(capsys, monkeypatch, as_json):
+    import os
+
+    from pbbflow.flowshop import iterated_greedy as ig
+
+    real, chunks = ig._iterate, []
+
+    def iterate(*args):  # Ctrl-C during the fourth chunk of iterations
+        chunks.append(1)
+        if len(chunks) == 4:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(*args)
+
+    monkeypatch.setattr(ig, "_iterate", iterate)
+    started = time.monotonic()
+    code, out, err = run(capsys, "heuristic", "ta056", "--time-limit", "60", *(["--json"] if as_json else []))
+    assert code == 3 and err == "" and time.monotonic() - started < 30, (out, err)
+    if as_json:
+        result = json.loads(out)
+        assert result["status"] == "stopped" and sorted(result["permutation"]) == list(range(50))
+        assert cmax(taillard_instance(56).p.tolist(), result["permutation"]) == result["makespan"]
+    else:
+        assert "\nstatus       stopped\n" in out and "\nmakespan     " in out and "\npermutation  " in out
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is put back
+
+
+def test_sigterm_stops_the_heuristic_command_with_its_best_schedule(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pbbflow.cli.main", "heuristic", "ta056", "--time-limit", "120", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    time.sleep(5)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3 and err == "", (out, err)
+    result = json.loads(out)
+    assert result["status"] == "stopped" and sorted(result["permutation"]) == list(range(50))
+    assert result["elapsed_s"] < 60
+
+
+def test_an_interrupt_with_no_run_to_resume_has_no_resume_hint(capsys, monkeypatch):
+    import pbbflow.cli.main as cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "load_instance", interrupted)
+    assert run(capsys, "heuristic", "ta001", "--time-limit", "1") == (3, "", "pbbflow: interrupted\n")
 
 
 @pytest.mark.parametrize(("ub", "initial"), [(None, "ig"), ("neh", "neh"), ("ig", "ig"), ("100000", "neh")])
