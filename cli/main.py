@@ -72,6 +72,14 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _seed(text: str) -> int:
+    """A seed in [0, 2**64), the range iterated greedy takes (it refuses others, which would wrap)."""
+    value = _integer(text)
+    if value is None or not 0 <= value < 2**64:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2**64 - 1, got {text!r}")
+    return value
+
+
 def _gpus(text: str) -> int | str:
     """``all`` or a number >= 0."""
     if text == "all":
@@ -167,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("instance", help="a Taillard name (ta001 .. ta120) or an instance file")
     h.add_argument("--time-limit", type=parse_duration, required=True, metavar="DURATION",
                    help="how long to search, e.g. 30s or 5m")
-    h.add_argument("--seed", type=_non_negative_int, default=0, help="random seed (default: 0)")
+    h.add_argument("--seed", type=_seed, default=0, help="random seed, 0 to 2**64 - 1 (default: 0)")
     h.add_argument("--format", choices=FORMATS, default="auto", help="instance file format (default: auto)")
     h.add_argument("--orientation", choices=ORIENTATIONS, default="job-major",
                    help="Taillard-format files: n rows of m times (job-major, default) or m rows of n")

@@ -754,6 +754,16 @@ def test_heuristic_command_human_output_and_usage_errors(capsys):
     assert_usage_error(capsys, "heuristic", "ta001", "--time-limit", "1", "--seed", "x", option="--seed")
 
 
+@pytest.mark.parametrize("seed", ["-1", str(2**64), str(2**64 + 7)])  # these wrapped onto other seeds
+def test_heuristic_seeds_outside_64_bits_are_usage_errors(capsys, seed):
+    assert_usage_error(capsys, "heuristic", "ta001", "--time-limit", "0.1", "--seed", seed, option="--seed")
+
+
+def test_heuristic_takes_the_largest_seed(capsys):
+    code, out, err = run(capsys, "heuristic", "ta001", "--time-limit", "0.1", "--seed", str(2**64 - 1))
+    assert code == 0 and f"seed {2**64 - 1})" in out, err
+
+
 @pytest.mark.parametrize("as_json", [True, False], ids=["json", "human"])
 def test_ctrl_c_stops_the_heuristic_with_its_best_schedule(capsys, monkeypatch, as_json):
     import os
