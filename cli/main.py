@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import re
 import shlex
 import signal
@@ -394,7 +395,26 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``pbbflow`` console script."""
+    """Entry point of the ``pbbflow`` console script.
+
+    Where stdout's reader goes away early (``pbbflow info RUN | head -1``), the output left is
+    dropped quietly: the exit code is the command's if it had finished, else 1.
+    """
+    code = EXIT_INTERNAL
+    try:
+        try:
+            code = _main(argv)
+        except SystemExit as done:  # argparse's, after --help or a usage error
+            code = int(done.code or 0)
+            raise
+        finally:
+            sys.stdout.flush()  # here, where a reader that has gone can still be handled
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the flush at exit writes nowhere
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     exit_without_final_gc()
     command = {"solve": _solve, "resume": _resume, "info": _info, "heuristic": _heuristic, "plot": _plot}[args.command]

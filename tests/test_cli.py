@@ -815,6 +815,37 @@ def test_an_interrupt_with_no_run_to_resume_has_no_resume_hint(capsys, monkeypat
     assert run(capsys, "heuristic", "ta001", "--time-limit", "1") == (3, "", "pbbflow: interrupted\n")
 
 
+@pytest.fixture
+def a_run(tmp_path) -> str:
+    from pbbflow.workflow.run import create_run
+
+    create_run(tmp_path / "r.zarr", taillard_instance(1), ub=None, bound="lb1", branch="minmin")
+    return str(tmp_path / "r.zarr")
+
+
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "unbuffered"])
+@pytest.mark.parametrize("command", ["info", "info-json", "heuristic", "help"])
+def test_a_reader_that_closes_early_ends_the_output_quietly(tmp_path, a_run, command, unbuffered):
+    """``pbbflow info RUN | head -1``: no BrokenPipeError traceback; the command's exit code
+    when it had finished (its output waiting in stdout's buffer), 1 when cut short mid-way."""
+    import os
+
+    argv = {"info": ["info", a_run], "info-json": ["info", a_run, "--json"],
+            "heuristic": ["heuristic", "ta001", "--time-limit", "0.1"], "help": ["solve", "--help"]}[command]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    read, write = os.pipe()
+    os.close(read)  # no reader: every write to stdout fails with EPIPE
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pbbflow.cli.main", *argv], stdout=write, stderr=subprocess.PIPE,
+                              text=True, timeout=120, cwd=tmp_path, env=env)  # fmt: skip
+    finally:
+        os.close(write)
+    assert proc.stderr == ""
+    assert proc.returncode == (1 if unbuffered and command != "help" else 0)  # argparse ignores a failed write
+
+
 @pytest.mark.parametrize(("ub", "initial"), [(None, "ig"), ("neh", "neh"), ("ig", "ig"), ("100000", "neh")])
 def test_the_initial_schedule_is_recorded(capsys, tmp_path, ta001, ub, initial):
     argv = ["ta001", "--run", str(tmp_path / "r.zarr")] + ([] if ub is None else ["--ub", ub])
