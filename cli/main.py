@@ -353,7 +353,7 @@ def _heuristic(args: argparse.Namespace) -> int:
     instance = load_instance(args.instance, fmt=args.format, orientation=args.orientation)
     stop = threading.Event()
     previous = {s: signal.signal(s, lambda signum, frame: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:  # a signal ends the chunk of iterations under way (about 50 ms), then the search
+    try:  # a signal stops the search after the chunk of iterations under way (about 50 ms)
         result = iterated_greedy(instance.p, seconds=args.time_limit, seed=args.seed, should_stop=stop.is_set)
     finally:
         for s, handler in previous.items():

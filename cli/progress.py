@@ -54,7 +54,7 @@ def terminal_columns(stream: TextIO) -> int:
     return columns if columns > 0 else shutil.get_terminal_size((80, 24)).columns
 
 
-def fit_fields(fields: list[tuple[int, str]], width: int) -> str:
+def _fit_fields(fields: list[tuple[int, str]], width: int) -> str:
     """The texts of ``(rank, text)`` fields joined by two spaces, the lowest ranks dropped until the
     line fits in ``width`` characters (the last field left is cut to fit)."""
     kept = list(fields)
@@ -94,7 +94,7 @@ class ProgressBar:
         if self.dashboard:
             fields.append((1, self.dashboard))
         width = terminal_columns(self.stream) - 1  # a character in the last column may wrap the line
-        line = fit_fields(fields, width)
+        line = _fit_fields(fields, width)
         self.stream.write("\r" + line.ljust(min(self.shown, width)))  # blanks what a longer line left
         self.stream.flush()
         self.shown = len(line)

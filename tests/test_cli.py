@@ -552,7 +552,8 @@ def test_console_script_exit_codes(argv, code, tmp_path):
         assert json.loads(proc.stdout)["status"] == "limit"
     else:
         assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
-        assert proc.stderr.startswith("pbbflow: error:" if argv[1] == "ta121" else "pbbflow solve: error: argument --ub")
+        expected = "pbbflow: error:" if argv[1] == "ta121" else "pbbflow solve: error: argument --ub"
+        assert proc.stderr.startswith(expected)
 
 
 def test_module_entry_point(tmp_path):
@@ -830,8 +831,10 @@ def test_a_reader_that_closes_early_ends_the_output_quietly(tmp_path, a_run, com
     when it had finished (its output waiting in stdout's buffer), 1 when cut short mid-way."""
     import os
 
-    argv = {"info": ["info", a_run], "info-json": ["info", a_run, "--json"],
-            "heuristic": ["heuristic", "ta001", "--time-limit", "0.1"], "help": ["solve", "--help"]}[command]  # fmt: skip
+    argv = {
+        "info": ["info", a_run], "info-json": ["info", a_run, "--json"],
+        "heuristic": ["heuristic", "ta001", "--time-limit", "0.1"], "help": ["solve", "--help"],
+    }[command]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     if unbuffered:
         env["PYTHONUNBUFFERED"] = "1"
