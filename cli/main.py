@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import re
 import shlex
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from ..flowshop.bounds import BOUND_NAMES
 from ..gpu import DEFAULT_IVMS, GpuError
@@ -31,7 +33,7 @@ from ..workflow.cluster import (
 )
 from ..workflow.fastexit import exit_without_final_gc
 from ..workflow.run import RunFailed, create_run, drive, first_schedule, result_of
-from .progress import ProgressBar, format_share
+from .progress import ProgressBar, format_rate, format_share
 from .signals import StopSignals
 from .startup import Startup
 
@@ -41,18 +43,20 @@ _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 def parse_duration(text: str) -> float:
     """Seconds in '90', '90s', '5m', '1.5h' or '2d'."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*([smhd]?)\s*", text.lower())
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*([smhd]?)\s*", text.lower(), re.ASCII)
     if not match or float(match.group(1)) <= 0:
         raise argparse.ArgumentTypeError(f"invalid duration {text!r} (examples: 90, 90s, 5m, 1.5h)")
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
+def _integer(text: str) -> int | None:
+    """The integer ``text`` writes in ASCII digits, else None (int() takes any script's digits and '_')."""
+    return int(text) if re.fullmatch(r"\s*[+-]?\d+\s*", text, re.ASCII) else None
+
+
 def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
+    value = _integer(text)
+    if value is None or value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
 
@@ -63,12 +67,17 @@ def _upper_bound(text: str) -> int | str:
 
 
 def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
+    value = _integer(text)
+    if value is None or value < 0:
         raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def _seed(text: str) -> int:
+    """A seed in [0, 2**64), the range iterated greedy takes (it refuses others, which would wrap)."""
+    value = _integer(text)
+    if value is None or not 0 <= value < 2**64:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2**64 - 1, got {text!r}")
     return value
 
 
@@ -116,7 +125,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                        help="cores per job, one single-threaded worker each (default: 1)")
     slurm.add_argument("--memory", default="4GB", help="memory per job (default: 4GB)")
     slurm.add_argument("--walltime", default="01:00:00", help="per job (default: 01:00:00)")
-    slurm.add_argument("--gpus-per-job", type=int, default=0, help="GPUs per job (default: 0)")
+    slurm.add_argument("--gpus-per-job", type=_non_negative_int, default=0, help="GPUs per job (default: 0)")
     slurm.add_argument("--directive", action="append", default=[], metavar="TEXT",
                        help="an extra #SBATCH directive, e.g. --directive=--exclusive (repeatable)")
     slurm.add_argument("--prologue", action="append", default=[], metavar="LINE",
@@ -131,9 +140,26 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line: the error and where the help is, not the whole usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} ({self.prog} --help for usage)\n")
+
+
+class _CommandParser(_Parser):
+    """A command's parser: it reports unknown arguments itself, under the command's name."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pbbflow", description="Exact branch-and-bound for the permutation flow shop.")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="pbbflow", description="Exact branch-and-bound for the permutation flow shop.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
     s = commands.add_parser("solve", help="prove an optimal schedule for an instance")
     s.add_argument("instance", help="a Taillard name (ta001 .. ta120) or an instance file")
     s.add_argument("--run", type=Path, default=None,
@@ -152,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("instance", help="a Taillard name (ta001 .. ta120) or an instance file")
     h.add_argument("--time-limit", type=parse_duration, required=True, metavar="DURATION",
                    help="how long to search, e.g. 30s or 5m")
-    h.add_argument("--seed", type=_non_negative_int, default=0, help="random seed (default: 0)")
+    h.add_argument("--seed", type=_seed, default=0, help="random seed, 0 to 2**64 - 1 (default: 0)")
     h.add_argument("--format", choices=FORMATS, default="auto", help="instance file format (default: auto)")
     h.add_argument("--orientation", choices=ORIENTATIONS, default="job-major",
                    help="Taillard-format files: n rows of m times (job-major, default) or m rows of n")
@@ -205,7 +231,7 @@ def _print_result(result: dict) -> None:
         f"permutation  {' '.join(map(str, permutation)) if permutation else '-'}",
         f"lower bound  {result['lower_bound']}",
         f"nodes        {result['nodes']:,} decomposed, {result['leaves']:,} leaves, "
-        f"{result['elapsed_s']:.2f} s ({rate / 1e6:.2f} M nodes/s)",
+        f"{result['elapsed_s']:.2f} s ({format_rate(rate)})",
         f"run          {result['run']}",
     ]
     if result["status"] == LIMIT:
@@ -322,18 +348,23 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 def _heuristic(args: argparse.Namespace) -> int:
+    """Iterated greedy until the time limit (status done) or SIGINT/SIGTERM (status stopped, exit 3)."""
     instance = load_instance(args.instance, fmt=args.format, orientation=args.orientation)
-    result = iterated_greedy(instance.p, seconds=args.time_limit, seed=args.seed)
-    out = {"instance": instance.name, "makespan": result.makespan, "permutation": result.permutation.tolist(),
-           "elapsed_s": round(result.elapsed_s, 6)}  # fmt: skip
+    with StopSignals() as signals:  # a signal stops the search after the chunk of iterations under way (~50 ms)
+        result = iterated_greedy(instance.p, seconds=args.time_limit, seed=args.seed, should_stop=signals.stop.is_set)
+    stop = signals.stop
+    status = "stopped" if stop.is_set() else "done"
+    out = {"instance": instance.name, "status": status, "makespan": result.makespan,
+           "permutation": result.permutation.tolist(), "elapsed_s": round(result.elapsed_s, 6)}  # fmt: skip
     if args.json:
         print(json.dumps(out))
     else:
         print(f"instance     {instance.name} ({instance.n} jobs x {instance.m} machines)")
+        print(f"status       {status}")
         print(f"makespan     {result.makespan} (iterated greedy, {result.iterations:,} iterations, seed {args.seed})")
         print(f"permutation  {' '.join(map(str, out['permutation']))}")
         print(f"elapsed      {result.elapsed_s:.2f} s")
-    return EXIT_DONE
+    return EXIT_LIMIT if stop.is_set() else EXIT_DONE
 
 
 def _plot(args: argparse.Namespace) -> int:
@@ -365,7 +396,26 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``pbbflow`` console script."""
+    """Entry point of the ``pbbflow`` console script.
+
+    Where stdout's reader goes away early (``pbbflow info RUN | head -1``), the output left is
+    dropped quietly: the exit code is the command's if it had finished, else 1.
+    """
+    code = EXIT_INTERNAL
+    try:
+        try:
+            code = _main(argv)
+        except SystemExit as done:  # argparse's, after --help or a usage error
+            code = int(done.code or 0)
+            raise
+        finally:
+            sys.stdout.flush()  # here, where a reader that has gone can still be handled
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the flush at exit writes nowhere
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     exit_without_final_gc()
     command = {"solve": _solve, "resume": _resume, "info": _info, "heuristic": _heuristic, "plot": _plot}[args.command]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 import time
 from typing import TextIO
@@ -23,19 +25,55 @@ def format_share(fraction: float, log10: float | None) -> str:
     return f"10^{log10:.1f}"
 
 
+def format_rate(nodes_per_s: float) -> str:
+    """A rate in three significant digits with a unit that fits: '512 nodes/s', '12.3 k nodes/s',
+    '5.00 M nodes/s', '1.20 G nodes/s'."""
+    scale, prefix = 1.0, ""
+    for unit, name in ((1e3, "k"), (1e6, "M"), (1e9, "G")):
+        if nodes_per_s >= 0.9995 * unit:  # what would round to 1000 of the unit below
+            scale, prefix = unit, name
+    value = nodes_per_s / scale
+    if not prefix:
+        return f"{value:.0f} nodes/s"
+    decimals = 2 if value < 9.995 else 1 if value < 99.95 else 0
+    return f"{value:.{decimals}f} {prefix} nodes/s"
+
+
 def _clock(seconds: float) -> str:
     minutes, seconds = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}:{minutes:02d}:{seconds:02d}"
 
 
+def terminal_columns(stream: TextIO) -> int:
+    """The width of the terminal ``stream`` writes to; else $COLUMNS or stdout's (shutil), else 80."""
+    try:
+        columns = os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        columns = 0
+    return columns if columns > 0 else shutil.get_terminal_size((80, 24)).columns
+
+
+def _fit_fields(fields: list[tuple[int, str]], width: int) -> str:
+    """The texts of ``(rank, text)`` fields joined by two spaces, the lowest ranks dropped until the
+    line fits in ``width`` characters (the last field left is cut to fit)."""
+    kept = list(fields)
+    while len(kept) > 1 and len("  ".join(text for _, text in kept)) > width:
+        kept.remove(min(kept, key=lambda field: field[0]))
+    return "  ".join(text for _, text in kept)[: max(width, 0)]
+
+
 class ProgressBar:
-    """Draws the share of [0, n!) left (exact, from the ledger), rate, the pruning UB, elapsed."""
+    """Draws the share of [0, n!) left (exact, from the ledger), rate, the pruning UB, elapsed,
+    the explorers and the dashboard's link, in one line that never reaches the terminal's last
+    column: the link goes first where it does not fit, then the explorers, the bar, the clock,
+    the rate and the UB."""
 
     def __init__(self, stream: TextIO = sys.stderr, dashboard: str | None = None, every: float = 0.5) -> None:
         self.stream, self.dashboard, self.every = stream, dashboard, every
         self.last = 0.0
         self.drawn = False
+        self.shown = 0  # the length of the line drawn last
 
     def __call__(self, progress: Progress) -> None:
         now = time.monotonic()
@@ -45,13 +83,21 @@ class ProgressBar:
         done = 1.0 - progress.remaining_fraction
         filled = min(WIDTH, int(done * WIDTH))
         share = format_share(progress.remaining_fraction, progress.remaining_log10)
-        line = (f"\r[{'#' * filled}{'.' * (WIDTH - filled)}] {share:>8} left  "
-                f"{progress.nodes_per_s / 1e6:6.2f} M nodes/s  UB {progress.ub}  "
-                f"{_clock(progress.elapsed_s)}  {progress.active_explorers} explorers")  # fmt: skip
+        fields = [
+            (3, f"[{'#' * filled}{'.' * (WIDTH - filled)}]"),
+            (7, f"{share:>8} left"),
+            (5, f"{format_rate(progress.nodes_per_s):>14}"),
+            (6, f"UB {progress.ub}"),
+            (4, _clock(progress.elapsed_s)),
+            (2, f"{progress.active_explorers} explorers"),
+        ]
         if self.dashboard:
-            line += f"  {self.dashboard}"
-        self.stream.write(line)
+            fields.append((1, self.dashboard))
+        width = terminal_columns(self.stream) - 1  # a character in the last column may wrap the line
+        line = _fit_fields(fields, width)
+        self.stream.write("\r" + line.ljust(min(self.shown, width)))  # blanks what a longer line left
         self.stream.flush()
+        self.shown = len(line)
         self.drawn = True
 
     def close(self) -> None:

@@ -22,9 +22,10 @@ _INT32_MAX = np.iinfo(np.int32).max
 # The solver keeps completion times and bounds in int32; every value it forms stays below
 # twice the total processing time, so the total is capped at 2**30.
 MAX_TOTAL_TIME = 2**30
-_INT = re.compile(r"[+-]?\d+")
-_FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
-_TAILLARD_NAME = re.compile(r"ta(\d+)", re.IGNORECASE)
+# ASCII digits only: \d and int() accept the digits of every script (fullwidth "１２", "٣").
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][+-]?[0-9]+)?")
+_TAILLARD_NAME = re.compile(r"ta([0-9]+)", re.IGNORECASE)
 
 Lines = list[tuple[int, list[str]]]  # (1-based line number, tokens) of the non-blank lines
 
@@ -110,11 +111,16 @@ def _read_lines(path: Path) -> Lines:
     return lines
 
 
+def _ascii_hint(text: str) -> str:
+    """A note for text with characters outside ASCII, such as fullwidth digits."""
+    return "" if text.isascii() else " (digits must be ASCII 0-9)"
+
+
 def _to_int(path: Path, line: int, token: str, what: str) -> int:
     """Parse one token as a non-negative integer that fits in int32."""
     if not _INT.fullmatch(token):
         kind = "not an integer" if _FLOAT.fullmatch(token) else "not a number"
-        raise InstanceError(path, f"{what} {token!r} is {kind}", line)
+        raise InstanceError(path, f"{what} {token!r} is {kind}{_ascii_hint(token)}", line)
     value = int(token)
     if value < 0:
         raise InstanceError(path, f"negative {what} {value}", line)
@@ -127,7 +133,8 @@ def _parse_header(path: Path, lines: Lines) -> tuple[int, int]:
     """Parse the header line ``n m`` (both integers >= 1)."""
     line, tokens = lines[0]
     if len(tokens) != 2 or not all(_INT.fullmatch(t) for t in tokens):
-        raise InstanceError(path, f"bad header {' '.join(tokens)!r}: expected two integers 'n m'", line)
+        header = " ".join(tokens)
+        raise InstanceError(path, f"bad header {header!r}: expected two integers 'n m'{_ascii_hint(header)}", line)
     n, m = int(tokens[0]), int(tokens[1])
     if n < 1:
         raise InstanceError(path, f"bad header: number of jobs n must be >= 1, got {n}", line)
@@ -205,6 +212,29 @@ def _looks_like_vfr(lines: Lines) -> bool:
     )
 
 
+def _pairs_row(tokens: list[str], m: int) -> bool:
+    """True if at least half the machine indices of the row's pairs (its even positions) are
+    right, 0-based or 1-based: a VFR row, though maybe one with an error."""
+    indices = tokens[0 : 2 * m : 2]
+    hits = max(sum(t == str(k + base) for k, t in enumerate(indices)) for base in (0, 1))
+    return len(indices) >= min(m, 2) and len(tokens) > 1 and 2 * hits >= len(indices)
+
+
+def _detect_format(lines: Lines, orientation: str) -> str:
+    """``vfr`` for a VFR file, or one with an error whose rows are mostly 'machine time' pairs
+    rather than Taillard rows; ``taillard`` otherwise (ties included)."""
+    if _looks_like_vfr(lines):
+        return "vfr"
+    header = lines[0][1]
+    if len(header) != 2 or not all(_INT.fullmatch(t) for t in header) or int(header[1]) < 1:
+        return "taillard"
+    n, m = int(header[0]), int(header[1])
+    cols = m if orientation == "job-major" else n
+    pairs = sum(_pairs_row(tokens, m) for _, tokens in lines[1:])
+    rows = sum(len(tokens) == cols for _, tokens in lines[1:])
+    return "vfr" if pairs > rows else "taillard"
+
+
 def _check_orientation(orientation: str) -> None:
     if orientation not in ORIENTATIONS:
         raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {orientation!r}")
@@ -228,7 +258,8 @@ def load_instance(spec: str | os.PathLike[str], fmt: str = "auto", orientation: 
 
     A spec matching ``ta<digits>`` (case-insensitive) is always a Taillard name, never a path.
     ``fmt="auto"`` reads a file as VFR if every data row has 2*m numbers with machine indices
-    0..m-1 at the even positions, else as a Taillard file in the given ``orientation``.
+    0..m-1 at the even positions, else as a Taillard file in the given ``orientation``; a file
+    that reads as neither is reported as the one its rows resemble most (``_detect_format``).
     """
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
@@ -239,6 +270,8 @@ def load_instance(spec: str | os.PathLike[str], fmt: str = "auto", orientation: 
         return taillard_instance(int(match.group(1)))
     path = Path(spec)
     lines = _read_lines(path)
-    if fmt == "vfr" or (fmt == "auto" and _looks_like_vfr(lines)):
+    if fmt == "auto":
+        fmt = _detect_format(lines, orientation)
+    if fmt == "vfr":
         return _parse_vfr(path, lines, path.stem)
     return _parse_taillard(path, lines, orientation, path.stem)

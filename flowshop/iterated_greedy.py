@@ -158,10 +158,13 @@ def iterated_greedy(
 
     ``on_improvement(makespan, permutation)`` is called for every new best schedule (the
     first being NEH's after local search); ``should_stop()`` is asked between chunks.
-    ``clock`` measures ``seconds`` (``time.process_time`` for a CPU-time budget).
+    ``clock`` measures ``seconds`` (``time.process_time`` for a CPU-time budget).  ``seed``
+    is from 0 to 2**64 - 1, the random state's size: others would wrap onto these.
     """
     if seconds is None and iterations is None:
         raise ValueError("iterated_greedy needs seconds or iterations")
+    if not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be from 0 to 2**64 - 1, got {seed}")
     started, clock_start = time.monotonic(), clock()
     p = _as_times(p)
     n, m = p.shape

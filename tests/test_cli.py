@@ -140,12 +140,12 @@ def assert_usage_error(capsys, *argv, option: str | None = None) -> str:
         main(list(argv))
     assert excinfo.value.code == 2
     out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    errors = [line for line in err.splitlines() if "error:" in line]
-    assert len(errors) == 1, err
+    lines = err.splitlines()
+    assert out == "" and len(lines) == 1, err  # no usage block: the error and where help is
+    assert re.fullmatch(r"(pbbflow(?: \w+)?): error: .+ \(\1 --help for usage\)", lines[0]), err
     if option is not None:
-        assert option in errors[0], err
-    return errors[0]
+        assert option in lines[0], err
+    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -467,9 +467,51 @@ def test_usage_errors(capsys, argv, option):
     assert_usage_error(capsys, "solve", "ta001", *argv, option=option)
 
 
+@pytest.mark.parametrize(
+    "argv, option",
+    [
+        (["solve", "ta001", "--ub", "１２００"], "--ub"),
+        (["solve", "ta001", "--ub", "1_200"], "--ub"),
+        (["solve", "ta001", "--node-limit", "١٠٠"], "--node-limit"),
+        (["solve", "ta001", "--time-limit", "１０m"], "--time-limit"),
+        (["solve", "ta001", "--checkpoint-every", "٣٠"], "--checkpoint-every"),
+        (["solve", "ta001", "--threads", "２"], "--threads"),
+        (["solve", "ta001", "--gpus", "１"], "--gpus"),
+        (["solve", "ta001", "--gpus-per-job", "-1"], "--gpus-per-job"),
+        (["resume", "r.zarr", "--workers", "２"], "--workers"),
+        (["heuristic", "ta001", "--time-limit", "1", "--seed", "７"], "--seed"),
+    ],
+)
+def test_numbers_are_written_in_ascii_digits(capsys, argv, option):
+    # --dry-run: a value wrongly accepted prints a job script (and exits 0) instead of running
+    dry_run = ["--dry-run"] if argv[0] != "heuristic" else []
+    assert_usage_error(capsys, *argv, *dry_run, option=option)
+
+
+def test_a_file_with_fullwidth_digits_is_an_input_error(capsys, tmp_path):
+    path = tmp_path / "wide.txt"
+    path.write_text("2 2\n1 2\n3 ４\n", encoding="utf-8")
+    code, out, err = run(capsys, "solve", str(path), "--quiet")
+    assert_input_error(code, out, err)
+    assert f"{path}: line 3: processing time '４' is not a number (digits must be ASCII 0-9)" in err
+
+
 @pytest.mark.parametrize("argv", [[], ["solve"], ["frobnicate", "ta001"]])
 def test_missing_command_or_instance(capsys, argv):
     assert_usage_error(capsys, *argv)
+
+
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (["solve", "ta001", "--no-such-option"],
+         "pbbflow solve: error: unrecognized arguments: --no-such-option (pbbflow solve --help for usage)"),
+        (["info"], "pbbflow info: error: the following arguments are required: run (pbbflow info --help for usage)"),
+        (["--version"], "pbbflow: error: the following arguments are required: command (pbbflow --help for usage)"),
+    ],
+)  # fmt: skip
+def test_a_usage_error_is_one_line_naming_the_command(capsys, argv, line):
+    assert assert_usage_error(capsys, *argv) == line
 
 
 def test_help_exits_0(capsys):
@@ -477,6 +519,7 @@ def test_help_exits_0(capsys):
         main(["solve", "--help"])
     assert excinfo.value.code == 0
     out, _ = capsys.readouterr()
+    assert out.startswith("usage: pbbflow solve")
     for option in ("--ub", "--bound", "--branch", "--threads", "--time-limit", "--node-limit", "--json"):
         assert option in out
 
@@ -509,9 +552,10 @@ def test_console_script_exit_codes(argv, code, tmp_path):
         assert re.search(r"watch the run at http://127\.0\.0\.1:\d+/pbbflow", proc.stderr)  # the dashboard page
     elif code == 3:
         assert json.loads(proc.stdout)["status"] == "limit"
-    elif argv[1] == "ta121":
+    else:
         assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
-        assert proc.stderr.startswith("pbbflow: error:")
+        expected = "pbbflow: error:" if argv[1] == "ta121" else "pbbflow solve: error: argument --ub"
+        assert proc.stderr.startswith(expected)
 
 
 def test_module_entry_point(tmp_path):
@@ -539,12 +583,13 @@ def test_ctrl_c_stops_with_a_limit_result(tmp_path):
     assert result["lower_bound"] <= 2297 <= result["makespan"]  # 2297: ta021's optimum
 
 
-def test_progress_bar_line():
+def test_progress_bar_line(monkeypatch):
     import io
 
     from pbbflow.cli.progress import ProgressBar
     from pbbflow.workflow.run import Progress
 
+    monkeypatch.setenv("COLUMNS", "200")  # a wide terminal: every field
     stream = io.StringIO()
     bar = ProgressBar(stream, "http://127.0.0.1:8787/status", every=0)
     bar(Progress(elapsed_s=3723.0, nodes=10, nodes_per_s=5e6, ub=1484, remaining_fraction=0.25,
@@ -554,6 +599,87 @@ def test_progress_bar_line():
     assert line.startswith("\r[" + "#" * 18 + "." * 6 + "]") and line.endswith("\n")
     assert "25.00% left" in line and "5.00 M nodes/s" in line and "UB 1484" in line and "1:02:03" in line
     assert "http://127.0.0.1:8787/status" in line
+    small = io.StringIO()
+    ProgressBar(small, every=0)(Progress(elapsed_s=0.5, nodes=10, nodes_per_s=20.0, ub=1484, remaining_fraction=0.25,
+                                         remaining_log10=math.log10(0.25), active_explorers=2))  # fmt: skip
+    assert "left      20 nodes/s  UB" in small.getvalue()
+
+
+BIG_PROGRESS = dict(elapsed_s=360000.0, nodes=10, nodes_per_s=123.4e6, ub=123456, remaining_fraction=3.16e-15,
+                    remaining_log10=-14.5, active_explorers=1024)  # fmt: skip
+
+
+@pytest.mark.parametrize(("columns", "fields"), [
+    (200, ["[####", "3.16e-15 left", "123 M nodes/s", "UB 123456", "100:00:00", "1024 explorers", "http://h:8787"]),
+    (80, ["[####", "3.16e-15 left", "123 M nodes/s", "UB 123456", "100:00:00"]),
+    (60, ["3.16e-15 left", "123 M nodes/s", "UB 123456", "100:00:00"]),
+    (45, ["3.16e-15 left", "123 M nodes/s", "UB 123456"]),
+    (30, ["3.16e-15 left", "UB 123456"]),
+    (20, ["3.16e-15 left"]),
+    (8, ["3.16e-"]),
+])  # fmt: skip
+def test_the_progress_line_fits_the_terminal(monkeypatch, columns, fields):
+    """Never wider than the terminal (its last column left blank); the least important fields go first."""
+    import io
+
+    from pbbflow.cli.progress import ProgressBar
+    from pbbflow.workflow.run import Progress
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    stream = io.StringIO()
+    ProgressBar(stream, "http://h:8787/pbbflow", every=0)(Progress(**BIG_PROGRESS))
+    line = stream.getvalue()
+    assert line.startswith("\r") and len(line) - 1 <= columns - 1
+    everything = ["[####", "left", "nodes/s", "UB", "100:00:00", "explorers", "http://"]
+    assert [f for f in everything if f in line] == [f for f in everything if any(f in g for g in fields)]
+    assert all(field in line for field in fields)
+
+
+def test_a_shorter_progress_line_blanks_the_longer_one_before_it(monkeypatch):
+    import io
+
+    from pbbflow.cli.progress import ProgressBar
+    from pbbflow.workflow.run import Progress
+
+    stream = io.StringIO()
+    bar = ProgressBar(stream, every=0)
+    monkeypatch.setenv("COLUMNS", "200")
+    bar(Progress(**BIG_PROGRESS))
+    monkeypatch.setenv("COLUMNS", "60")  # the terminal shrank
+    bar(Progress(**BIG_PROGRESS))
+    second = stream.getvalue().split("\r")[2]
+    assert len(second) == 59 and second.rstrip().endswith("100:00:00")
+
+
+def test_the_terminal_width_is_the_streams_own(monkeypatch):
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    from pbbflow.cli.progress import terminal_columns
+
+    monkeypatch.setenv("COLUMNS", "200")  # stdout's, say: stderr's terminal wins
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 50, 0, 0))
+    with os.fdopen(slave, "w") as stream:
+        assert terminal_columns(stream) == 50
+    os.close(master)
+
+
+def test_the_terminal_width_falls_back_to_80(monkeypatch):
+    import io
+    import os
+
+    from pbbflow.cli.progress import terminal_columns
+
+    def no_terminal(*args):
+        raise OSError("not a terminal")
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(os, "get_terminal_size", no_terminal)
+    assert terminal_columns(io.StringIO()) == 80
 
 
 @pytest.mark.parametrize(("size", "n", "shown"), [
@@ -572,6 +698,28 @@ def test_remaining_shares_say_something_at_any_size(size, n, shown):
     assert format_share(fraction, log10) == shown
     if size:
         assert log10 == pytest.approx(math.log10(int(size)) - math.log10(int(factorial(n))), abs=1e-9)
+
+
+@pytest.mark.parametrize(("rate", "shown"), [
+    (0.0, "0 nodes/s"), (1.4, "1 nodes/s"), (999.4, "999 nodes/s"), (999.6, "1.00 k nodes/s"),
+    (12_345, "12.3 k nodes/s"), (99_960, "100 k nodes/s"), (999_700, "1.00 M nodes/s"),
+    (5e6, "5.00 M nodes/s"), (123.4e6, "123 M nodes/s"), (1.2e9, "1.20 G nodes/s"), (3.2e12, "3200 G nodes/s"),
+])  # fmt: skip
+def test_rates_have_a_unit_that_fits(rate, shown):
+    from pbbflow.cli.progress import format_rate
+
+    assert format_rate(rate) == shown
+
+
+def test_the_summary_and_info_print_a_small_rate_with_its_unit(capsys, tmp_path, tiny_file):
+    from pbbflow.cli.progress import format_rate
+
+    path = str(tmp_path / "r.zarr")
+    code, out, _ = run(capsys, "solve", tiny_file, "--run", path, "--quiet")
+    result = json.loads(run(capsys, "info", path, "--json")[1])
+    rate = format_rate(result["nodes"] / result["elapsed_s"])  # a few nodes: nodes/s or k nodes/s
+    assert code == 0 and "M nodes/s" not in rate
+    assert f"({rate})" in out and f"({rate})" in run(capsys, "info", path)[1]
 
 
 def test_info_prints_a_tiny_remaining_share(capsys, tmp_path):
@@ -597,16 +745,110 @@ def test_heuristic_command_json(capsys, ta001):
     code, out, err = run(capsys, "heuristic", "ta001", "--time-limit", "0.5", "--seed", "3", "--json")
     assert code == 0 and "Traceback" not in err
     result = json.loads(out)
-    assert set(result) == {"instance", "makespan", "permutation", "elapsed_s"}
+    assert set(result) == {"instance", "status", "makespan", "permutation", "elapsed_s"} and result["status"] == "done"
     assert sorted(result["permutation"]) == list(range(20)) and cmax(ta001, result["permutation"]) == result["makespan"]
     assert TA001_OPT <= result["makespan"] and result["elapsed_s"] >= 0.5
 
 
 def test_heuristic_command_human_output_and_usage_errors(capsys):
     code, out, _ = run(capsys, "heuristic", "ta001", "--time-limit", "0.2")
-    assert code == 0 and "iterated greedy" in out
+    assert code == 0 and "iterated greedy" in out and "\nstatus       done\n" in out
     assert_usage_error(capsys, "heuristic", "ta001", option="--time-limit")  # required
     assert_usage_error(capsys, "heuristic", "ta001", "--time-limit", "1", "--seed", "x", option="--seed")
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2**64), str(2**64 + 7)])  # these wrapped onto other seeds
+def test_heuristic_seeds_outside_64_bits_are_usage_errors(capsys, seed):
+    assert_usage_error(capsys, "heuristic", "ta001", "--time-limit", "0.1", "--seed", seed, option="--seed")
+
+
+def test_heuristic_takes_the_largest_seed(capsys):
+    code, out, err = run(capsys, "heuristic", "ta001", "--time-limit", "0.1", "--seed", str(2**64 - 1))
+    assert code == 0 and f"seed {2**64 - 1})" in out, err
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "human"])
+def test_ctrl_c_stops_the_heuristic_with_its_best_schedule(capsys, monkeypatch, as_json):
+    import os
+
+    from pbbflow.flowshop import iterated_greedy as ig
+
+    real, chunks = ig._iterate, []
+
+    def iterate(*args):  # Ctrl-C during the fourth chunk of iterations
+        chunks.append(1)
+        if len(chunks) == 4:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(*args)
+
+    monkeypatch.setattr(ig, "_iterate", iterate)
+    started = time.monotonic()
+    code, out, err = run(capsys, "heuristic", "ta056", "--time-limit", "60", *(["--json"] if as_json else []))
+    assert code == 3 and err == "" and time.monotonic() - started < 30, (out, err)
+    if as_json:
+        result = json.loads(out)
+        assert result["status"] == "stopped" and sorted(result["permutation"]) == list(range(50))
+        assert cmax(taillard_instance(56).p.tolist(), result["permutation"]) == result["makespan"]
+    else:
+        assert "\nstatus       stopped\n" in out and "\nmakespan     " in out and "\npermutation  " in out
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is put back
+
+
+def test_sigterm_stops_the_heuristic_command_with_its_best_schedule(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pbbflow.cli.main", "heuristic", "ta056", "--time-limit", "120", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    time.sleep(5)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3 and err == "", (out, err)
+    result = json.loads(out)
+    assert result["status"] == "stopped" and sorted(result["permutation"]) == list(range(50))
+    assert result["elapsed_s"] < 60
+
+
+def test_an_interrupt_with_no_run_to_resume_has_no_resume_hint(capsys, monkeypatch):
+    import pbbflow.cli.main as cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "load_instance", interrupted)
+    assert run(capsys, "heuristic", "ta001", "--time-limit", "1") == (3, "", "pbbflow: interrupted\n")
+
+
+@pytest.fixture
+def a_run(tmp_path) -> str:
+    from pbbflow.workflow.run import create_run
+
+    create_run(tmp_path / "r.zarr", taillard_instance(1), ub=None, bound="lb1", branch="minmin")
+    return str(tmp_path / "r.zarr")
+
+
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "unbuffered"])
+@pytest.mark.parametrize("command", ["info", "info-json", "heuristic", "help"])
+def test_a_reader_that_closes_early_ends_the_output_quietly(tmp_path, a_run, command, unbuffered):
+    """``pbbflow info RUN | head -1``: no BrokenPipeError traceback; the command's exit code
+    when it had finished (its output waiting in stdout's buffer), 1 when cut short mid-way."""
+    import os
+
+    argv = {
+        "info": ["info", a_run], "info-json": ["info", a_run, "--json"],
+        "heuristic": ["heuristic", "ta001", "--time-limit", "0.1"], "help": ["solve", "--help"],
+    }[command]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    read, write = os.pipe()
+    os.close(read)  # no reader: every write to stdout fails with EPIPE
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pbbflow.cli.main", *argv], stdout=write, stderr=subprocess.PIPE,
+                              text=True, timeout=120, cwd=tmp_path, env=env)  # fmt: skip
+    finally:
+        os.close(write)
+    assert proc.stderr == ""
+    assert proc.returncode == (1 if unbuffered and command != "help" else 0)  # argparse ignores a failed write
 
 
 @pytest.mark.parametrize(("ub", "initial"), [(None, "ig"), ("neh", "neh"), ("ig", "ig"), ("100000", "neh")])

@@ -23,7 +23,7 @@ TA001_LAST = [94, 77, 40, 31, 28]
 
 
 def write(path: Path, text: str) -> Path:
-    path.write_text(text)
+    path.write_text(text, encoding="utf-8")
     return path
 
 
@@ -180,6 +180,12 @@ def test_unknown_taillard_name(spec):
         load_instance(spec)
 
 
+@pytest.mark.parametrize("spec", ["ta１", "ta٣"])
+def test_a_taillard_name_has_ascii_digits(spec):
+    with pytest.raises(InstanceError, match="no such file"):
+        load_instance(spec)
+
+
 def test_missing_file(tmp_path):
     path = tmp_path / "absent.txt"
     with pytest.raises(InstanceError, match="no such file") as info:
@@ -206,6 +212,9 @@ TAILLARD_ERRORS = [
     ("too-few-rows", "3 2\n1 2\n3 4\n", 3, "too few rows"),
     ("too-many-rows", "2 2\n1 2\n3 4\n\n5 6\n", 5, "too many rows"),
     ("too-large", "1 1\n99999999999\n", 2, "too large"),
+    ("fullwidth-digits", "2 2\n1 2\n３ 4\n", 3, "'３' is not a number (digits must be ASCII 0-9)"),
+    ("arabic-indic-digits", "1 2\n٣ 4\n", 2, "'٣' is not a number (digits must be ASCII 0-9)"),
+    ("fullwidth-header", "２ 2\n1 2\n3 4\n", 1, "bad header '２ 2': expected two integers 'n m' (digits must"),
 ]
 
 
@@ -237,6 +246,8 @@ VFR_ERRORS = [
     ("too-many-rows", "1 1\n0 5\n0 6\n", 3, "too many rows"),
     ("bad-header", "2\n0 5\n", 1, "bad header"),
     ("empty", "", None, "empty"),
+    ("fullwidth-time", "1 2\n0 5 1 ６\n", 2, "processing time '６' is not a number (digits must be ASCII"),
+    ("fullwidth-machine", "1 2\n0 5 １ 6\n", 2, "machine index '１' is not a number (digits must be ASCII"),
 ]
 
 
@@ -244,6 +255,33 @@ VFR_ERRORS = [
 def test_vfr_file_errors(tmp_path, text, line, word):
     path = write(tmp_path / "broken_vfr.txt", text)
     assert_reported(path, (read_vfr_file, lambda p: load_instance(p, fmt="vfr")), line, word)
+
+
+@pytest.mark.parametrize("text", [e[1] for e in VFR_ERRORS], ids=[e[0] for e in VFR_ERRORS])
+def test_auto_detection_reports_a_vfr_files_error_as_vfr(tmp_path, text):
+    path = write(tmp_path / "broken_vfr.txt", text)
+    with pytest.raises(InstanceError) as as_vfr:
+        load_instance(path, fmt="vfr")
+    with pytest.raises(InstanceError) as detected:
+        load_instance(path)
+    assert str(detected.value) == str(as_vfr.value)
+
+
+@needs_vfr
+@pytest.mark.parametrize(
+    "damage, problem",
+    [(lambda row: row[:-1], "ragged row: expected 10 numbers (5 'machine time' pairs), found 9"),
+     (lambda row: row[:5] + ["x"] + row[6:], "processing time 'x' is not a number"),
+     (lambda row: ["1", row[1], "0"] + row[3:], "machine index out of order: pair 1 names machine 1, expected 0")],
+    ids=["ragged", "time", "index"],
+)  # fmt: skip
+def test_a_shared_vfr_file_with_an_error_is_reported_as_vfr(tmp_path, damage, problem):
+    lines = (VFR_DIR / "VFR10_5_1_Gap.txt").read_text().splitlines()
+    lines[4] = " ".join(damage(lines[4].split()))
+    path = write(tmp_path / "VFR10_5_1_Gap.txt", "\n".join(lines) + "\n")
+    with pytest.raises(InstanceError) as info:
+        load_instance(str(path))
+    assert str(info.value) == f"{path}: line 5: {problem}"
 
 
 def test_directory_is_not_an_instance(tmp_path):

@@ -27,6 +27,19 @@ def test_a_seed_and_an_iteration_count_repeat_exactly():
     assert c.makespan != a.makespan or not np.array_equal(c.permutation, a.permutation)
 
 
+@pytest.mark.parametrize("seed", [-1, 2**64, 2**64 + 7])
+def test_a_seed_outside_64_bits_is_refused_not_wrapped(seed):
+    # 2**64 + 7 ran seed 7's search
+    with pytest.raises(ValueError, match="seed"):
+        iterated_greedy(taillard_instance(1).p, iterations=1, seed=seed)
+
+
+def test_the_largest_seed_is_its_own():
+    p = taillard_instance(21).p
+    a, b = (iterated_greedy(p, iterations=40, seed=seed) for seed in (2**64 - 1, 0))
+    assert a.iterations == 40 and not np.array_equal(a.permutation, b.permutation)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_finds_the_optimum_of_small_random_instances(seed):
     p = np.random.default_rng(seed).integers(1, 50, size=(8, 5)).astype(np.int32)
