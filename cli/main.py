@@ -7,12 +7,14 @@ Exit codes: 0 the search finished, 3 it stopped at a limit or on a signal (resum
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
 import re
 import shlex
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn
 
@@ -320,7 +322,7 @@ def _solve(args: argparse.Namespace) -> int:
     args.run = path
     initial = "neh" if isinstance(args.ub, int) else args.ub
     ub = args.ub if isinstance(args.ub, int) else None
-    with StopSignals() as signals, RunStore.reserve(path, overwrite=args.overwrite), \
+    with StopSignals() as signals, _reserved(path, overwrite=args.overwrite), \
             Startup(lambda: _cluster(args, args.bound), instance.p, args.bound, args.branch) as startup:
         startup.load_client_code(initial=initial)
         with startup.phase("initial_heuristic_s"):
@@ -330,6 +332,18 @@ def _solve(args: argparse.Namespace) -> int:
                            overwrite=args.overwrite, initial=initial, first=first)  # fmt: skip
         args.store_written = True
         return _drive(store, args, startup, signals)
+
+
+@contextlib.contextmanager
+def _reserved(path: Path, *, overwrite: bool) -> Iterator[None]:
+    """Hold ``path`` for a new run store (refused here, before the cluster starts); the directory
+    goes again if the run ends before writing anything into it."""
+    with RunStore.reserve(path, overwrite=overwrite):
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):  # not empty: the store was written
+                path.rmdir()
 
 
 def _resume(args: argparse.Namespace) -> int:

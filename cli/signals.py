@@ -13,12 +13,18 @@ from __future__ import annotations
 
 import signal
 import threading
+from multiprocessing import resource_tracker
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def block_in_this_thread() -> None:
-    """Block ``SIGNALS`` in the calling thread; the threads and processes it starts inherit the mask."""
+    """Block ``SIGNALS`` in the calling thread; the threads and processes it starts inherit the mask.
+
+    multiprocessing's resource tracker is started first: starting it unblocks SIGINT and SIGTERM
+    in the thread that starts it (CPython's bpo-33613 guard), which would then start the
+    workers with those signals unblocked."""
+    resource_tracker.ensure_running()
     signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
 
 

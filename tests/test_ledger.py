@@ -169,3 +169,18 @@ def test_plugin_tells_a_busy_explorer_whether_others_wait_and_takes_improvements
     assert coordinator.improve("r", best=90, permutation=[5, 4, 3, 2, 1, 0]) == {"ub": 90}
     assert coordinator.improve("r", best=95, permutation=[0, 1, 2, 3, 4, 5]) == {"ub": 90}
     assert coordinator.waiting("gone", "x") == {"waiting": 0} and coordinator.improve("gone", 1, [0]) == {"ub": 0}
+
+
+def test_all_stopped_once_every_present_explorer_was_told():
+    """After ``stop``, the driver may write its final checkpoint once every explorer on a worker
+    still present has checkpointed (and heard STOP); a lost worker's explorers count as answered."""
+    ledger = Ledger(unit((0, factorial(6))), pieces=2, ub=100)
+    for explorer in ("e1", "e2"):
+        assert ledger.checkpoint(explorer, f"w-{explorer}", unit()).action == REPLACE
+    assert not ledger.all_stopped  # not stopping yet
+    ledger.stop()
+    assert not ledger.all_stopped
+    assert ledger.checkpoint("e1", "w-e1", ledger.active["e1"]).action == STOP
+    assert not ledger.all_stopped  # e2 may still hold work beyond its last checkpoint
+    ledger.remove_worker("w-e2")
+    assert ledger.all_stopped

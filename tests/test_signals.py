@@ -1,0 +1,213 @@
+"""Stopping a run as users and systems do: a terminal's Ctrl-C (to the whole process group, through
+a real pty), a SIGTERM to the group (``timeout``, ``docker stop``, Slurm), a signal during
+start-up, a driver that dies, and a ``--scheduler`` that is not a scheduler."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import termios
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from distributed import Client, LocalCluster
+
+from pbbflow.cli.signals import SIGNALS
+from pbbflow.cli.startup import Startup
+from pbbflow.flowshop.taillard import taillard_instance
+from pbbflow.workflow.coordinator import Coordinator
+from pbbflow.workflow.run import create_run
+
+CLI = [sys.executable, "-m", "pbbflow.cli.main"]
+
+
+class Terminal:
+    """A command run as the foreground process group of a new pseudo-terminal."""
+
+    def __init__(self, argv: list[str], cwd: Path) -> None:
+        self.master, slave = os.openpty()
+        self.process = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, start_new_session=True,
+                                        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))  # fmt: skip
+        os.close(slave)
+        self.output = ""
+
+    def read(self, seconds: float) -> None:
+        """Collect output for ``seconds`` or until the command ends."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.master], [], [], 0.1)
+            if ready:
+                try:
+                    data = os.read(self.master, 65536)
+                except OSError:  # EIO: every writer closed the terminal
+                    data = b""
+                self.output += data.decode(errors="replace")
+                if not data and self.process.poll() is not None:
+                    return
+            elif self.process.poll() is not None:
+                return
+
+    def wait_for(self, text: str, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while text not in self.output and time.monotonic() < deadline and self.process.poll() is None:
+            self.read(0.2)
+        assert text in self.output, self.output
+
+    def type_ctrl_c(self) -> None:
+        os.write(self.master, b"\x03")  # the line discipline sends SIGINT to the foreground group
+
+    def finish(self, seconds: float) -> int:
+        """The exit code, once the command ended within ``seconds``."""
+        self.read(seconds)
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            pytest.fail(f"still running {seconds} s after the signal:\n{self.output[-3000:]}")
+        os.close(self.master)
+        return self.process.returncode
+
+
+def _info(store: Path) -> dict:
+    proc = subprocess.run([*CLI, "info", str(store), "--json"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "group-sigterm"])
+def test_a_signal_to_the_whole_group_checkpoints_the_work_and_exits_3(tmp_path, how):
+    """The explorers' work since the start is in the store (the periodic checkpoint is 60 s away)."""
+    store = tmp_path / "g.zarr"
+    terminal = Terminal([*CLI, "solve", "ta017", "--ub", "neh", "--run", str(store), "--workers", "2"], tmp_path)
+    terminal.wait_for("watch the run at", 120)
+    terminal.read(2.0)  # searching
+    if how == "ctrl-c":
+        terminal.type_ctrl_c()
+    else:
+        os.killpg(terminal.process.pid, signal.SIGTERM)
+    code = terminal.finish(30)
+    assert code == 3, terminal.output[-3000:]
+    assert "Traceback" not in terminal.output and "pbbflow resume" in terminal.output
+    info = _info(store)
+    assert info["status"] == "limit" and info["nodes"] > 0 and 0 < info["remaining_fraction"] < 1
+
+
+def test_a_signal_during_the_first_heuristic_leaves_a_resumable_store(tmp_path):
+    """ta081's first iterated greedy runs 3 s: Ctrl-C there ends it early, writes the store with the
+    best schedule so far and exits 3 with the resume command, without a traceback."""
+    store = tmp_path / "h.zarr"
+    terminal = Terminal([*CLI, "solve", "ta081", "--run", str(store), "--workers", "1"], tmp_path)
+    terminal.read(2.5)  # imports done; cluster opening, iterated greedy running
+    terminal.type_ctrl_c()
+    code = terminal.finish(60)
+    assert code == 3, terminal.output[-3000:]
+    assert "Traceback" not in terminal.output and "pbbflow resume" in terminal.output
+    info = _info(store)
+    assert info["status"] == "limit" and info["remaining_fraction"] == 1.0 and info["makespan"] > 0
+
+
+def test_the_clusters_worker_processes_block_the_stopping_signals(tmp_path):
+    """Started from the start-up thread, worker processes inherit its blocked mask: a terminal's
+    SIGINT to the group does not kill them before the driver has its checkpoint."""
+    instance = taillard_instance(1)
+
+    def cluster():
+        return LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                            dashboard_address=None)  # fmt: skip
+
+    def open_client():
+        local = cluster()
+        client = Client(local)
+
+        class Context:
+            def __enter__(self):
+                return client
+
+            def __exit__(self, *exc):
+                client.close()
+                local.close()
+
+        return Context()
+
+    with Startup(open_client, instance.p, "lb1", "minmin") as startup:
+        client = startup.ready()
+        pids = client.run(os.getpid)
+        for pid in pids.values():
+            with open(f"/proc/{pid}/status") as status:
+                blocked = int(next(line for line in status if line.startswith("SigBlk:")).split()[1], 16)
+            assert all(blocked & (1 << (s - 1)) for s in SIGNALS), hex(blocked)
+            os.kill(pid, signal.SIGINT)
+        time.sleep(0.5)
+        assert client.run(os.getpid) == pids  # alive, the same processes
+
+
+def _listener(banner: bytes | None) -> tuple[int, threading.Event]:
+    """A TCP listener on the loopback that never answers (``banner`` None) or sends ``banner``."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    done = threading.Event()
+
+    def serve():
+        held = []
+        server.settimeout(0.2)
+        while not done.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            held.append(conn)
+            if banner:
+                conn.sendall(banner)
+        for conn in held:
+            conn.close()
+        server.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server.getsockname()[1], done
+
+
+@pytest.mark.parametrize("service", ["silent", "banner", "closed"])
+def test_a_scheduler_address_that_is_no_scheduler_is_one_line_before_any_store(tmp_path, service):
+    if service == "closed":
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        done = threading.Event()
+    else:
+        port, done = _listener(None if service == "silent" else b"SSH-2.0-OpenSSH_9.6\r\n" * 50)
+    store = tmp_path / "s.zarr"
+    started = time.monotonic()
+    proc = subprocess.run([*CLI, "solve", "ta001", "--run", str(store), "--scheduler", f"tcp://127.0.0.1:{port}",
+                           "--connect-timeout", "2"], capture_output=True, text=True, timeout=120)  # fmt: skip
+    done.set()
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "127.0.0.1" in lines[0], proc.stderr
+    assert time.monotonic() - started < 30
+    assert not store.exists()  # nothing written: the same command works once the address is right
+
+
+def test_a_departed_driver_closes_its_run_on_the_scheduler(tmp_path):
+    """The coordinator closes the runs of a client that leaves (killed driver): their explorers
+    stop at their next call instead of exploring on for nobody."""
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
+                      dashboard_address=None) as cluster, Client(cluster) as watcher:  # fmt: skip
+        watcher.register_plugin(Coordinator())
+        store = create_run(tmp_path / "d.zarr", taillard_instance(1), ub=None, bound="lb1", branch="minmin")
+        driver = Client(cluster.scheduler_address)
+        driver.sync(driver.scheduler.pbbflow_open, run="r1", n=store.n, work=store.latest().remaining.to_bytes(),
+                    ub=2000, client=driver.id)  # fmt: skip
+        assert not watcher.sync(watcher.scheduler.pbbflow_status, run="r1")["stopping"]
+        driver.close()
+        deadline = time.monotonic() + 10
+        while not watcher.sync(watcher.scheduler.pbbflow_status, run="r1")["stopping"]:
+            assert time.monotonic() < deadline, "the run stayed open after its client left"
+            time.sleep(0.1)
