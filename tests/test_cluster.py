@@ -12,7 +12,14 @@ import subprocess
 import pytest
 from distributed import Client, LocalCluster
 from pbbflow.viz.dashboard import register_page
-from pbbflow.workflow.cluster import ClusterError, SlurmOptions, dashboard_link, open_cluster, slurm_job_script
+from pbbflow.workflow.cluster import (
+    ClusterError,
+    SlurmOptions,
+    dashboard_link,
+    gpu_count,
+    open_cluster,
+    slurm_job_script,
+)
 
 TA001_NEH = 1286
 
@@ -173,3 +180,29 @@ def test_solve_on_slurm_workers_proves_the_optimum(tmp_path, capsys):
     assert code == 0, out
     result = json.loads(out)
     assert result["status"] == "optimal" and result["makespan"] == 1582 and result["lower_bound"] == 1582
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(gpu_count() == 0, reason="needs a real GPU")
+def test_a_local_cuda_cluster_admits_only_clients_with_its_credentials():
+    """The GPU cluster speaks TLS with credentials made for it: a client without them (another
+    local user) cannot connect and run code in the workers."""
+    with open_cluster("local", gpus=1) as client:
+        address = client.scheduler.address
+        assert address.startswith("tls://127.0.0.1:")
+        assert client.submit(sum, [1, 2]).result() == 3
+        with pytest.raises(Exception):  # noqa: B017 (refused or timed out, depending on Dask's comm)
+            Client(address.replace("tls://", "tcp://"), timeout=5)
+
+
+def test_the_local_cuda_cluster_is_asked_for_tls(monkeypatch):
+    """Without a GPU: what the factory asks dask-cuda for (TLS, loopback, one worker per GPU)."""
+    import dask_cuda
+
+    asked = {}
+    monkeypatch.setattr(dask_cuda, "LocalCUDACluster", lambda **kwargs: asked.update(kwargs) or "cluster")
+    from pbbflow.workflow.cluster import _local_gpu_cluster
+
+    assert _local_gpu_cluster(2, "127.0.0.1:0") == "cluster"
+    assert asked["protocol"] == "tls" and asked["security"].require_encryption
+    assert asked["host"] == "127.0.0.1" and asked["n_workers"] == 2
