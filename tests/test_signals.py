@@ -84,7 +84,11 @@ def _info(store: Path) -> dict:
 def test_a_signal_to_the_whole_group_checkpoints_the_work_and_exits_3(tmp_path, how):
     """The explorers' work since the start is in the store (the periodic checkpoint is 60 s away)."""
     store = tmp_path / "g.zarr"
-    terminal = Terminal([*CLI, "solve", "ta017", "--ub", "neh", "--run", str(store), "--workers", "2"], tmp_path)
+    if os.environ.get("PBBFLOW_TEST_GPU") == "1":  # a GPU worker process; ta017 would end before the signal
+        run = ["ta056", "--ub", "3680", "--gpus", "1"]
+    else:
+        run = ["ta017", "--ub", "neh", "--workers", "2", "--gpus", "0"]
+    terminal = Terminal([*CLI, "solve", *run, "--run", str(store)], tmp_path)
     terminal.wait_for("watch the run at", 120)
     terminal.read(2.0)  # searching
     if how == "ctrl-c":
@@ -102,7 +106,7 @@ def test_a_signal_during_the_first_heuristic_leaves_a_resumable_store(tmp_path):
     """ta081's first iterated greedy runs 3 s: Ctrl-C there ends it early, writes the store with the
     best schedule so far and exits 3 with the resume command, without a traceback."""
     store = tmp_path / "h.zarr"
-    terminal = Terminal([*CLI, "solve", "ta081", "--run", str(store), "--workers", "1"], tmp_path)
+    terminal = Terminal([*CLI, "solve", "ta081", "--run", str(store), "--workers", "1", "--gpus", "0"], tmp_path)
     terminal.read(2.5)  # imports done; cluster opening, iterated greedy running
     terminal.type_ctrl_c()
     code = terminal.finish(60)
