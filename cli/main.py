@@ -441,8 +441,10 @@ def _main(argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         if getattr(args, "store_written", False):
             print(f"pbbflow: interrupted; the last checkpoint stands: {resume_command(args.run)}", file=sys.stderr)
-        else:
+        elif args.command == "solve":
             print("pbbflow: interrupted before a run store was written; nothing to resume", file=sys.stderr)
+        else:
+            print("pbbflow: interrupted", file=sys.stderr)
         return EXIT_LIMIT
 
 
