@@ -3,14 +3,39 @@
 The public API; the subpackages hold the implementation.
 """
 
-from .flowshop.bounds import lower_bound
-from .flowshop.evaluation import makespan, neh
-from .flowshop.instance import FlowShop, InstanceError, load_instance
-from .flowshop.taillard import taillard_instance
-from .search.explorer import ExploreResult, explore
-from .search.intervals import WorkUnit
-from .search.solve import SolveResult, solve
-from .storage.runstore import RunStore, RunStoreError
+import importlib
+
+_HOMES = {  # public name -> the module that defines it, imported on first use
+    "lower_bound": ".flowshop.bounds",
+    "makespan": ".flowshop.evaluation",
+    "neh": ".flowshop.evaluation",
+    "FlowShop": ".flowshop.instance",
+    "InstanceError": ".flowshop.instance",
+    "load_instance": ".flowshop.instance",
+    "taillard_instance": ".flowshop.taillard",
+    "ExploreResult": ".search.explorer",
+    "explore": ".search.explorer",
+    "WorkUnit": ".search.intervals",
+    "SolveResult": ".search.solve",
+    "solve": ".search.solve",
+    "RunStore": ".storage.runstore",
+    "RunStoreError": ".storage.runstore",
+}
+
+
+def __getattr__(name: str):
+    """The public API, imported when first used: ``import pbbflow`` itself loads neither numba nor Dask
+    (the console script installs its signal handlers before they load)."""
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])
+
 
 __all__ = [
     "ExploreResult",

@@ -8,6 +8,7 @@ import fcntl
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -114,6 +115,19 @@ def test_a_signal_during_the_first_heuristic_leaves_a_resumable_store(tmp_path):
     assert "Traceback" not in terminal.output and "pbbflow resume" in terminal.output
     info = _info(store)
     assert info["status"] == "limit" and info["remaining_fraction"] == 1.0 and info["makespan"] > 0
+
+
+@pytest.mark.parametrize("after", [0.3, 0.6])
+def test_a_signal_while_python_loads_ends_quietly(tmp_path, after):
+    """The console script handles signals before it loads numba and Dask (about half a second)."""
+    console = shutil.which("pbbflow")
+    if console is None:
+        pytest.skip("the pbbflow console script is not installed")
+    terminal = Terminal([console, "solve", "ta001", "--run", str(tmp_path / "e.zarr")], tmp_path)
+    terminal.read(after)
+    terminal.type_ctrl_c()
+    code = terminal.finish(60)
+    assert code == 3 and "Traceback" not in terminal.output, terminal.output[-3000:]
 
 
 def test_the_clusters_worker_processes_block_the_stopping_signals(tmp_path):
