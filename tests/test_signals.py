@@ -229,3 +229,38 @@ def test_a_departed_driver_closes_its_run_on_the_scheduler(tmp_path):
         while not watcher.sync(watcher.scheduler.pbbflow_status, run="r1")["stopping"]:
             assert time.monotonic() < deadline, "the run stayed open after its client left"
             time.sleep(0.1)
+
+
+def test_a_killed_driver_leaves_no_explorer_behind_and_resume_takes_over(tmp_path):
+    """SIGKILL to ``solve --scheduler``: its explorers on the external cluster stop at their next
+    report, and ``resume`` on the same scheduler explores on and honours its time limit."""
+    from pbbflow.viz.dashboard import register_page
+
+    register_page()
+    store = tmp_path / "k.zarr"
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
+                      dashboard_address=None) as cluster, Client(cluster) as watcher:  # fmt: skip
+        address = cluster.scheduler_address
+        driver = subprocess.Popen([*CLI, "solve", "ta017", "--ub", "neh", "--run", str(store), "--scheduler", address,
+                                   "--checkpoint-every", "1", "--quiet"], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)  # fmt: skip
+        deadline = time.monotonic() + 120
+        while not watcher.processing() or not any(watcher.processing().values()):
+            assert time.monotonic() < deadline and driver.poll() is None, "the driver never started exploring"
+            time.sleep(0.2)
+        time.sleep(3)  # a periodic checkpoint or two
+        driver.kill()
+        driver.wait()
+        deadline = time.monotonic() + 20
+        while executing := sum(w.state.executing_count for w in cluster.workers.values()):
+            # the scheduler forgets a departed client's tasks at once, but their threads run on
+            assert time.monotonic() < deadline, f"{executing} task(s) still running for a dead driver"
+            time.sleep(0.2)
+        before = _info(store)
+        started = time.monotonic()
+        proc = subprocess.run([*CLI, "resume", str(store), "--scheduler", address, "--time-limit", "3", "--json",
+                               "--quiet"], capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert proc.returncode == 3, proc.stderr
+        assert time.monotonic() - started < 45
+        after = json.loads(proc.stdout)
+        assert after["nodes"] > before["nodes"] and after["remaining_fraction"] < before["remaining_fraction"]
