@@ -234,3 +234,29 @@ def test_an_explorer_that_does_not_answer_the_stop_keeps_its_work_in_the_checkpo
     with cluster(2) as c, Client(c) as client:
         result = drive(RunStore.open(path), client)
     assert result["status"] == "bound_proved" and result["nodes"] == TA030_NODES
+
+
+def test_a_scheduler_that_stops_answering_fails_the_run_instead_of_hanging(tmp_path, monkeypatch):
+    """Every call of the driver to the coordinator has a timeout: a handler that never answers
+    ends ``drive`` with RunFailed (the store keeps its last checkpoint) instead of a hang."""
+    import asyncio
+
+    from pbbflow.workflow import run as run_module
+    from pbbflow.workflow.coordinator import Coordinator
+    from pbbflow.workflow.run import RunFailed
+
+    async def never(**kwargs):
+        await asyncio.sleep(3600)
+
+    monkeypatch.setattr(run_module, "CALL_SECONDS", 1.0)
+    monkeypatch.setattr(run_module, "STOP_SECONDS", 1.0)
+    path = tmp_path / "run.zarr"
+    with cluster(1) as c, Client(c) as client:
+        store = create_run(path, taillard_instance(30), ub=2178, bound="lb1", branch="minmin")
+        client.register_plugin(Coordinator())  # drive registers it again: idempotent, keeps this one
+        c.scheduler.handlers["pbbflow_state"] = never
+        started = time.monotonic()
+        with pytest.raises(RunFailed, match="the driver"):
+            drive(store, client, checkpoint_every=60)
+        assert time.monotonic() - started < 30
+    assert RunStore.open(path).latest().remaining  # the first checkpoint stands

@@ -39,6 +39,7 @@ from .warmup import warm_workers
 STOP_SECONDS = 60.0  # after a stop, how long explorers get to send their last checkpoint
 SERIES = ("t", "nodes", "leaves", "remaining_fraction", "incumbent", "active_explorers")  # + activity columns
 POLL_SECONDS = 0.2
+CALL_SECONDS = 120.0  # the longest wait for one answer of the coordinator
 
 
 class RunFailed(RuntimeError):
@@ -197,7 +198,10 @@ class _Session:
         self.heuristics += 1
 
     def call(self, op: str, **kwargs) -> dict:
-        return self.client.sync(getattr(self.client.scheduler, op), run=self.run, **kwargs)
+        """The coordinator's ``op`` for this run; TimeoutError after ``CALL_SECONDS`` (a scheduler
+        that stopped answering must not hold the driver for ever)."""
+        return self.client.sync(getattr(self.client.scheduler, op), run=self.run, callback_timeout=CALL_SECONDS,
+                                **kwargs)  # fmt: skip
 
     def elapsed(self) -> float:
         return self.start.elapsed_s + time.monotonic() - self.started
