@@ -34,11 +34,9 @@ class StopSignals:
     def __init__(self) -> None:
         self.stop = threading.Event()  # the first signal: stop the run and checkpoint
         self.hurry = threading.Event()  # the second: checkpoint without waiting for the explorers
-        self.received: str | None = None
         self._previous: dict[int, object] = {}
 
     def _on_signal(self, signum: int, frame) -> None:
-        self.received = signal.Signals(signum).name
         if self.hurry.is_set():
             raise KeyboardInterrupt
         (self.hurry if self.stop.is_set() else self.stop).set()

@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 
 import numpy as np
-from distributed import Client, wait
+from distributed import Client
 
 from ..workflow.cluster import dashboard_link
-from ..workflow.warmup import WARM_SECONDS, CodeLoad, submit_warm_workers, warm_client
+from ..workflow.warmup import CodeLoad, loaded_code, submit_warm_workers, warm_client
 from .signals import block_in_this_thread
 
 
@@ -65,8 +65,7 @@ class Startup:
             with self.phase("workers_code_s"):
                 loads = submit_warm_workers(self.client, self.p, self.bound, branch)
                 self.link = dashboard_link(self.client)
-                done, _ = wait(list(loads.values()), timeout=WARM_SECONDS)  # busy workers load theirs later
-                self.loads += [future.result() for future in done]
+                self.loads += loaded_code(loads).values()
         except BaseException as error:  # noqa: BLE001 (raised again by ready(), in the caller's thread)
             self._error = error
         finally:

@@ -26,6 +26,7 @@ from gmpy2 import mpz
 from pbbflow.cli.main import main, parse_duration
 from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.search.factoradic import factorial
+from runwait import wait_for_committed_nodes
 
 JSON_FIELDS = {
     "instance", "n", "m", "status", "makespan", "permutation", "lower_bound",
@@ -963,8 +964,6 @@ def test_info_reports_the_recorded_result_only_when_it_agrees_with_its_checkpoin
 def test_a_live_run_keeps_its_store_from_an_overwrite_and_a_second_resume(capsys, monkeypatch, tmp_path):
     """Issue 13: ``solve --overwrite`` of the store a live run was writing let that run's commits
     land in the new store, judged against its options (ta017 reported optimal 1562; it is 1484)."""
-    from pbbflow.storage.runstore import RunStore
-
     path = tmp_path / "x.zarr"
     live = subprocess.Popen(
         [sys.executable, "-m", "pbbflow.cli.main", "solve", "ta017", "--ub", "1484", "--run", str(path), "--json",
@@ -972,14 +971,7 @@ def test_a_live_run_keeps_its_store_from_an_overwrite_and_a_second_resume(capsys
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:  # until the live run has searched and checkpointed
-            try:
-                if RunStore.open(path).latest().nodes > 0:
-                    break
-            except Exception:
-                pass
-            time.sleep(0.2)
+        wait_for_committed_nodes(path, 120)  # the live run has searched and checkpointed
         forbid_cluster(monkeypatch)
         for argv in (["solve", "ta017", "--ub", "neh", "--run", str(path), "--overwrite", "--time-limit", "2"],
                      ["resume", str(path)]):  # fmt: skip

@@ -160,3 +160,19 @@ def test_the_first_run_says_it_compiles_and_keeps_it_out_of_the_search(tmp_path)
     for result in (cold, warm):
         assert result["status"] == "optimal" and result["makespan"] == 1278
         assert result["elapsed_s"] < compiled / 2 and abs(result["startup"]["search_s"] - result["elapsed_s"]) < 0.05
+
+
+def test_a_busy_worker_does_not_hold_the_warm_up(monkeypatch):
+    """A worker whose only thread runs other work: the warm-up returns after WARM_SECONDS without
+    its code load (it loads later, before its first task) instead of raising or waiting."""
+    monkeypatch.setattr(warmup, "WARM_SECONDS", 0.3)
+    instance = taillard_instance(1)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:  # fmt: skip
+        busy = client.submit(time.sleep, 3, pure=False)
+        while not any(client.processing().values()):
+            time.sleep(0.01)
+        started = time.monotonic()
+        loads = warm_workers(client, instance.p, "lb1", "minmin")
+        assert loads == {} and time.monotonic() - started < 2.5
+        busy.result()

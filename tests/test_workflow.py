@@ -17,6 +17,7 @@ from pbbflow.search.explorer import explore
 from pbbflow.search.intervals import WorkUnit
 from pbbflow.storage.runstore import RunStore
 from pbbflow.workflow.run import create_run, drive
+from runwait import wait_for_committed_nodes
 
 TA011_NODES = explore(taillard_instance(11).p, WorkUnit.full(20), 1582).nodes  # fixed tree, one process
 TA030_NODES = 2_797_731  # ta030's fixed tree (UB 2178) in one process (explore)
@@ -118,14 +119,7 @@ def test_killing_the_solve_process_then_resume(tmp_path):
     solve = subprocess.Popen(command + ["solve", "ta017", "--ub", "1484", "--run", str(path), "--checkpoint-every",
                                         "1", "--quiet", "--workers", "2", "--threads", "1"], cwd=tmp_path,
                              start_new_session=True)  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # wait until a checkpoint with progress is committed
-        try:
-            if RunStore.open(path).latest().nodes > 0:
-                break
-        except Exception:
-            pass
-        time.sleep(0.2)
+    wait_for_committed_nodes(path, 60)
     os.killpg(solve.pid, signal.SIGKILL)  # the solve process and its local workers
     solve.wait()
     before = RunStore.open(path).latest()

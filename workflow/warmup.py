@@ -178,9 +178,14 @@ def submit_warm_workers(client: Client, p: np.ndarray, bound: str, branch: str) 
             for i, w in enumerate(sorted(client.scheduler_info()["workers"]))}  # fmt: skip
 
 
-def warm_workers(client: Client, p: np.ndarray, bound: str, branch: str) -> dict[str, CodeLoad]:
-    """:func:`warm_worker` on every worker of ``client`` now; waits for them, but for at most
-    ``WARM_SECONDS`` (a worker whose threads are all busy loads its code when it gets to it)."""
-    futures = submit_warm_workers(client, p, bound, branch)
-    wait(list(futures.values()), timeout=WARM_SECONDS)
+def loaded_code(futures: dict[str, Future]) -> dict[str, CodeLoad]:
+    """The code loads of the warm-up tasks ``futures`` that end within ``WARM_SECONDS`` (a worker
+    whose threads are all busy loads its code when it gets to it); a failed one raises."""
+    with contextlib.suppress(TimeoutError):  # distributed.wait raises when the timeout passes
+        wait(list(futures.values()), timeout=WARM_SECONDS)
     return {worker: future.result() for worker, future in futures.items() if future.done()}
+
+
+def warm_workers(client: Client, p: np.ndarray, bound: str, branch: str) -> dict[str, CodeLoad]:
+    """:func:`warm_worker` on every worker of ``client`` now, waited for as :func:`loaded_code`."""
+    return loaded_code(submit_warm_workers(client, p, bound, branch))
