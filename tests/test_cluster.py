@@ -182,12 +182,26 @@ def test_solve_on_slurm_workers_proves_the_optimum(tmp_path, capsys):
     assert result["status"] == "optimal" and result["makespan"] == 1582 and result["lower_bound"] == 1582
 
 
+def test_one_gpu_gets_a_worker_in_this_process():
+    """One GPU: its worker (resource GPU=1, two threads) runs in this process over the in-memory
+    transport, with nothing listening but the loopback dashboards (the simulator stands in)."""
+    from pbbflow.workflow.cluster import _local_gpu_cluster
+
+    with _local_gpu_cluster(1, "127.0.0.1:0") as cluster, Client(cluster) as client:
+        (address, info), = client.scheduler_info()["workers"].items()
+        assert address.startswith("inproc://") and client.scheduler.address.startswith("inproc://")
+        assert info["resources"] == {"GPU": 1} and info["nthreads"] == 2
+        listening = _listening_sockets()
+        assert listening and all(ipaddress.ip_address(ip).is_loopback for ip, _ in listening), listening
+        assert client.submit(os.getpid, pure=False).result() == os.getpid()
+
+
 @pytest.mark.gpu
-@pytest.mark.skipif(gpu_count() == 0, reason="needs a real GPU")
+@pytest.mark.skipif(gpu_count() < 2, reason="needs two real GPUs")
 def test_a_local_cuda_cluster_admits_only_clients_with_its_credentials():
-    """The GPU cluster speaks TLS with credentials made for it: a client without them (another
-    local user) cannot connect and run code in the workers."""
-    with open_cluster("local", gpus=1) as client:
+    """The GPU cluster of several GPUs speaks TLS with credentials made for it: a client without
+    them (another local user) cannot connect and run code in the workers."""
+    with open_cluster("local", gpus=2) as client:
         address = client.scheduler.address
         assert address.startswith("tls://127.0.0.1:")
         assert client.submit(sum, [1, 2]).result() == 3
