@@ -85,7 +85,7 @@ def _info(store: Path) -> dict:
 def test_a_signal_to_the_whole_group_checkpoints_the_work_and_exits_3(tmp_path, how):
     """The explorers' work since the start is in the store (the periodic checkpoint is 60 s away)."""
     store = tmp_path / "g.zarr"
-    if os.environ.get("PBBFLOW_TEST_GPU") == "1":  # a GPU worker process; ta017 would end before the signal
+    if os.environ.get("PBBFLOW_TEST_GPU") == "1":  # the GPU explorer; ta017 would end before the signal
         run = ["ta056", "--ub", "3680", "--gpus", "1"]
     else:
         run = ["ta017", "--ub", "neh", "--workers", "2", "--gpus", "0"]
