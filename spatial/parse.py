@@ -182,7 +182,8 @@ def parse_expression(text, variables: list[Expr], where: str, part: str) -> Expr
     except SyntaxError as error:
         raise ProblemError.at(where, part, text, f"not a Python expression ({error.msg})") from None
     except (RecursionError, MemoryError):
-        raise ProblemError.at(where, part, text, "nested too deeply") from None
+        raise ProblemError.at(where, part, text, "nested too deeply for Python's parser (about 3,000 levels; "
+                              "group long sums in parentheses or write a Python model)") from None
     except ValueError as error:  # e.g. null bytes
         raise ProblemError.at(where, part, text, str(error)) from None
     return _Converter(text.strip(), variables, where, part).convert(tree.body)
