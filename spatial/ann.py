@@ -28,12 +28,9 @@ Every step is a tape operation on the file's numbers, so no rounded constant (li
 from __future__ import annotations
 
 import math
-import os
-from pathlib import Path
 
 from . import model as api
 from .model import ACTIVATIONS, Model
-from .parse import read_json
 from .problem import Problem, ProblemError
 
 ANN_KEYS = frozenset({"layers", "W", "b", "in_lo", "in_hi", "y_mu", "y_sd"})
@@ -42,13 +39,6 @@ ANN_KEYS = frozenset({"layers", "W", "b", "in_lo", "in_hi", "y_mu", "y_sd"})
 def is_ann(document: dict) -> bool:
     """Whether a parsed JSON file looks like an ANN file rather than a problem file."""
     return "layers" in document or "W" in document
-
-
-def load_ann_file(path: str | os.PathLike, name: str | None = None) -> Problem:
-    """The problem of minimizing the network in the ANN file at ``path``."""
-    where = Path(path).name
-    document = read_json(path, where)
-    return ann_problem(document, where, name or Path(path).stem, origin=str(path))
 
 
 def ann_problem(document: dict, where: str, default_name: str = "ann", origin: str = "") -> Problem:

@@ -72,7 +72,8 @@ def _load_model_file(path: Path) -> Problem:
     except ProblemError:
         raise
     except Exception as error:  # the user's code failed: say so in one line, keep the traceback chained
-        raise ProblemError(f"{where}: the model file raised {type(error).__name__}: {shorten(str(error), 200)}") from error
+        message = f"{type(error).__name__}: {shorten(str(error), 200)}"
+        raise ProblemError(f"{where}: the model file raised {message}") from error
     finally:
         sys.modules.pop(module_name, None)
     if isinstance(result, Model):

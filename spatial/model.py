@@ -118,10 +118,10 @@ class Expr:
         raise ProblemError.at(WHERE, "comparison", f"{self} != {other}", "!= is not a constraint")
 
     def __lt__(self, other):
-        raise ProblemError.at(WHERE, "comparison", f"{self} < {other}", "use <= (strict inequalities are not supported)")
+        raise ProblemError.at(WHERE, "comparison", f"{self} < {other}", "use <= (no strict inequalities)")
 
     def __gt__(self, other):
-        raise ProblemError.at(WHERE, "comparison", f"{self} > {other}", "use >= (strict inequalities are not supported)")
+        raise ProblemError.at(WHERE, "comparison", f"{self} > {other}", "use >= (no strict inequalities)")
 
     def __bool__(self):
         raise ProblemError.at(WHERE, "expression", str(self), "an expression has no truth value")
@@ -364,7 +364,8 @@ class Model:
         bounds = []
         for bound in (lo, hi):
             if isinstance(bound, bool) or not isinstance(bound, (numbers.Real, np.integer, np.floating)):
-                raise ProblemError.at(self.where, "variable", name, f"bounds must be numbers, not {type(bound).__name__}")
+                reason = f"bounds must be numbers, not {type(bound).__name__}"
+                raise ProblemError.at(self.where, "variable", name, reason)
             value = float(bound)
             if not math.isfinite(value) or Fraction(value) != Fraction(bound):
                 raise ProblemError.at(self.where, "variable", name, f"bound {bound!r} is not a finite double")

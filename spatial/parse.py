@@ -24,7 +24,6 @@ import json
 import math
 import os
 import stat
-from pathlib import Path
 
 from . import model as api
 from .model import Expr, Model
@@ -81,7 +80,8 @@ def read_json(path: str | os.PathLike, where: str) -> dict:
     try:
         document = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as error:
-        raise ProblemError(f"{where}: not valid JSON ({error.msg} at line {error.lineno} column {error.colno})") from None
+        position = f"line {error.lineno} column {error.colno}"
+        raise ProblemError(f"{where}: not valid JSON ({error.msg} at {position})") from None
     except ValueError as error:
         raise ProblemError(f"{where}: {error}") from None
     except (RecursionError, MemoryError):
@@ -95,17 +95,12 @@ def _refuse_constant(name: str):
     raise ValueError(f"{name} is not a number (numbers must be finite)")
 
 
-def load_problem_file(path: str | os.PathLike) -> Problem:
-    """The problem in a JSON problem file."""
-    where = Path(path).name
-    return problem_from_dict(read_json(path, where), where, default_name=Path(path).stem, origin=str(path))
-
-
 def problem_from_dict(document: dict, where: str, default_name: str = "problem", origin: str = "") -> Problem:
     """The problem a parsed JSON problem file describes (``where`` names it in messages)."""
     unknown = sorted(set(document) - PROBLEM_KEYS)
     if unknown:
-        raise ProblemError(f"{where}: unknown keys {', '.join(map(repr, unknown))} (allowed: {', '.join(sorted(PROBLEM_KEYS))})")
+        allowed = ", ".join(sorted(PROBLEM_KEYS))
+        raise ProblemError(f"{where}: unknown keys {', '.join(map(repr, unknown))} (allowed: {allowed})")
     name = document.get("name", default_name)
     if not isinstance(name, str) or not name.strip():
         raise ProblemError(f"{where}: name must be a non-empty string")
@@ -150,7 +145,8 @@ def parse_domain(domain, where: str) -> tuple[list[float], list[float]]:
     lower, upper = [], []
     for i, pair in enumerate(domain):
         if not (isinstance(pair, list) and len(pair) == 2 and all(_is_number(v) for v in pair)):
-            raise ProblemError(f"{where}: domain[{i}] must be a pair of numbers [lo, hi], not {shorten(json.dumps(pair))}")
+            found = shorten(json.dumps(pair))
+            raise ProblemError(f"{where}: domain[{i}] must be a pair of numbers [lo, hi], not {found}")
         lo, hi = (_exact_double(v, where, f"domain[{i}]") for v in pair)
         if lo > hi:
             raise ProblemError(f"{where}: domain[{i}] is empty: lo {lo!r} > hi {hi!r}")
@@ -167,7 +163,8 @@ def _exact_double(value: int | float, where: str, part: str) -> float:
     if not math.isfinite(number):
         raise ProblemError(f"{where}: {part}: {shorten(str(value))} is not a finite number")
     if isinstance(value, int) and int(number) != value:
-        raise ProblemError(f"{where}: {part}: the integer {shorten(str(value))} is not a double; write the bound as a float")
+        number = shorten(str(value))
+        raise ProblemError(f"{where}: {part}: the integer {number} is not a double; write the bound as a float")
     return number
 
 
@@ -180,7 +177,7 @@ def parse_expression(text, variables: list[Expr], where: str, part: str) -> Expr
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as error:
-        raise ProblemError.at(where, part, text, f"not a Python expression ({error.msg})") from None
+        raise ProblemError.at(where, part, text, f"not a Python expression ({shorten(error.msg, 80)})") from None
     except (RecursionError, MemoryError):
         raise ProblemError.at(where, part, text, "nested too deeply for Python's parser (about 3,000 levels; "
                               "group long sums in parentheses or write a Python model)") from None
@@ -222,7 +219,7 @@ class _Converter:
         """The operands to convert first; raises for anything outside the whitelist."""
         if isinstance(node, ast.BinOp):
             if isinstance(node.op, ast.Pow):
-                self.exponent(node.right)
+                self.exponent(node)
                 return [node.left]
             if type(node.op) not in _BINARY:
                 raise self.refuse(node, f"the operator {type(node.op).__name__} is not allowed (use + - * / **)")
@@ -261,7 +258,7 @@ class _Converter:
     def build(self, node: ast.AST, args: list[Expr]) -> Expr:
         if isinstance(node, ast.BinOp):
             if isinstance(node.op, ast.Pow):
-                return api.power(args[0], self.exponent(node.right))
+                return api.power(args[0], self.exponent(node))
             return getattr(args[0], _BINARY[type(node.op)])(args[1])
         if isinstance(node, ast.UnaryOp):
             return -args[0] if isinstance(node.op, ast.USub) else args[0]
@@ -281,12 +278,13 @@ class _Converter:
             raise self.refuse(node, "the number is not finite as a double")
         return value
 
-    def exponent(self, node: ast.AST) -> int:
+    def exponent(self, node: ast.BinOp) -> int:
+        """The integer literal exponent of ``base ** exponent`` (possibly signed)."""
         sign = 1
-        literal = node
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            sign = -1 if isinstance(node.op, ast.USub) else 1
-            literal = node.operand
+        literal = node.right
+        if isinstance(literal, ast.UnaryOp) and isinstance(literal.op, (ast.USub, ast.UAdd)):
+            sign = -1 if isinstance(literal.op, ast.USub) else 1
+            literal = literal.operand
         if not (isinstance(literal, ast.Constant) and isinstance(literal.value, int)
                 and not isinstance(literal.value, bool)):
             raise self.refuse(node, "the exponent must be an integer literal, as in x[0] ** 2")

@@ -77,7 +77,8 @@ class Problem:
         bad = np.flatnonzero(lower > upper)
         if len(bad):
             i = int(bad[0])
-            raise ProblemError(f"{where}: variable {i} has lower bound {float(lower[i])!r} > upper bound {float(upper[i])!r}")
+            lo, hi = float(lower[i]), float(upper[i])
+            raise ProblemError(f"{where}: variable {i} has lower bound {lo!r} > upper bound {hi!r}")
         if self.tape.n_vars != d:
             raise ProblemError(f"{where}: the domain has {d} variables but the tape has {self.tape.n_vars}")
         optimum = self.optimum

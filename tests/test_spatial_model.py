@@ -229,7 +229,8 @@ def test_model_errors_name_the_model_and_stay_on_one_line():
     other = Model("other")
     stranger = other.variable(0, 1, name="z")
     m.subject_to(x + stranger <= 1)
-    with pytest.raises(ProblemError, match=r'inequalities\[0\] "\(\(x\[0\] \+ z\) - 1\.0\)": variable z belongs to another model \(other\)'):
+    expected = r'inequalities\[0\] "\(\(x\[0\] \+ z\) - 1\.0\)": variable z belongs to another model \(other\)'
+    with pytest.raises(ProblemError, match=expected):
         m.problem()
     with pytest.raises(ProblemError) as error:
         x / 0
