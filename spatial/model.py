@@ -168,6 +168,8 @@ def constant(value) -> Expr:
     """``value`` as an expression: a point at its double, or the tightest enclosure when no double is it."""
     if isinstance(value, Expr):
         return value
+    if type(value) is float and math.isfinite(value):  # the common case, without the ABC checks below
+        return Expr(Op.CONST, (), (value, value, None))
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.integer, np.floating)):
         raise ProblemError.at(WHERE, "constant", repr(value), f"expected a number, not {type(value).__name__}")
     if isinstance(value, (float, np.floating)):
