@@ -37,9 +37,9 @@ def load_problem(spec: str) -> Problem:
         with importlib.resources.as_file(resource) as path:
             return _load_json(path, spec, default_name=spec, origin=f"builtin:{spec}")
     path = Path(spec)
-    if path.suffix == ".json":
+    if path.suffix.lower() == ".json":
         return _load_json(path, path.name, default_name=path.stem, origin=str(path))
-    if path.suffix == ".py":
+    if path.suffix.lower() == ".py":
         return _load_model_file(path)
     raise ProblemError(f"{spec}: not a built-in problem ({', '.join(builtin_names())}) nor a .json or .py file")
 
