@@ -26,7 +26,7 @@ import numpy as np
 from . import interval as iv
 from .tape import Op, Tape
 
-LANES = 32  # subdomains per interpreter chunk (measured: see the report of the interval branch)
+LANES = 64  # subdomains per interpreter chunk (measured: see the report of the interval branch)
 MAX_SUBDOMAINS = 2**40
 
 jit = numba.njit(cache=True, nogil=True)
@@ -98,33 +98,6 @@ def _varying_slots(op: np.ndarray, arg0: np.ndarray, arg1: np.ndarray) -> np.nda
 
 
 @jit
-def _unary_value(code: int, alo: float, ahi: float, k: int) -> tuple[float, float]:
-    if code == _TANH:
-        return iv.tanh(alo, ahi)
-    if code == _NEG:
-        return iv.neg(alo, ahi)
-    if code == _POWI:
-        return iv.powi(alo, ahi, k)
-    if code == _SQRT:
-        return iv.sqrt(alo, ahi)
-    if code == _EXP:
-        return iv.exp(alo, ahi)
-    if code == _LOG:
-        return iv.log(alo, ahi)
-    if code == _SIN:
-        return iv.sin(alo, ahi)
-    if code == _COS:
-        return iv.cos(alo, ahi)
-    if code == _TAN:
-        return iv.tan(alo, ahi)
-    if code == _ABS:
-        return iv.abs_(alo, ahi)
-    if code == _SIGMOID:
-        return iv.sigmoid(alo, ahi)
-    return iv.relu(alo, ahi)
-
-
-@jit
 def _unary_derivative(code: int, alo: float, ahi: float, vlo: float, vhi: float, k: int
                       ) -> tuple[float, float, bool]:
     """An enclosure of the derivative over a (v = the value there), and whether a kink is inside."""
@@ -132,8 +105,6 @@ def _unary_derivative(code: int, alo: float, ahi: float, vlo: float, vhi: float,
         slo, shi = iv.powi(vlo, vhi, 2)
         lo, hi = iv.sub(1.0, 1.0, slo, shi)
         return max(lo, 0.0), hi, False
-    if code == _NEG:
-        return -1.0, -1.0, False
     if code == _POWI:
         plo, phi = iv.powi(alo, ahi, k - 1)
         lo, hi = iv.mul(float(k), float(k), plo, phi)
@@ -174,32 +145,11 @@ def _unary_derivative(code: int, alo: float, ahi: float, vlo: float, vhi: float,
 
 
 @jit
-def _binary_value(code: int, alo: float, ahi: float, blo: float, bhi: float) -> tuple[float, float]:
-    if code == _MUL:
-        return iv.mul(alo, ahi, blo, bhi)
-    if code == _ADD:
-        return iv.add(alo, ahi, blo, bhi)
-    if code == _SUB:
-        return iv.sub(alo, ahi, blo, bhi)
-    if code == _DIV:
-        return iv.div(alo, ahi, blo, bhi)
-    if code == _ATAN2:
-        return iv.atan2(alo, ahi, blo, bhi)
-    if code == _MIN:
-        return iv.min_(alo, ahi, blo, bhi)
-    return iv.max_(alo, ahi, blo, bhi)
-
-
-@jit
 def _binary_derivatives(code: int, alo: float, ahi: float, blo: float, bhi: float, vlo: float,
                         vhi: float) -> tuple[float, float, float, float, bool]:
     """Enclosures of d/da and d/db over the operands (v = the value), and whether a kink is inside."""
     if code == _MUL:
         return blo, bhi, alo, ahi, False
-    if code == _ADD:
-        return 1.0, 1.0, 1.0, 1.0, False
-    if code == _SUB:
-        return 1.0, 1.0, -1.0, -1.0, False
     if code == _DIV:
         rlo, rhi = iv.div(1.0, 1.0, blo, bhi)
         qlo, qhi = iv.mul(vlo, vhi, rlo, rhi)
@@ -227,6 +177,88 @@ def _binary_derivatives(code: int, alo: float, ahi: float, blo: float, bhi: floa
 
 
 @jit
+def _values(code, a, b, k, n_lanes, vlo, vhi):
+    """Slot k's values on every lane (one branch per instruction, then a loop over the lanes)."""
+    if code == _MUL:
+        for lane in range(n_lanes):
+            vlo[k, lane], vhi[k, lane] = iv.mul(vlo[a, lane], vhi[a, lane], vlo[b, lane], vhi[b, lane])
+    elif code == _ADD:
+        for lane in range(n_lanes):
+            vlo[k, lane], vhi[k, lane] = iv.add(vlo[a, lane], vhi[a, lane], vlo[b, lane], vhi[b, lane])
+    elif code == _TANH:
+        for lane in range(n_lanes):
+            vlo[k, lane], vhi[k, lane] = iv.tanh(vlo[a, lane], vhi[a, lane])
+    elif code == _SUB:
+        for lane in range(n_lanes):
+            vlo[k, lane], vhi[k, lane] = iv.sub(vlo[a, lane], vhi[a, lane], vlo[b, lane], vhi[b, lane])
+    elif code == _DIV:
+        for lane in range(n_lanes):
+            vlo[k, lane], vhi[k, lane] = iv.div(vlo[a, lane], vhi[a, lane], vlo[b, lane], vhi[b, lane])
+    elif code == _NEG:
+        for lane in range(n_lanes):
+            vlo[k, lane], vhi[k, lane] = iv.neg(vlo[a, lane], vhi[a, lane])
+    elif code == _POWI:
+        for lane in range(n_lanes):
+            vlo[k, lane], vhi[k, lane] = iv.powi(vlo[a, lane], vhi[a, lane], b)
+    elif code == _SQRT:
+        for lane in range(n_lanes):
+            vlo[k, lane], vhi[k, lane] = iv.sqrt(vlo[a, lane], vhi[a, lane])
+    elif code == _EXP:
+        for lane in range(n_lanes):
+            vlo[k, lane], vhi[k, lane] = iv.exp(vlo[a, lane], vhi[a, lane])
+    elif code == _LOG:
+        for lane in range(n_lanes):
+            vlo[k, lane], vhi[k, lane] = iv.log(vlo[a, lane], vhi[a, lane])
+    elif code == _SIN:
+        for lane in range(n_lanes):
+            vlo[k, lane], vhi[k, lane] = iv.sin(vlo[a, lane], vhi[a, lane])
+    elif code == _COS:
+        for lane in range(n_lanes):
+            vlo[k, lane], vhi[k, lane] = iv.cos(vlo[a, lane], vhi[a, lane])
+    elif code == _TAN:
+        for lane in range(n_lanes):
+            vlo[k, lane], vhi[k, lane] = iv.tan(vlo[a, lane], vhi[a, lane])
+    elif code == _ABS:
+        for lane in range(n_lanes):
+            vlo[k, lane], vhi[k, lane] = iv.abs_(vlo[a, lane], vhi[a, lane])
+    elif code == _ATAN2:
+        for lane in range(n_lanes):
+            vlo[k, lane], vhi[k, lane] = iv.atan2(vlo[a, lane], vhi[a, lane], vlo[b, lane], vhi[b, lane])
+    elif code == _MIN:
+        for lane in range(n_lanes):
+            vlo[k, lane], vhi[k, lane] = iv.min_(vlo[a, lane], vhi[a, lane], vlo[b, lane], vhi[b, lane])
+    elif code == _MAX:
+        for lane in range(n_lanes):
+            vlo[k, lane], vhi[k, lane] = iv.max_(vlo[a, lane], vhi[a, lane], vlo[b, lane], vhi[b, lane])
+    elif code == _SIGMOID:
+        for lane in range(n_lanes):
+            vlo[k, lane], vhi[k, lane] = iv.sigmoid(vlo[a, lane], vhi[a, lane])
+    else:  # relu
+        for lane in range(n_lanes):
+            vlo[k, lane], vhi[k, lane] = iv.relu(vlo[a, lane], vhi[a, lane])
+
+
+@jit
+def _linear_tangents(code, a, b, k, n_vars, n_lanes, varying, tlo, thi):
+    """Tangents of ADD, SUB and NEG: sums of the operands' tangents, no products."""
+    sign = -1.0 if code == _SUB else 1.0
+    for j in range(n_vars):
+        for lane in range(n_lanes):
+            if code == _NEG:
+                lo, hi = -thi[a, j, lane], -tlo[a, j, lane]
+            elif not varying[b]:
+                lo, hi = tlo[a, j, lane], thi[a, j, lane]
+            elif not varying[a]:
+                lo, hi = (tlo[b, j, lane], thi[b, j, lane]) if sign > 0.0 else (-thi[b, j, lane], -tlo[b, j, lane])
+            elif sign > 0.0:
+                lo, hi = iv.add(tlo[a, j, lane], thi[a, j, lane], tlo[b, j, lane], thi[b, j, lane])
+            else:
+                lo, hi = iv.sub(tlo[a, j, lane], thi[a, j, lane], tlo[b, j, lane], thi[b, j, lane])
+            tlo[k, j, lane] = lo
+            thi[k, j, lane] = hi
+
+
+@jit
 def _run_tape(op, arg0, arg1, const_lo, const_hi, varying, x_lo, x_hi, n_lanes, vlo, vhi,
               with_tangents, tlo, thi, kink):
     """Evaluate the tape on ``n_lanes`` boxes ``x_lo[:, lane], x_hi[:, lane]`` into ``vlo, vhi``
@@ -249,44 +281,41 @@ def _run_tape(op, arg0, arg1, const_lo, const_hi, varying, x_lo, x_hi, n_lanes, 
                     for lane in range(n_lanes):
                         tlo[k, j, lane] = unit
                         thi[k, j, lane] = unit
-        elif code == _CONST:
+            continue
+        if code == _CONST:
             for lane in range(n_lanes):
                 vlo[k, lane] = const_lo[a]
                 vhi[k, lane] = const_hi[a]
-        elif code == _ADD or code == _SUB or code == _MUL or code == _DIV or code == _ATAN2 \
-                or code == _MIN or code == _MAX:
+            continue
+        _values(code, a, b, k, n_lanes, vlo, vhi)
+        if not (with_tangents and varying[k]):
+            continue
+        if code == _ADD or code == _SUB or code == _NEG:
+            _linear_tangents(code, a, b, k, n_vars, n_lanes, varying, tlo, thi)
+        elif code == _MUL or code == _DIV or code == _ATAN2 or code == _MIN or code == _MAX:
             for lane in range(n_lanes):
-                vlo[k, lane], vhi[k, lane] = _binary_value(code, vlo[a, lane], vhi[a, lane],
-                                                           vlo[b, lane], vhi[b, lane])
-            if with_tangents and varying[k]:
-                for lane in range(n_lanes):
-                    dalo, dahi, dblo, dbhi, bent = _binary_derivatives(
-                        code, vlo[a, lane], vhi[a, lane], vlo[b, lane], vhi[b, lane],
-                        vlo[k, lane], vhi[k, lane])
-                    if bent:
-                        kink[lane] = True
-                    for j in range(n_vars):
-                        lo = 0.0
-                        hi = 0.0
-                        if varying[a]:
-                            lo, hi = iv.mul(dalo, dahi, tlo[a, j, lane], thi[a, j, lane])
-                        if varying[b]:
-                            plo, phi = iv.mul(dblo, dbhi, tlo[b, j, lane], thi[b, j, lane])
-                            lo, hi = iv.add(lo, hi, plo, phi)
-                        tlo[k, j, lane] = lo
-                        thi[k, j, lane] = hi
+                dalo, dahi, dblo, dbhi, bent = _binary_derivatives(
+                    code, vlo[a, lane], vhi[a, lane], vlo[b, lane], vhi[b, lane], vlo[k, lane], vhi[k, lane])
+                if bent:
+                    kink[lane] = True
+                for j in range(n_vars):
+                    lo = 0.0
+                    hi = 0.0
+                    if varying[a]:
+                        lo, hi = iv.mul(dalo, dahi, tlo[a, j, lane], thi[a, j, lane])
+                    if varying[b]:
+                        plo, phi = iv.mul(dblo, dbhi, tlo[b, j, lane], thi[b, j, lane])
+                        lo, hi = iv.add(lo, hi, plo, phi)
+                    tlo[k, j, lane] = lo
+                    thi[k, j, lane] = hi
         else:
             for lane in range(n_lanes):
-                vlo[k, lane], vhi[k, lane] = _unary_value(code, vlo[a, lane], vhi[a, lane], b)
-            if with_tangents and varying[k]:
-                for lane in range(n_lanes):
-                    dlo, dhi, bent = _unary_derivative(code, vlo[a, lane], vhi[a, lane],
-                                                       vlo[k, lane], vhi[k, lane], b)
-                    if bent:
-                        kink[lane] = True
-                    for j in range(n_vars):
-                        tlo[k, j, lane], thi[k, j, lane] = iv.mul(dlo, dhi, tlo[a, j, lane],
-                                                                  thi[a, j, lane])
+                dlo, dhi, bent = _unary_derivative(code, vlo[a, lane], vhi[a, lane], vlo[k, lane],
+                                                   vhi[k, lane], b)
+                if bent:
+                    kink[lane] = True
+                for j in range(n_vars):
+                    tlo[k, j, lane], thi[k, j, lane] = iv.mul(dlo, dhi, tlo[a, j, lane], thi[a, j, lane])
 
 
 # ---------------------------------------------------------------- subdomain lower bounding
@@ -444,11 +473,10 @@ def _bound_work_items(thread, n_threads, op, arg0, arg1, const_lo, const_hi, out
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _bound_work_items_parallel(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, edges, n_per_dim,
-                               mode, feas_tol, chunk_best, chunk_subdomain, chunk_kept,
+def _bound_work_items_parallel(n_threads, op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, edges,
+                               n_per_dim, mode, feas_tol, chunk_best, chunk_subdomain, chunk_kept,
                                chunk_fallbacks):
-    """The work items spread over numba's threads (one strided share each)."""
-    n_threads = numba.get_num_threads()
+    """The work items spread over ``n_threads`` numba threads (one strided share each)."""
     for thread in numba.prange(n_threads):
         _bound_work_items(thread, n_threads, op, arg0, arg1, const_lo, const_hi, outputs, n_ineq,
                           edges, n_per_dim, mode, feas_tol, chunk_best, chunk_subdomain, chunk_kept,
@@ -502,7 +530,7 @@ def bound_boxes(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, n_per_dim: i
                  edges, int(n_per_dim), int(mode), float(feas_tol), chunk_best, chunk_subdomain,
                  chunk_kept, chunk_fallbacks)
     if parallel:
-        _bound_work_items_parallel(*arguments)
+        _bound_work_items_parallel(numba.get_num_threads(), *arguments)
     else:
         _bound_work_items(0, 1, *arguments)
     lb = np.empty(n_boxes)

@@ -49,8 +49,10 @@ _SAFE_RESIDUAL = 2.0**-960
 LARGE_TRIG_ARGUMENT = 2.0**30
 _ORDINAL_INF = 0x7FF0000000000000
 _ABS_MASK = 0x7FFFFFFFFFFFFFFF
+_SIGN_BIT = -0x8000000000000000
 
 jit = numba.njit(cache=True, nogil=True)
+inline = numba.njit(cache=True, nogil=True, inline="always")
 
 
 @intrinsic
@@ -89,43 +91,53 @@ def fma(typingctx, a, b, c):
     return types.float64(types.float64, types.float64, types.float64), codegen
 
 
-@jit
+@intrinsic
+def _choose(typingctx, condition, a, b):
+    """``a if condition else b`` as an LLVM select (no branch to mispredict)."""
+    if not (condition == types.boolean and a == types.float64 and b == types.float64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.select(args[0], args[1], args[2])
+
+    return types.float64(types.boolean, types.float64, types.float64), codegen
+
+
+@inline
 def step(x: float, n: int) -> float:
     """The float ``n`` places above ``x`` in the ordered doubles (below for n < 0), saturating at
-    +-inf; -0.0 and 0.0 are one place. ``x`` must not be NaN."""
+    +-inf; -0.0 and 0.0 are one place. ``x`` must not be NaN. Branch-free."""
     bits = _float_bits(x)
-    ordinal = bits if bits >= 0 else -(bits & _ABS_MASK)
-    ordinal += n
-    if ordinal > _ORDINAL_INF:
-        ordinal = _ORDINAL_INF
-    elif ordinal < -_ORDINAL_INF:
-        ordinal = -_ORDINAL_INF
-    return _bits_float(ordinal) if ordinal >= 0 else -_bits_float(-ordinal)
+    sign = bits >> 63  # 0 or -1
+    ordinal = ((bits & _ABS_MASK) ^ sign) - sign + n
+    ordinal = min(max(ordinal, -_ORDINAL_INF), _ORDINAL_INF)
+    sign = ordinal >> 63
+    return _bits_float((((ordinal ^ sign) - sign) | (sign & _SIGN_BIT)))
 
 
-@jit
+@inline
 def is_empty(lo: float, hi: float) -> bool:
     return lo != lo or hi != hi
 
 
-@jit
+@inline
 def _down_of_inexact(y: float) -> float:
     """A lower bound for a real that rounds to ``y`` (one float below; NaN gives -inf)."""
     return step(y, -1) if y == y else -INF
 
 
-@jit
+@inline
 def _up_of_inexact(y: float) -> float:
     return step(y, 1) if y == y else INF
 
 
-@jit
+@inline
 def widen_down(y: float, ulps: int) -> float:
     """``ulps`` floats below a library result (NaN gives -inf)."""
     return step(y, -ulps) if y == y else -INF
 
 
-@jit
+@inline
 def widen_up(y: float, ulps: int) -> float:
     return step(y, ulps) if y == y else INF
 
@@ -133,49 +145,47 @@ def widen_up(y: float, ulps: int) -> float:
 # ---------------------------------------------------------------- directed scalar operations
 
 
-@jit
+@inline
 def _two_sum_error(a: float, b: float, s: float) -> float:
     """The exact a + b - s for s = fl(a + b) (Knuth's TwoSum); NaN if an intermediate overflowed."""
     z = s - a
     return (a - (s - z)) + (b - z)
 
 
-@jit
+@inline
 def add_down(a: float, b: float) -> float:
     s = a + b
     if s - s == 0.0:
-        e = _two_sum_error(a, b, s)
-        return s if e >= 0.0 else step(s, -1)
+        return _choose(_two_sum_error(a, b, s) >= 0.0, s, step(s, -1))
     return _down_of_inexact(s)
 
 
-@jit
+@inline
 def add_up(a: float, b: float) -> float:
     s = a + b
     if s - s == 0.0:
-        e = _two_sum_error(a, b, s)
-        return s if e <= 0.0 else step(s, 1)
+        return _choose(_two_sum_error(a, b, s) <= 0.0, s, step(s, 1))
     return _up_of_inexact(s)
 
 
-@jit
+@inline
 def mul_down(a: float, b: float) -> float:
     """A lower bound of a * b, with 0 * inf = 0 (the endpoint convention of interval products)."""
     if a == 0.0 or b == 0.0:
         return 0.0
     p = a * b
     if p - p == 0.0 and abs(p) >= _SAFE_RESIDUAL:
-        return p if fma(a, b, -p) >= 0.0 else step(p, -1)
+        return _choose(fma(a, b, -p) >= 0.0, p, step(p, -1))
     return _down_of_inexact(p)
 
 
-@jit
+@inline
 def mul_up(a: float, b: float) -> float:
     if a == 0.0 or b == 0.0:
         return 0.0
     p = a * b
     if p - p == 0.0 and abs(p) >= _SAFE_RESIDUAL:
-        return p if fma(a, b, -p) <= 0.0 else step(p, 1)
+        return _choose(fma(a, b, -p) <= 0.0, p, step(p, 1))
     return _up_of_inexact(p)
 
 
@@ -349,17 +359,8 @@ def div(alo: float, ahi: float, blo: float, bhi: float) -> tuple[float, float]:
 
 
 @jit
-def powi(alo: float, ahi: float, k: int) -> tuple[float, float]:
-    """a ** k for an integer k (k < 0: 1 / a ** -k as a set; 0 ** 0 = 1)."""
-    if is_empty(alo, ahi):
-        return EMPTY
-    if k == 0:
-        return 1.0, 1.0
-    if k == 1:
-        return alo, ahi
-    if k < 0:
-        plo, phi = powi(alo, ahi, -k)
-        return div(1.0, 1.0, plo, phi)
+def _positive_power(alo: float, ahi: float, k: int) -> tuple[float, float]:
+    """a ** k for k >= 2 and a non-empty."""
     if k % 2 == 0:
         if alo >= 0.0:
             return _power_down(alo, k), _power_up(ahi, k)
@@ -369,6 +370,23 @@ def powi(alo: float, ahi: float, k: int) -> tuple[float, float]:
     lo = _power_down(alo, k) if alo >= 0.0 else -_power_up(-alo, k)
     hi = _power_up(ahi, k) if ahi >= 0.0 else -_power_down(-ahi, k)
     return lo, hi
+
+
+@jit
+def powi(alo: float, ahi: float, k: int) -> tuple[float, float]:
+    """a ** k for an integer k (k < 0: 1 / a ** -k as a set; 0 ** 0 = 1)."""
+    if is_empty(alo, ahi):
+        return EMPTY
+    if k == 0:
+        return 1.0, 1.0
+    if k == 1:
+        return alo, ahi
+    if k == -1:
+        return div(1.0, 1.0, alo, ahi)
+    if k < 0:
+        plo, phi = _positive_power(alo, ahi, -k)
+        return div(1.0, 1.0, plo, phi)
+    return _positive_power(alo, ahi, k)
 
 
 @jit
