@@ -329,8 +329,8 @@ def subdomain_edges(box_lo: np.ndarray, box_hi: np.ndarray, n_per_dim: int) -> n
     fraction = np.arange(n_per_dim + 1, dtype=np.float64) / n_per_dim
     lo = box_lo[..., None]
     hi = box_hi[..., None]
-    width = hi - lo
     with np.errstate(over="ignore", invalid="ignore"):
+        width = hi - lo
         edges = np.where(np.isfinite(width), lo + width * fraction, lo * (1.0 - fraction) + hi * fraction)
     edges = np.clip(np.maximum.accumulate(edges, axis=-1), lo, hi)
     edges[..., 0] = box_lo
