@@ -27,14 +27,14 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from spatial_helpers import peaks_ann_tape  # noqa: E402
+from spatial_problems import peaks_ann_tape  # noqa: E402
 
 from pbbflow.spatial.bounds import LANES, bound_boxes  # noqa: E402
 
 FIRST_CALL = """
 import sys, time
 sys.path.insert(0, {tests!r})
-from spatial_helpers import peaks_ann_tape
+from spatial_problems import peaks_ann_tape
 import numpy as np
 from pbbflow.spatial.bounds import bound_boxes
 tape, _ = peaks_ann_tape()

@@ -30,7 +30,6 @@ from numba.extending import intrinsic
 
 INF = math.inf
 NAN = math.nan
-MAX_FLOAT = 1.7976931348623157e308
 EMPTY = (NAN, NAN)
 ENTIRE = (-INF, INF)
 LIBRARY_ULPS = 4

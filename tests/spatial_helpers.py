@@ -1,11 +1,8 @@
-"""Test helpers for the spatial family: an arb (python-flint) oracle for tapes, random tapes, the
-peaks ANN as a tape."""
+"""Test helpers for the spatial family: an arb (python-flint) oracle for tapes, random expressions."""
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import flint
 import numpy as np
@@ -13,8 +10,6 @@ import numpy as np
 from pbbflow.spatial.interval import E_HI, E_LO, PI_HI, PI_LO
 from pbbflow.spatial.tape import BINARY, Op, Tape, TapeBuilder
 
-SPATIAL_DATA = Path("/work/shared/data/spatial")
-PEAKS_ANN = SPATIAL_DATA / "peaks-ann-2-10-8-1.json"
 PRECISION = 200
 
 
@@ -182,23 +177,3 @@ def random_expression(rng: np.random.Generator, n_vars: int, n_ops: int) -> tupl
             slot = builder.binary(BINARY_CODES[rng.integers(len(BINARY_CODES))], a, b)
         slots.append(slot)
     return builder, slot
-
-
-def peaks_ann_tape(path: Path = PEAKS_ANN) -> tuple[Tape, dict]:
-    """The 2-10-8-1 tanh network of the README as a tape: a = x / 3, two tanh layers, a linear
-    output scaled by y_sd and shifted by y_mu (W[k] is (out, in))."""
-    net = json.loads(path.read_text())
-    builder = TapeBuilder(2)
-    half_range = builder.const((net["in_hi"] - net["in_lo"]) / 2)
-    layer = [builder.binary(Op.DIV, builder.var(i), half_range) for i in range(2)]
-    for k, (weights, bias) in enumerate(zip(net["W"], net["b"])):
-        outputs = []
-        for row, b in zip(weights, bias):
-            total = builder.const(b)
-            for w, a in zip(row, layer):
-                total = builder.binary(Op.ADD, total, builder.binary(Op.MUL, builder.const(w), a))
-            outputs.append(builder.unary(Op.TANH, total) if k < len(net["W"]) - 1 else total)
-        layer = outputs
-    y = builder.binary(Op.MUL, layer[0], builder.const(net["y_sd"]))
-    y = builder.binary(Op.ADD, y, builder.const(net["y_mu"]))
-    return builder.build(y), net

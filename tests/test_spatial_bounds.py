@@ -7,7 +7,8 @@ import math
 
 import numpy as np
 import pytest
-from spatial_helpers import PEAKS_ANN, Undecidable, arb_outputs, encloses, peaks_ann_tape, random_expression
+from spatial_helpers import Undecidable, arb_outputs, encloses, random_expression
+from spatial_problems import PEAKS_ANN, peaks_ann_tape, six_hump_camel
 
 from pbbflow.spatial.bounds import Mode, bound_boxes, evaluate_point, is_feasible, subdomain_edges
 from pbbflow.spatial.tape import Op, TapeBuilder
@@ -102,19 +103,6 @@ def test_subdomains_cover_the_box_exactly():
         assert np.array_equal(edges[..., 0], lo) and np.array_equal(edges[..., -1], hi)
         assert np.all(edges[..., 1:] >= edges[..., :-1])
     assert np.array_equal(subdomain_edges(np.array([[0.0]]), np.array([[1.0]]), 4)[0, 0], [0, 0.25, 0.5, 0.75, 1])
-
-
-def six_hump_camel():
-    """(4 - 2.1 x^2 + x^4 / 3) x^2 + x y + (-4 + 4 y^2) y^2, global minimum -1.0316284534898774."""
-    b = TapeBuilder(2)
-    x, y = b.var(0), b.var(1)
-    x2 = b.powi(x, 2)
-    inner = b.binary(Op.ADD, b.binary(Op.SUB, b.const(4.0), b.binary(Op.MUL, b.const(2.1), x2)),
-                     b.binary(Op.DIV, b.powi(x, 4), b.const(3.0)))
-    y2 = b.powi(y, 2)
-    f = b.binary(Op.ADD, b.binary(Op.ADD, b.binary(Op.MUL, inner, x2), b.binary(Op.MUL, x, y)),
-                 b.binary(Op.MUL, b.binary(Op.ADD, b.const(-4.0), b.binary(Op.MUL, b.const(4.0), y2)), y2))
-    return b.build(f)
 
 
 def test_lower_bounds_are_below_known_minima_and_dense_samples():

@@ -59,7 +59,8 @@ def random_interval(rng: np.random.Generator) -> tuple[float, float]:
         centre = float(rng.integers(-8, 9)) * math.pi / 2
         return tuple(sorted((centre + rng.normal(size=2) * 10.0 ** rng.uniform(-17, 0)).tolist()))
     if kind == 9:
-        return tuple(sorted(rng.uniform(700, 720, 2).tolist() if rng.random() < 0.5 else rng.uniform(-760, -700, 2).tolist()))
+        span = (700, 720) if rng.random() < 0.5 else (-760, -700)
+        return tuple(sorted(rng.uniform(*span, 2).tolist()))
     if kind == 10:
         centre = float(rng.integers(-10**6, 10**6)) * math.pi
         return centre - 1e-3, centre + 1e-3 + float(rng.uniform(0, 8))
