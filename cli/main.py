@@ -1,4 +1,4 @@
-"""The ``pbbflow`` command: ``solve``, ``resume`` and ``info``.
+"""The ``pbbflow`` command: ``solve``, ``resume``, ``info``, ``heuristic``, ``plot`` and ``minimize``.
 
 Exit codes: 0 the search finished, 3 it stopped at a limit or on a signal (resumable),
 2 usage or input error (one line on stderr), 1 internal error.
@@ -24,6 +24,7 @@ from ..flowshop.instance import FORMATS, ORIENTATIONS, InstanceError, load_insta
 from ..flowshop.iterated_greedy import iterated_greedy
 from ..search.ivm import BRANCH_NAMES
 from ..search.solve import LIMIT
+from ..spatial.problem import ProblemError
 from ..storage.runstore import RunStore, RunStoreError
 from ..workflow.cluster import (
     CONNECT_SECONDS,
@@ -35,6 +36,7 @@ from ..workflow.cluster import (
 )
 from ..workflow.fastexit import exit_without_final_gc
 from ..workflow.run import RunFailed, create_run, drive, first_schedule, result_of
+from . import minimize
 from .progress import ProgressBar, format_rate, format_share
 from .signals import StopSignals
 from .startup import Startup
@@ -160,7 +162,8 @@ class _CommandParser(_Parser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="pbbflow", description="Exact branch-and-bound for the permutation flow shop.")
+    parser = _Parser(prog="pbbflow", description="Exact parallel branch-and-bound: permutation flow shops "
+                                                 "(solve) and continuous global optimization (minimize).")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
     s = commands.add_parser("solve", help="prove an optimal schedule for an instance")
     s.add_argument("instance", help="a Taillard name (ta001 .. ta120) or an instance file")
@@ -194,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     i = commands.add_parser("info", help="show a run's state as of its last checkpoint")
     i.add_argument("run", type=Path, help="the run store (run.zarr)")
     i.add_argument("--json", action="store_true", help="print the state as JSON")
+    minimize.add_parser(commands, parse_duration, _positive_int)
     return parser
 
 
@@ -432,10 +436,11 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     exit_without_final_gc()
-    command = {"solve": _solve, "resume": _resume, "info": _info, "heuristic": _heuristic, "plot": _plot}[args.command]
+    command = {"solve": _solve, "resume": _resume, "info": _info, "heuristic": _heuristic, "plot": _plot,
+               "minimize": minimize.run}[args.command]
     try:
         return command(args)
-    except (InstanceError, RunStoreError, ClusterError, GpuError) as error:
+    except (InstanceError, RunStoreError, ClusterError, GpuError, ProblemError) as error:
         print(f"pbbflow: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -39,7 +39,7 @@ def format_rate(nodes_per_s: float) -> str:
     return f"{value:.{decimals}f} {prefix} nodes/s"
 
 
-def _clock(seconds: float) -> str:
+def clock(seconds: float) -> str:
     minutes, seconds = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}:{minutes:02d}:{seconds:02d}"
@@ -54,7 +54,7 @@ def terminal_columns(stream: TextIO) -> int:
     return columns if columns > 0 else shutil.get_terminal_size((80, 24)).columns
 
 
-def _fit_fields(fields: list[tuple[int, str]], width: int) -> str:
+def fit_fields(fields: list[tuple[int, str]], width: int) -> str:
     """The texts of ``(rank, text)`` fields joined by two spaces, the lowest ranks dropped until the
     line fits in ``width`` characters (the last field left is cut to fit)."""
     kept = list(fields)
@@ -88,13 +88,13 @@ class ProgressBar:
             (7, f"{share:>8} left"),
             (5, f"{format_rate(progress.nodes_per_s):>14}"),
             (6, f"UB {progress.ub}"),
-            (4, _clock(progress.elapsed_s)),
+            (4, clock(progress.elapsed_s)),
             (2, f"{progress.active_explorers} explorers"),
         ]
         if self.dashboard:
             fields.append((1, self.dashboard))
         width = terminal_columns(self.stream) - 1  # a character in the last column may wrap the line
-        line = _fit_fields(fields, width)
+        line = fit_fields(fields, width)
         self.stream.write("\r" + line.ljust(min(self.shown, width)))  # blanks what a longer line left
         self.stream.flush()
         self.shown = len(line)

@@ -1,0 +1,369 @@
+"""Best-first spatial branch-and-bound on the CPU, with subdomain lower bounds.
+
+Each B&B node is a box.  Its lower bound is the seed paper's subdomain lower bound
+(:func:`.bounds.bound_boxes`: the box split into ``N^d`` subdomains, each bounded by NIE, MVF or
+both, the min over those not proved infeasible).  The open box with the lowest bound is bisected
+across its widest side (relative to the domain), and its children are bounded together.  Boxes
+whose bound reaches ``UB - max(eps_abs, eps_rel |UB|)`` are pruned; the search ends when none is
+left below that level (``optimal``), when every box was proved infeasible (``infeasible``), or at a
+limit (``limit``).
+
+Upper bounds come only from points checked rigorously (:func:`.bounds.evaluate_point`): the
+objective's enclosure's upper end, at a point whose inequalities' enclosures are <= 0 and whose
+equalities' lie within ``feas_tol``.  Candidates are each bounded box's best subdomain midpoint
+and local solves (scipy SLSQP) started from promising boxes; a local optimum that sits on an
+inequality is pulled inside it by a small margin until it verifies.
+
+Memory is bounded: above ``max_open`` open boxes the search dives (depth first from the box it
+took) until the dive is done, then goes on best first.  The certified lower bound is the min of
+the open boxes' bounds and of the bounds of the boxes pruned on the way.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .bounds import Mode, bound_boxes, evaluate_point, is_feasible
+from .problem import Problem
+
+BOUNDS = {"nie": Mode.NIE, "mvf": Mode.MVF, "both": Mode.BOTH}
+STATUSES = ("optimal", "infeasible", "limit")
+BATCH_SUBDOMAINS = 4096  # subdomains bounded per call at least (several boxes when N^d is small)
+LOCAL_SHARE = 0.1  # local solves may take this share of the elapsed time
+INWARD_MARGINS = (0.0, 1e-10, 1e-8, 1e-6)  # how far a local optimum is pulled inside its inequalities
+
+
+@dataclass(frozen=True)
+class MinimizeOptions:
+    """What ``minimize`` proves and how (defaults as ``pbbflow minimize``)."""
+
+    eps_abs: float = 1e-6
+    eps_rel: float = 1e-6
+    feas_tol: float = 1e-6
+    subdomains: int = 1024  # per node: N = the largest integer with N^d <= this
+    bound: str = "both"
+    time_limit: float | None = None
+    node_limit: int | None = None
+    parallel: bool = True
+    max_open: int = 1_000_000
+    local_solves: bool = True
+
+    def __post_init__(self) -> None:
+        if self.bound not in BOUNDS:
+            raise ValueError(f"bound must be one of {', '.join(BOUNDS)}, not {self.bound!r}")
+        for name in ("eps_abs", "eps_rel", "feas_tol"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, not {value!r}")
+        if self.subdomains < 1 or self.max_open < 1:
+            raise ValueError("subdomains and max_open must be at least 1")
+        if self.time_limit is not None and not self.time_limit > 0:
+            raise ValueError("time_limit must be > 0 seconds")
+        if self.node_limit is not None and self.node_limit < 1:
+            raise ValueError("node_limit must be at least 1")
+
+
+@dataclass
+class MinimizeResult:
+    """The outcome: ``objective``/``x`` the best verified point (None when none was found),
+    ``lower_bound`` certified (inf when proved infeasible), ``nodes`` boxes bounded."""
+
+    problem: str
+    status: str
+    objective: float | None
+    x: list[float] | None
+    lower_bound: float
+    nodes: int
+    subdomains: int
+    elapsed_s: float
+    open_boxes: int
+    local_solves: int
+    feas_tol: float
+    options: dict = field(default_factory=dict)
+
+    @property
+    def gap_abs(self) -> float | None:
+        if self.objective is None or not math.isfinite(self.lower_bound):
+            return None
+        return max(0.0, self.objective - self.lower_bound)
+
+    @property
+    def gap_rel(self) -> float | None:
+        """gap_abs / |objective| (None where that is undefined)."""
+        gap = self.gap_abs
+        if gap is None or (self.objective == 0 and gap > 0):
+            return None
+        return 0.0 if gap == 0 else gap / abs(self.objective)
+
+    def to_json(self) -> dict:
+        finite = math.isfinite(self.lower_bound)
+        return {
+            "problem": self.problem,
+            "status": self.status,
+            "objective": self.objective,
+            "x": self.x,
+            "lower_bound": self.lower_bound if finite else None,
+            "gap_abs": self.gap_abs,
+            "gap_rel": self.gap_rel,
+            "nodes": self.nodes,
+            "subdomains": self.subdomains,
+            "elapsed_s": round(self.elapsed_s, 6),
+            "open_boxes": self.open_boxes,
+            "local_solves": self.local_solves,
+            "feas_tol": self.feas_tol,
+            **self.options,
+        }
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A snapshot for progress lines: the certified bound, the incumbent, open boxes, boxes/s."""
+
+    lower_bound: float
+    objective: float | None
+    open_boxes: int
+    nodes: int
+    elapsed_s: float
+
+
+def subdomains_per_dim(budget: int, d: int) -> int:
+    """The largest N with N^d <= budget (at least 1)."""
+    n = max(1, int(round(budget ** (1.0 / d))))
+    while n > 1 and n**d > budget:
+        n -= 1
+    while (n + 1) ** d <= budget:
+        n += 1
+    return n
+
+
+class _Incumbent:
+    """The best verified point so far."""
+
+    def __init__(self, problem: Problem, feas_tol: float):
+        self.problem, self.feas_tol = problem, feas_tol
+        self.value = math.inf
+        self.x: np.ndarray | None = None
+
+    def offer(self, x: np.ndarray) -> bool:
+        """Take ``x`` when it verifies and improves the upper bound."""
+        x = np.clip(np.asarray(x, dtype=np.float64), self.problem.lower, self.problem.upper)
+        if not np.all(np.isfinite(x)):
+            return False
+        value = evaluate_point(self.problem.tape, x)
+        if not is_feasible(value, self.feas_tol) or not value.f_hi < self.value:
+            return False
+        self.value, self.x = float(value.f_hi), x.copy()
+        return True
+
+
+class _LocalSolver:
+    """SLSQP from a start point within the domain; every result is offered to the incumbent."""
+
+    def __init__(self, problem: Problem, incumbent: _Incumbent):
+        from .floateval import evaluate_float
+
+        self.problem, self.incumbent, self.evaluate = problem, incumbent, evaluate_float
+        self.count = 0
+        self.seconds = 0.0
+        self.bounds = list(zip(problem.lower.tolist(), problem.upper.tolist()))
+
+    def _solve(self, start: np.ndarray, margin: float) -> np.ndarray | None:
+        from scipy.optimize import minimize
+
+        tape = self.problem.tape
+        constraints = []
+        if tape.n_ineq:
+            constraints.append({"type": "ineq", "fun": lambda x: -self.evaluate(tape, x)[1] - margin})
+        if tape.n_eq:
+            constraints.append({"type": "eq", "fun": lambda x: self.evaluate(tape, x)[2]})
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            try:
+                found = minimize(lambda x: self.evaluate(tape, x)[0], start, method="SLSQP", bounds=self.bounds,
+                                 constraints=constraints, options={"maxiter": 200, "ftol": 1e-12})
+            except (ValueError, ArithmeticError):  # a start where the functions are undefined
+                return None
+        return found.x if np.all(np.isfinite(found.x)) else None
+
+    def run(self, start: np.ndarray) -> None:
+        """A local solve from ``start``; pulled inside the inequalities until its point verifies."""
+        began = time.perf_counter()
+        self.count += 1
+        point = np.asarray(start, dtype=np.float64)
+        for margin in INWARD_MARGINS if self.problem.tape.n_ineq else INWARD_MARGINS[:1]:
+            found = self._solve(point, margin)
+            if found is None:
+                break
+            if self.incumbent.offer(found):
+                break
+            point = found
+        self.seconds += time.perf_counter() - began
+
+
+class _OpenBoxes:
+    """Open boxes: a heap by lower bound, and a depth-first dive stack used above ``max_open``."""
+
+    def __init__(self, max_open: int):
+        self.max_open = max_open
+        self.heap: list[tuple[float, int, np.ndarray, np.ndarray]] = []
+        self.dive: list[tuple[float, int, np.ndarray, np.ndarray]] = []
+        self._order = itertools.count()
+
+    def __len__(self) -> int:
+        return len(self.heap) + len(self.dive)
+
+    def push(self, lb: float, lo: np.ndarray, hi: np.ndarray, diving: bool) -> None:
+        entry = (lb, next(self._order), lo, hi)
+        if diving:
+            self.dive.append(entry)
+        else:
+            heapq.heappush(self.heap, entry)
+
+    def lowest(self) -> float:
+        """The lowest lower bound of an open box (inf when none is open)."""
+        heap_min = self.heap[0][0] if self.heap else math.inf
+        return min([heap_min, *(entry[0] for entry in self.dive)])
+
+    def take(self, count: int) -> tuple[list[tuple[float, np.ndarray, np.ndarray]], bool]:
+        """Up to ``count`` boxes: the dive's last one, else the heap's lowest; and whether to dive."""
+        if self.dive:
+            lb, _, lo, hi = self.dive.pop()
+            return [(lb, lo, hi)], True
+        taken = []
+        while self.heap and len(taken) < count:
+            lb, _, lo, hi = heapq.heappop(self.heap)
+            taken.append((lb, lo, hi))
+        return taken, len(self.heap) + 2 * len(taken) > self.max_open
+
+
+def _bisect(lo: np.ndarray, hi: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The two halves of [lo, hi] across its widest side relative to ``scale``; None when no side
+    can be split in floating point."""
+    widths = np.where(scale > 0, (hi - lo) / np.where(scale > 0, scale, 1.0), 0.0)
+    for i in np.argsort(-widths, kind="stable"):
+        if widths[i] <= 0:
+            break
+        middle = lo[i] + 0.5 * (hi[i] - lo[i])
+        if lo[i] < middle < hi[i]:
+            halves_lo = np.stack([lo, lo])
+            halves_hi = np.stack([hi, hi])
+            halves_hi[0, i] = middle
+            halves_lo[1, i] = middle
+            return halves_lo, halves_hi
+    return None
+
+
+def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
+             progress: Callable[[Progress], None] | None = None, progress_seconds: float = 0.5,
+             should_stop: Callable[[], bool] | None = None) -> MinimizeResult:  # fmt: skip
+    """Minimize ``problem`` by spatial B&B on the CPU; see the module docstring."""
+    options = options or MinimizeOptions()
+    began = time.perf_counter()
+    tape, d = problem.tape, problem.dimension
+    n_per_dim = subdomains_per_dim(options.subdomains, d)
+    mode = int(BOUNDS[options.bound])
+    scale = problem.upper - problem.lower
+    incumbent = _Incumbent(problem, options.feas_tol)
+    local = _LocalSolver(problem, incumbent) if options.local_solves else None
+    open_boxes = _OpenBoxes(options.max_open)
+    batch = max(1, BATCH_SUBDOMAINS // (2 * n_per_dim**d))
+    pruned_lb = math.inf  # the lowest bound of a box pruned by the incumbent
+    unsplittable_lb = math.inf  # boxes too small to split in floating point, kept open for good
+    unsplittable = 0
+    nodes = 0
+    next_report = began + progress_seconds
+
+    def prune_level() -> float:
+        ub = incumbent.value
+        return ub - max(options.eps_abs, options.eps_rel * abs(ub)) if math.isfinite(ub) else math.inf
+
+    def bound(lo: np.ndarray, hi: np.ndarray):
+        nonlocal nodes
+        found = bound_boxes(tape, lo, hi, n_per_dim, mode, options.feas_tol, options.parallel)
+        nodes += len(lo)
+        for point in found.best_point:
+            if np.all(np.isfinite(point)):
+                incumbent.offer(point)
+        return found
+
+    def keep(lb: float, lo: np.ndarray, hi: np.ndarray, diving: bool) -> None:
+        nonlocal pruned_lb
+        if lb >= prune_level():
+            pruned_lb = min(pruned_lb, lb)
+        else:
+            open_boxes.push(lb, lo, hi, diving)
+
+    root = bound(problem.lower[None, :].copy(), problem.upper[None, :].copy())
+    if local is not None and np.all(np.isfinite(root.best_point[0])):
+        local.run(root.best_point[0])
+    if math.isfinite(root.lb[0]):
+        keep(float(root.lb[0]), problem.lower.copy(), problem.upper.copy(), diving=False)
+    status = None
+    while status is None:
+        now = time.perf_counter()
+        if progress is not None and now >= next_report:
+            objective = None if incumbent.x is None else incumbent.value
+            lowest = min(open_boxes.lowest(), pruned_lb, unsplittable_lb)
+            progress(Progress(lowest, objective, len(open_boxes), nodes, now - began))
+            next_report = now + progress_seconds
+        if not open_boxes or open_boxes.lowest() >= prune_level():
+            break
+        if (options.time_limit is not None and now - began >= options.time_limit) or (
+            options.node_limit is not None and nodes >= options.node_limit) or (
+            should_stop is not None and should_stop()):  # fmt: skip
+            status = "limit"
+            break
+        taken, diving = open_boxes.take(batch)
+        level = prune_level()
+        children_lo, children_hi = [], []
+        for lb, lo, hi in taken:
+            if lb >= level:
+                pruned_lb = min(pruned_lb, lb)
+                continue
+            halves = _bisect(lo, hi, scale)
+            if halves is None:
+                unsplittable += 1
+                unsplittable_lb = min(unsplittable_lb, lb)
+                continue
+            children_lo.append(halves[0])
+            children_hi.append(halves[1])
+        if not children_lo:
+            continue
+        children_lo, children_hi = np.concatenate(children_lo), np.concatenate(children_hi)
+        found = bound(children_lo, children_hi)
+        for b in np.flatnonzero(np.isfinite(found.lb)):
+            keep(float(found.lb[b]), children_lo[b], children_hi[b], diving)
+        if local is not None and local.seconds <= LOCAL_SHARE * (time.perf_counter() - began):
+            best = int(np.argmin(found.lb))
+            if math.isfinite(found.lb[best]) and found.lb[best] < prune_level():
+                local.run(found.best_point[best])
+    lower_bound = min(open_boxes.lowest(), pruned_lb, unsplittable_lb)
+    if status is None:
+        if unsplittable:
+            status = "limit"
+        elif incumbent.x is None:
+            status = "infeasible" if not math.isfinite(lower_bound) else "limit"
+        else:
+            status = "optimal"
+    return MinimizeResult(
+        problem=problem.name,
+        status=status,
+        objective=None if incumbent.x is None else incumbent.value,
+        x=None if incumbent.x is None else incumbent.x.tolist(),
+        lower_bound=lower_bound,
+        nodes=nodes,
+        subdomains=n_per_dim**d,
+        elapsed_s=time.perf_counter() - began,
+        open_boxes=len(open_boxes) + unsplittable,
+        local_solves=0 if local is None else local.count,
+        feas_tol=options.feas_tol,
+        options={"bound": options.bound, "eps_abs": options.eps_abs, "eps_rel": options.eps_rel},
+    )
