@@ -11,7 +11,8 @@ limit (``limit``).
 Upper bounds come only from points checked rigorously (:func:`.bounds.evaluate_point`): the
 objective's enclosure's upper end, at a point whose inequalities' enclosures are <= 0 and whose
 equalities' lie within ``feas_tol``.  Candidates are each bounded box's best subdomain midpoint
-and local solves (scipy SLSQP) started from promising boxes; a local optimum that sits on an
+and local solves (scipy SLSQP) started from the best box bounded, one per
+``LOCAL_EVERY_SUBDOMAINS`` subdomains (a schedule by work done, not by time, so that a run repeats); a local optimum that sits on an
 inequality is pulled inside it by a small margin until it verifies.
 
 Memory is bounded: above ``max_open`` open boxes the search dives (depth first from the box it
@@ -37,7 +38,7 @@ from .problem import Problem
 BOUNDS = {"nie": Mode.NIE, "mvf": Mode.MVF, "both": Mode.BOTH}
 STATUSES = ("optimal", "infeasible", "limit")
 BATCH_SUBDOMAINS = 4096  # subdomains bounded per call at least (several boxes when N^d is small)
-LOCAL_SHARE = 0.1  # local solves may take this share of the elapsed time
+LOCAL_EVERY_SUBDOMAINS = 16384  # a local solve per this many subdomains bounded (a fixed schedule: runs repeat)
 INWARD_MARGINS = (0.0, 1e-10, 1e-8, 1e-6)  # how far a local optimum is pulled inside its inequalities
 
 
@@ -86,6 +87,7 @@ class MinimizeResult:
     elapsed_s: float
     open_boxes: int
     local_solves: int
+    local_solve_s: float
     feas_tol: float
     options: dict = field(default_factory=dict)
 
@@ -118,6 +120,7 @@ class MinimizeResult:
             "elapsed_s": round(self.elapsed_s, 6),
             "open_boxes": self.open_boxes,
             "local_solves": self.local_solves,
+            "local_solve_s": round(self.local_solve_s, 6),
             "feas_tol": self.feas_tol,
             **self.options,
         }
@@ -279,6 +282,7 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
     unsplittable_lb = math.inf  # boxes too small to split in floating point, kept open for good
     unsplittable = 0
     nodes = 0
+    next_local = LOCAL_EVERY_SUBDOMAINS
     next_report = began + progress_seconds
 
     def prune_level() -> float:
@@ -341,7 +345,8 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
         found = bound(children_lo, children_hi)
         for b in np.flatnonzero(np.isfinite(found.lb)):
             keep(float(found.lb[b]), children_lo[b], children_hi[b], diving)
-        if local is not None and local.seconds <= LOCAL_SHARE * (time.perf_counter() - began):
+        if local is not None and nodes * n_per_dim**d >= next_local:
+            next_local += LOCAL_EVERY_SUBDOMAINS
             best = int(np.argmin(found.lb))
             if math.isfinite(found.lb[best]) and found.lb[best] < prune_level():
                 local.run(found.best_point[best])
@@ -364,6 +369,7 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
         elapsed_s=time.perf_counter() - began,
         open_boxes=len(open_boxes) + unsplittable,
         local_solves=0 if local is None else local.count,
+        local_solve_s=0.0 if local is None else local.seconds,
         feas_tol=options.feas_tol,
         options={"bound": options.bound, "eps_abs": options.eps_abs, "eps_rel": options.eps_rel},
     )

@@ -8,9 +8,10 @@ import math
 import numpy as np
 import pytest
 from spatial_helpers import Undecidable, arb_outputs, encloses, random_expression
-from spatial_problems import PEAKS_ANN, peaks_ann_tape, six_hump_camel
 
+from pbbflow.spatial import Model
 from pbbflow.spatial.bounds import Mode, bound_boxes, evaluate_point, is_feasible, subdomain_edges
+from pbbflow.spatial.load import load_problem
 from pbbflow.spatial.tape import Op, TapeBuilder
 
 MODES = (Mode.NIE, Mode.MVF, Mode.BOTH)
@@ -105,6 +106,14 @@ def test_subdomains_cover_the_box_exactly():
     assert np.array_equal(subdomain_edges(np.array([[0.0]]), np.array([[1.0]]), 4)[0, 0], [0, 0.25, 0.5, 0.75, 1])
 
 
+def six_hump_camel():
+    """(4 - 2.1 x^2 + x^4 / 3) x^2 + x y + (-4 + 4 y^2) y^2, global minimum -1.0316284534898774."""
+    m = Model("six-hump camel")
+    x, y = m.variable(-3, 3), m.variable(-2, 2)
+    m.minimize((4 - 2.1 * x**2 + x**4 / 3) * x**2 + x * y + (-4 + 4 * y**2) * y**2)
+    return m.problem().tape
+
+
 def test_lower_bounds_are_below_known_minima_and_dense_samples():
     tape = six_hump_camel()
     lo, hi = np.array([[-3.0, -2.0]]), np.array([[3.0, 2.0]])
@@ -132,7 +141,7 @@ def test_nie_lower_bounds_grow_with_nested_subdomains():
 
 
 def test_parallel_and_serial_give_identical_results():
-    tape, _ = peaks_ann_tape()
+    tape = load_problem("peaks-ann").tape
     rng = np.random.default_rng(1)
     lo = rng.uniform(-3, 2, (7, 2))
     hi = np.minimum(lo + rng.uniform(0.01, 2, (7, 2)), 3.0)
@@ -174,9 +183,9 @@ def test_kinks_fall_back_to_nie():
     assert result.n_fallback[0] == 2 and result.lb[0] == 0.0
 
 
-@pytest.mark.skipif(not PEAKS_ANN.exists(), reason="needs /work/shared/data/spatial (the peaks ANN)")
 def test_peaks_ann_root_bounds_match_the_reference():
-    tape, net = peaks_ann_tape()
+    problem = load_problem("peaks-ann")
+    tape, net = problem.tape, {"ann_min_f": problem.optimum, "ann_min_x": problem.x_optimum}
     lo, hi = np.array([[-3.0, -3.0]]), np.array([[3.0, 3.0]])
     reference = {
         Mode.NIE: {1: -44.17, 8: -33.94, 32: -12.08, 64: -9.65, 128: -8.18},

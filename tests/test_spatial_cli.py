@@ -1,0 +1,64 @@
+"""``pbbflow minimize``: results, exit codes and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from pbbflow.cli.main import main
+
+KEYS = {"problem", "status", "objective", "x", "lower_bound", "gap_abs", "gap_rel", "nodes", "subdomains", "elapsed_s"}
+
+
+def test_a_built_in_problem_is_proved_as_json(capsys):
+    assert main(["minimize", "peaks", "--json", "--subdomains", "64"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert KEYS <= set(out) and out["status"] == "optimal" and out["subdomains"] == 64
+    assert out["lower_bound"] <= -6.551133332835842 <= out["objective"] + 1e-12
+    assert out["gap_abs"] <= 1e-5 and len(out["x"]) == 2
+
+
+def test_text_output_and_a_limit_exits_3(capsys, tmp_path):
+    problem = tmp_path / "p.json"
+    problem.write_text(json.dumps({"name": "bowl", "variables": 2, "domain": [[-1, 2], [-3, 1]],
+                                   "objective": "(x[0] - 0.5) ** 2 + sin(x[1]) ** 2 + x[0] * x[1]",
+                                   "inequalities": ["x[0] + x[1] - 1"], "equalities": []}))  # fmt: skip
+    assert main(["minimize", str(problem), "--node-limit", "1", "--subdomains", "4"]) == 3
+    text = capsys.readouterr().out
+    assert "status       limit" in text and "problem      bowl (2 variables, 1 inequalities" in text
+    assert main(["minimize", str(problem), "--bound", "mvf"]) == 0
+    assert "status       optimal" in capsys.readouterr().out
+
+
+def test_an_infeasible_problem_exits_0_with_no_point(capsys, tmp_path):
+    problem = tmp_path / "none.json"
+    problem.write_text(json.dumps({"variables": 1, "domain": [[0, 1]], "objective": "x[0]",
+                                   "inequalities": ["2 - x[0]"]}))  # fmt: skip
+    assert main(["minimize", str(problem), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["status"] == "infeasible" and out["objective"] is None and out["lower_bound"] is None
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    hostile = tmp_path / "h.json"
+    marker = tmp_path / "pwned"
+    hostile.write_text(json.dumps({"variables": 1, "domain": [[0, 1]],
+                                   "objective": f"__import__('os').system('touch {marker}')"}))  # fmt: skip
+    bad_power = tmp_path / "p.json"
+    bad_power.write_text(json.dumps({"variables": 1, "domain": [[0, 1]], "objective": "x[0] ** 0.5"}))
+    cases = [
+        (["minimize", str(hostile)], "h.json"),
+        (["minimize", str(bad_power)], "exponent"),
+        (["minimize", str(tmp_path / "missing.json")], "no such file"),
+        (["minimize", "no-such-builtin"], "peaks-ann"),
+        (["minimize", "peaks", "--eps-abs", "-1"], "--eps-abs"),
+        (["minimize", "peaks", "--bound", "mccormick"], "--bound"),
+    ]
+    for argv, expected in cases:
+        proc = subprocess.run([sys.executable, "-m", "pbbflow.cli.main", *argv], capture_output=True, text=True,
+                              timeout=120, cwd=tmp_path)  # fmt: skip
+        assert proc.returncode == 2, (argv, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1 and expected in proc.stderr, (argv, proc.stderr)
+        assert "Traceback" not in proc.stderr
+    assert not marker.exists()
