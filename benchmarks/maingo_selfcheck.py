@@ -1,22 +1,58 @@
-"""Self-check of the MAiNGO reference on hand-built tapes, as JSON lines.
+"""Self-check of the MAiNGO reference, as JSON lines.
 
-For each problem of ``spatial_hand_tapes.PROBLEMS``: the known optimum, the tape's value at the
-file's x_optimum (checks the tape), MAiNGO's value, lower bound, nodes and seconds. Then the
-every-operation tape: MAiNGO's own evaluation of the model against a float64 walk of the tape at
-random points (checks the instruction translation, ops the problems do not use included), and its
-solve; then the atan2 tape, which must come back unsupported.
+For each problem (the JSON files of ``../shared/data/spatial`` and the built-in ``peaks-ann``): the
+known optimum, the tape's value at the file's x_optimum (checks the tape), MAiNGO's value, lower
+bound, nodes and seconds.  Then a problem using every operation MAiNGO has: MAiNGO's own
+evaluation of the model against pbbflow's float64 evaluation of the tape at random points (checks
+the instruction translation), and its solve; then an atan2 problem, which must come back
+unsupported.
 
-    PYTHONPATH=/tmp/pkg-maingo python benchmarks/maingo_selfcheck.py
+    python benchmarks/maingo_selfcheck.py
 """
 
 from __future__ import annotations
 
 import json
+import math
+import sys
+from pathlib import Path
 
 import maingopy
 import numpy as np
-from maingo_reference import solve_with_maingo, tape_to_maingo
-from spatial_hand_tapes import PROBLEMS, atan2_problem, evaluate_at, every_operation
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from maingo_reference import solve_with_maingo, tape_to_maingo  # noqa: E402
+
+from pbbflow.spatial import Model, abs, atan2, cos, exp, log, maximum, minimum, pi, relu, sigmoid, sin, sqrt, tan, tanh  # noqa: A004,E402
+from pbbflow.spatial.floateval import evaluate_float  # noqa: E402
+from pbbflow.spatial.load import load_problem  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial"
+
+
+def evaluate_at(tape, point) -> np.ndarray:
+    """f, g and h of ``tape`` at ``point`` in float64, as one array."""
+    f, g, h = evaluate_float(tape, np.asarray(point, dtype=np.float64))
+    return np.concatenate([[f], g, h])
+
+
+def every_operation():
+    """Every operation MAiNGO supports, on [0.5, 2] x [0.5, 3] x [-1, 2] (optimum unknown)."""
+    m = Model("every operation")
+    x, y, z = m.variable(0.5, 2.0), m.variable(0.5, 3.0), m.variable(-1.0, 2.0)
+    m.minimize(sqrt(x) + log(y) + tanh(z) + sin(x * y) + cos(z / x) + tan(z / 4) + abs(z - y) + minimum(x, y)
+               - maximum(y, z) + sigmoid(z) * relu(z - 0.5) + x**-2 - y**3 + exp(-z) + x)
+    m.subject_to(x * y - 3.5 <= 0)
+    m.subject_to(x + y + z - pi == 0)
+    return m.problem()
+
+
+def atan2_problem():
+    """min atan2(x1, x0) on [1, 2]^2: MAiNGO has no atan2, so it must come back unsupported."""
+    m = Model("atan2")
+    x0, x1 = m.variable(1.0, 2.0), m.variable(1.0, 2.0)
+    m.minimize(atan2(x1, x0))
+    return m.problem(optimum=math.atan2(1.0, 2.0))
 
 
 def check_problem(problem) -> dict:
@@ -66,8 +102,8 @@ def check_translation(samples: int = 200, seed: int = 0) -> dict:
 
 
 def main() -> None:
-    for make in PROBLEMS:
-        print(json.dumps(check_problem(make())), flush=True)
+    for spec in [*sorted(str(p) for p in DATA.glob("[BC]*.json")), "peaks-ann"]:
+        print(json.dumps(check_problem(load_problem(spec))), flush=True)
     print(json.dumps(check_translation()), flush=True)
     problem = atan2_problem()
     result = solve_with_maingo(problem.tape, problem.lower, problem.upper)
