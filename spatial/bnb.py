@@ -289,13 +289,26 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
         ub = incumbent.value
         return ub - max(options.eps_abs, options.eps_rel * abs(ub)) if math.isfinite(ub) else math.inf
 
-    def bound(lo: np.ndarray, hi: np.ndarray):
-        nonlocal nodes
-        found = bound_boxes(tape, lo, hi, n_per_dim, mode, options.feas_tol, options.parallel)
+    def bound(lo: np.ndarray, hi: np.ndarray, diving: bool):
+        """Bound boxes, offer their best points, and keep each shrunk to the hull of its
+        subdomains below the prune level (the rest of it holds nothing below that level)."""
+        nonlocal nodes, pruned_lb
+        level = prune_level()
+        found = bound_boxes(tape, lo, hi, n_per_dim, mode, options.feas_tol, options.parallel,
+                            threshold=np.full(len(lo), level))  # fmt: skip
         nodes += len(lo)
         for point in found.best_point:
             if np.all(np.isfinite(point)):
                 incumbent.offer(point)
+        for b in np.flatnonzero(np.isfinite(found.lb)):
+            box_lo, box_hi = lo[b], hi[b]
+            if np.all(np.isfinite(found.hull_lo[b])):
+                hull_lo = np.maximum(box_lo, found.hull_lo[b])
+                hull_hi = np.minimum(box_hi, found.hull_hi[b])
+                if np.any(hull_lo > box_lo) or np.any(hull_hi < box_hi):
+                    pruned_lb = min(pruned_lb, level)  # cut subdomains: feasible ones have lb >= level
+                    box_lo, box_hi = hull_lo, hull_hi
+            keep(float(found.lb[b]), box_lo, box_hi, diving)
         return found
 
     def keep(lb: float, lo: np.ndarray, hi: np.ndarray, diving: bool) -> None:
@@ -305,11 +318,9 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
         else:
             open_boxes.push(lb, lo, hi, diving)
 
-    root = bound(problem.lower[None, :].copy(), problem.upper[None, :].copy())
+    root = bound(problem.lower[None, :].copy(), problem.upper[None, :].copy(), diving=False)
     if local is not None and np.all(np.isfinite(root.best_point[0])):
         local.run(root.best_point[0])
-    if math.isfinite(root.lb[0]):
-        keep(float(root.lb[0]), problem.lower.copy(), problem.upper.copy(), diving=False)
     status = None
     while status is None:
         now = time.perf_counter()
@@ -342,9 +353,7 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
         if not children_lo:
             continue
         children_lo, children_hi = np.concatenate(children_lo), np.concatenate(children_hi)
-        found = bound(children_lo, children_hi)
-        for b in np.flatnonzero(np.isfinite(found.lb)):
-            keep(float(found.lb[b]), children_lo[b], children_hi[b], diving)
+        found = bound(children_lo, children_hi, diving)
         if local is not None and nodes * n_per_dim**d >= next_local:
             next_local += LOCAL_EVERY_SUBDOMAINS
             best = int(np.argmin(found.lb))

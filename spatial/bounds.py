@@ -68,12 +68,15 @@ class PointValue:
 class BoxBounds:
     """Per box: ``lb`` (+inf: proved infeasible), ``best_point`` (midpoint of the kept subdomain
     with the lowest lower bound; NaN when none is kept), ``n_kept`` and ``n_fallback``
-    (subdomains where MVF did not apply; 0 in NIE mode)."""
+    (subdomains where MVF did not apply; 0 in NIE mode), and ``hull_lo``/``hull_hi``: the hull of
+    the kept subdomains whose lower bound is below the box's threshold (NaN when none is)."""
 
     lb: np.ndarray
     best_point: np.ndarray
     n_kept: np.ndarray
     n_fallback: np.ndarray
+    hull_lo: np.ndarray
+    hull_hi: np.ndarray
 
 
 # ---------------------------------------------------------------- the interpreter
@@ -374,10 +377,11 @@ def _mean_value_form(o, lane, center_lo, center_hi, tlo, thi, slot, varying, x_l
 
 @jit
 def _bound_chunk(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, varying, edges, box, first,
-                 n_lanes, n_per_dim, mode, feas_tol, scratch_lo, scratch_hi, tlo, thi, kink, x_lo,
-                 x_hi, center, center_lo, center_hi, mvf_lo, mvf_hi):
+                 n_lanes, n_per_dim, mode, feas_tol, threshold, cells, scratch_lo, scratch_hi, tlo, thi,
+                 kink, x_lo, x_hi, center, center_lo, center_hi, mvf_lo, mvf_hi):
     """Bound subdomains first .. first + n_lanes - 1 of ``box``: (min lb, its subdomain or -1,
-    number kept, number of MVF fallbacks)."""
+    number kept, number of MVF fallbacks); ``cells[0]``/``cells[1]`` become the lowest/highest
+    cell along each axis of a kept subdomain whose lb is below ``threshold``."""
     for lane in range(n_lanes):
         _subdomain(edges, box, first + lane, n_per_dim, x_lo, x_hi, lane)
         for i in range(x_lo.shape[0]):
@@ -430,13 +434,20 @@ def _bound_chunk(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, varying, e
             if f_lo < best:
                 best = f_lo
                 best_s = first + lane
+            if f_lo < threshold:
+                s = first + lane
+                for i in range(cells.shape[1]):
+                    cell = s % n_per_dim
+                    s //= n_per_dim
+                    cells[0, i] = min(cells[0, i], cell)
+                    cells[1, i] = max(cells[1, i], cell)
     return best, best_s, kept, fallbacks
 
 
 @jit
 def _bound_work_items(thread, n_threads, op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, edges,
-                      n_per_dim, mode, feas_tol, chunk_best, chunk_subdomain, chunk_kept,
-                      chunk_fallbacks):
+                      n_per_dim, mode, feas_tol, threshold, chunk_best, chunk_subdomain, chunk_kept,
+                      chunk_fallbacks, chunk_cells):
     """Bound work items thread, thread + n_threads, ... (item = a box and a chunk of LANES of its
     subdomains) with this thread's own scratch."""
     n_boxes, n_chunks = chunk_best.shape
@@ -462,10 +473,13 @@ def _bound_work_items(thread, n_threads, op, arg0, arg1, const_lo, const_hi, out
         chunk = item % n_chunks
         first = chunk * LANES
         n_lanes = min(LANES, n_subdomains - first)
+        cells = chunk_cells[box, chunk]
+        cells[0, :] = n_per_dim
+        cells[1, :] = -1
         best, best_s, kept, fallbacks = _bound_chunk(
             op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, varying, edges, box, first, n_lanes,
-            n_per_dim, mode, feas_tol, scratch_lo, scratch_hi, tlo, thi, kink, x_lo, x_hi, center,
-            center_lo, center_hi, mvf_lo, mvf_hi)
+            n_per_dim, mode, feas_tol, threshold[box], cells, scratch_lo, scratch_hi, tlo, thi, kink, x_lo,
+            x_hi, center, center_lo, center_hi, mvf_lo, mvf_hi)
         chunk_best[box, chunk] = best
         chunk_subdomain[box, chunk] = best_s
         chunk_kept[box, chunk] = kept
@@ -474,19 +488,20 @@ def _bound_work_items(thread, n_threads, op, arg0, arg1, const_lo, const_hi, out
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _bound_work_items_parallel(n_threads, op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, edges,
-                               n_per_dim, mode, feas_tol, chunk_best, chunk_subdomain, chunk_kept,
-                               chunk_fallbacks):
+                               n_per_dim, mode, feas_tol, threshold, chunk_best, chunk_subdomain, chunk_kept,
+                               chunk_fallbacks, chunk_cells):
     """The work items spread over ``n_threads`` numba threads (one strided share each)."""
     for thread in numba.prange(n_threads):
         _bound_work_items(thread, n_threads, op, arg0, arg1, const_lo, const_hi, outputs, n_ineq,
-                          edges, n_per_dim, mode, feas_tol, chunk_best, chunk_subdomain, chunk_kept,
-                          chunk_fallbacks)
+                          edges, n_per_dim, mode, feas_tol, threshold, chunk_best, chunk_subdomain,
+                          chunk_kept, chunk_fallbacks, chunk_cells)
 
 
 @jit
-def _reduce_chunks(edges, n_per_dim, chunk_best, chunk_subdomain, chunk_kept, chunk_fallbacks, lb,
-                   best_point, n_kept, n_fallback):
-    """Per box: the lowest chunk bound (the first on ties), its subdomain's midpoint, the counts."""
+def _reduce_chunks(edges, n_per_dim, chunk_best, chunk_subdomain, chunk_kept, chunk_fallbacks, chunk_cells,
+                   lb, best_point, n_kept, n_fallback, hull_lo, hull_hi):
+    """Per box: the lowest chunk bound (the first on ties), its subdomain's midpoint, the counts,
+    and the hull of the subdomains below the threshold (NaN where there is none)."""
     x_lo = np.empty((edges.shape[1], 1))
     x_hi = np.empty((edges.shape[1], 1))
     for box in range(chunk_best.shape[0]):
@@ -499,6 +514,15 @@ def _reduce_chunks(edges, n_per_dim, chunk_best, chunk_subdomain, chunk_kept, ch
                 best = chunk_best[box, chunk]
                 best_s = chunk_subdomain[box, chunk]
         lb[box] = best
+        for i in range(edges.shape[1]):
+            low = n_per_dim
+            high = -1
+            for chunk in range(chunk_best.shape[1]):
+                low = min(low, chunk_cells[box, chunk, 0, i])
+                high = max(high, chunk_cells[box, chunk, 1, i])
+            if high >= 0:
+                hull_lo[box, i] = edges[box, i, low]
+                hull_hi[box, i] = edges[box, i, high + 1]
         if best_s >= 0:
             _subdomain(edges, box, best_s, n_per_dim, x_lo, x_hi, 0)
             for i in range(edges.shape[1]):
@@ -506,9 +530,12 @@ def _reduce_chunks(edges, n_per_dim, chunk_best, chunk_subdomain, chunk_kept, ch
 
 
 def bound_boxes(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, n_per_dim: int,
-                mode: int = Mode.BOTH, feas_tol: float = 1e-6, parallel: bool = True) -> BoxBounds:
+                mode: int = Mode.BOTH, feas_tol: float = 1e-6, parallel: bool = True,
+                threshold: np.ndarray | None = None) -> BoxBounds:
     """Subdomain lower bounds of f on B boxes ``[box_lo[b], box_hi[b]]`` (float64 (B, d), finite),
-    each split into ``n_per_dim ** d`` uniform subdomains bounded by ``mode`` (see :class:`Mode`)."""
+    each split into ``n_per_dim ** d`` uniform subdomains bounded by ``mode`` (see :class:`Mode`).
+    ``threshold`` (B,) (default +inf): ``hull_lo/hull_hi`` are the hull of the kept subdomains
+    whose lower bound is below it; the rest of the box holds no feasible point below it."""
     box_lo = np.ascontiguousarray(box_lo, dtype=np.float64)
     box_hi = np.ascontiguousarray(box_hi, dtype=np.float64)
     if box_lo.ndim != 2 or box_lo.shape != box_hi.shape or box_lo.shape[1] != tape.n_vars:
@@ -526,9 +553,15 @@ def bound_boxes(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, n_per_dim: i
     chunk_subdomain = np.empty((n_boxes, n_chunks), dtype=np.int64)
     chunk_kept = np.empty((n_boxes, n_chunks), dtype=np.int64)
     chunk_fallbacks = np.empty((n_boxes, n_chunks), dtype=np.int64)
+    chunk_cells = np.empty((n_boxes, n_chunks, 2, tape.n_vars), dtype=np.int64)
+    if threshold is None:
+        threshold = np.full(n_boxes, np.inf)
+    threshold = np.ascontiguousarray(threshold, dtype=np.float64)
+    if threshold.shape != (n_boxes,):
+        raise ValueError(f"threshold must have one value per box ({n_boxes})")
     arguments = (tape.op, tape.arg0, tape.arg1, tape.const_lo, tape.const_hi, tape.outputs, tape.n_ineq,
-                 edges, int(n_per_dim), int(mode), float(feas_tol), chunk_best, chunk_subdomain,
-                 chunk_kept, chunk_fallbacks)
+                 edges, int(n_per_dim), int(mode), float(feas_tol), threshold, chunk_best, chunk_subdomain,
+                 chunk_kept, chunk_fallbacks, chunk_cells)
     if parallel:
         _bound_work_items_parallel(numba.get_num_threads(), *arguments)
     else:
@@ -537,9 +570,12 @@ def bound_boxes(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, n_per_dim: i
     best_point = np.full((n_boxes, tape.n_vars), np.nan)
     n_kept = np.zeros(n_boxes, dtype=np.int64)
     n_fallback = np.zeros(n_boxes, dtype=np.int64)
-    _reduce_chunks(edges, int(n_per_dim), chunk_best, chunk_subdomain, chunk_kept, chunk_fallbacks, lb,
-                   best_point, n_kept, n_fallback)
-    return BoxBounds(lb=lb, best_point=best_point, n_kept=n_kept, n_fallback=n_fallback)
+    hull_lo = np.full((n_boxes, tape.n_vars), np.nan)
+    hull_hi = np.full((n_boxes, tape.n_vars), np.nan)
+    _reduce_chunks(edges, int(n_per_dim), chunk_best, chunk_subdomain, chunk_kept, chunk_fallbacks, chunk_cells,
+                   lb, best_point, n_kept, n_fallback, hull_lo, hull_hi)
+    return BoxBounds(lb=lb, best_point=best_point, n_kept=n_kept, n_fallback=n_fallback, hull_lo=hull_lo,
+                     hull_hi=hull_hi)
 
 
 # ---------------------------------------------------------------- points

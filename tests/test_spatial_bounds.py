@@ -202,3 +202,24 @@ def test_peaks_ann_root_bounds_match_the_reference():
     assert value.f_lo >= both.lb[0] and value.f_lo <= -6.0  # the best subdomain's midpoint is good
     at_min = evaluate_point(tape, np.array(net["ann_min_x"]))
     assert at_min.f_lo <= net["ann_min_f"] <= at_min.f_hi and at_min.f_hi - at_min.f_lo < 1e-12
+
+
+def test_the_hull_below_a_threshold_keeps_every_point_below_it():
+    """Outside the hull of the subdomains whose lb is below t, no sampled point has f < t (nor is
+    any infeasible subdomain part of it); t = +inf keeps every feasible subdomain."""
+    tape = six_hump_camel()
+    lo, hi = np.array([[-3.0, -2.0]]), np.array([[3.0, 2.0]])
+    grid = np.stack(np.meshgrid(np.linspace(-3, 3, 241), np.linspace(-2, 2, 161)), -1).reshape(-1, 2)
+    gx, gy = grid[:, 0], grid[:, 1]
+    values = (4 - 2.1 * gx**2 + gx**4 / 3) * gx**2 + gx * gy + (-4 + 4 * gy**2) * gy**2
+    for threshold in (-1.0, 0.0, 2.0):
+        for mode in MODES:
+            found = bound_boxes(tape, lo, hi, 16, mode, threshold=np.array([threshold]))
+            inside = np.all((grid >= found.hull_lo[0]) & (grid <= found.hull_hi[0]), axis=1)
+            assert np.all(values[~inside] >= threshold - 1e-12)
+            assert np.all(found.hull_lo[0] >= lo[0]) and np.all(found.hull_hi[0] <= hi[0])
+            assert np.any(found.hull_hi[0] - found.hull_lo[0] < hi[0] - lo[0])  # something was cut
+    whole = bound_boxes(tape, lo, hi, 16, Mode.BOTH)
+    np.testing.assert_array_equal(np.stack([whole.hull_lo[0], whole.hull_hi[0]]), np.stack([lo[0], hi[0]]))
+    nothing = bound_boxes(tape, lo, hi, 16, Mode.BOTH, threshold=np.array([-1e6]))  # below every bound
+    assert np.all(np.isnan(nothing.hull_lo)) and np.all(np.isnan(nothing.hull_hi))
