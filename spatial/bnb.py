@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .bounds import Mode, bound_boxes, evaluate_point, is_feasible
+from .contract import contract_boxes
 from .problem import Problem
 
 BOUNDS = {"nie": Mode.NIE, "mvf": Mode.MVF, "both": Mode.BOTH}
@@ -55,6 +56,7 @@ class MinimizeOptions:
     parallel: bool = True
     max_open: int = 1_000_000
     local_solves: bool = True
+    contract: bool = True  # narrow each box by constraint propagation (FBBT) before bounding it
 
     def __post_init__(self) -> None:
         if self.bound not in BOUNDS:
@@ -286,13 +288,21 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
         return ub - max(options.eps_abs, options.eps_rel * abs(ub)) if math.isfinite(ub) else math.inf
 
     def bound(lo: np.ndarray, hi: np.ndarray):
-        nonlocal nodes
-        found = bound_boxes(tape, lo, hi, n_per_dim, mode, options.feas_tol, options.parallel)
+        """The boxes contracted (those proved to hold no point with f <= UB dropped: pruned at UB,
+        or infeasible without one) and their bounds: (lo, hi, BoxBounds)."""
+        nonlocal nodes, pruned_lb
         nodes += len(lo)
+        if options.contract:
+            ub = incumbent.value
+            lo, hi, empty = contract_boxes(tape, lo, hi, ub, options.feas_tol)
+            if np.any(empty):
+                pruned_lb = min(pruned_lb, ub)
+                lo, hi = lo[~empty], hi[~empty]
+        found = bound_boxes(tape, lo, hi, n_per_dim, mode, options.feas_tol, options.parallel)
         for point in found.best_point:
             if np.all(np.isfinite(point)):
                 incumbent.offer(point)
-        return found
+        return lo, hi, found
 
     def keep(lb: float, lo: np.ndarray, hi: np.ndarray, diving: bool) -> None:
         nonlocal pruned_lb
@@ -301,11 +311,11 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
         else:
             open_boxes.push(lb, lo, hi, diving)
 
-    root = bound(problem.lower[None, :].copy(), problem.upper[None, :].copy())
-    if local is not None and np.all(np.isfinite(root.best_point[0])):
+    root_lo, root_hi, root = bound(problem.lower[None, :].copy(), problem.upper[None, :].copy())
+    if len(root.lb) and local is not None and np.all(np.isfinite(root.best_point[0])):
         local.run(root.best_point[0])
-    if math.isfinite(root.lb[0]):
-        keep(float(root.lb[0]), problem.lower.copy(), problem.upper.copy(), diving=False)
+    if len(root.lb) and math.isfinite(root.lb[0]):
+        keep(float(root.lb[0]), root_lo[0], root_hi[0], diving=False)
     status = None
     while status is None:
         now = time.perf_counter()
@@ -338,9 +348,11 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
         if not children_lo:
             continue
         children_lo, children_hi = np.concatenate(children_lo), np.concatenate(children_hi)
-        found = bound(children_lo, children_hi)
+        children_lo, children_hi, found = bound(children_lo, children_hi)
         for b in np.flatnonzero(np.isfinite(found.lb)):
             keep(float(found.lb[b]), children_lo[b], children_hi[b], diving)
+        if not len(found.lb):
+            continue
         if local is not None and local.seconds <= LOCAL_SHARE * (time.perf_counter() - began):
             best = int(np.argmin(found.lb))
             if math.isfinite(found.lb[best]) and found.lb[best] < prune_level():
@@ -365,5 +377,6 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
         open_boxes=len(open_boxes) + unsplittable,
         local_solves=0 if local is None else local.count,
         feas_tol=options.feas_tol,
-        options={"bound": options.bound, "eps_abs": options.eps_abs, "eps_rel": options.eps_rel},
+        options={"bound": options.bound, "eps_abs": options.eps_abs, "eps_rel": options.eps_rel,
+                 "contract": options.contract},
     )
