@@ -16,6 +16,7 @@ from spatial_problems import SPATIAL_DATA
 from pbbflow.spatial.bnb import MinimizeOptions, minimize
 from pbbflow.spatial.contract import contract_box, contract_boxes, project
 from pbbflow.spatial.load import load_problem
+from pbbflow.spatial.problem import Problem
 from pbbflow.spatial.tape import BINARY, Op, TapeBuilder
 
 PROJECTED = [Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.NEG, Op.POWI, Op.SQRT, Op.EXP, Op.LOG, Op.TANH, Op.ABS,
@@ -249,3 +250,12 @@ def test_minimize_with_and_without_contraction_stays_valid():
             if result.objective is not None:
                 assert result.objective >= optimum - 1e-5, (name, contract, result)
             assert result.options["contract"] is contract
+
+
+def test_minimize_proves_an_empty_root_infeasible():
+    b = TapeBuilder(2)
+    x, y = b.var(0), b.var(1)
+    tape = b.build(b.binary(Op.ADD, x, y), [], [b.binary(Op.ADD, b.powi(x, 2), b.const(1.0))])  # x^2 + 1 == 0
+    problem = Problem(name="empty", lower=np.array([-1.0, -1.0]), upper=np.array([1.0, 1.0]), tape=tape)
+    result = minimize(problem, MinimizeOptions(parallel=False))
+    assert result.status == "infeasible" and result.lower_bound == math.inf and result.nodes == 1
