@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .bounds import Mode, bound_boxes, evaluate_point, is_feasible
+from .contract import contract_boxes
 from .problem import Problem
 
 BOUNDS = {"nie": Mode.NIE, "mvf": Mode.MVF, "both": Mode.BOTH}
@@ -56,6 +57,7 @@ class MinimizeOptions:
     parallel: bool = True
     max_open: int = 1_000_000
     local_solves: bool = True
+    contract: bool = True  # narrow each box by constraint propagation (FBBT) before bounding it
 
     def __post_init__(self) -> None:
         if self.bound not in BOUNDS:
@@ -230,6 +232,10 @@ class _OpenBoxes:
         else:
             heapq.heappush(self.heap, entry)
 
+    def count_below(self, level: float) -> int:
+        """Open boxes whose bound is below ``level`` (the others are pruned by it)."""
+        return sum(entry[0] < level for entry in (*self.heap, *self.dive))
+
     def lowest(self) -> float:
         """The lowest lower bound of an open box (inf when none is open)."""
         heap_min = self.heap[0][0] if self.heap else math.inf
@@ -290,13 +296,23 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
         return ub - max(options.eps_abs, options.eps_rel * abs(ub)) if math.isfinite(ub) else math.inf
 
     def bound(lo: np.ndarray, hi: np.ndarray, diving: bool):
-        """Bound boxes, offer their best points, and keep each shrunk to the hull of its
-        subdomains below the prune level (the rest of it holds nothing below that level)."""
+        """Contract boxes (those proved to hold no point with f <= UB go: pruned at UB, or
+        infeasible without one), bound them, offer their best points, and keep each shrunk to the
+        hull of its subdomains below the prune level (the rest holds nothing below that level).
+        The bounds, or None when contraction left no box."""
         nonlocal nodes, pruned_lb
+        nodes += len(lo)
+        if options.contract:
+            ub = incumbent.value
+            lo, hi, empty = contract_boxes(tape, lo, hi, ub, options.feas_tol)
+            if np.any(empty):
+                pruned_lb = min(pruned_lb, ub)
+                lo, hi = lo[~empty], hi[~empty]
+        if not len(lo):
+            return None
         level = prune_level()
         found = bound_boxes(tape, lo, hi, n_per_dim, mode, options.feas_tol, options.parallel,
                             threshold=np.full(len(lo), level))  # fmt: skip
-        nodes += len(lo)
         for point in found.best_point:
             if np.all(np.isfinite(point)):
                 incumbent.offer(point)
@@ -319,7 +335,7 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
             open_boxes.push(lb, lo, hi, diving)
 
     root = bound(problem.lower[None, :].copy(), problem.upper[None, :].copy(), diving=False)
-    if local is not None and np.all(np.isfinite(root.best_point[0])):
+    if root is not None and local is not None and np.all(np.isfinite(root.best_point[0])):
         local.run(root.best_point[0])
     status = None
     while status is None:
@@ -354,6 +370,8 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
             continue
         children_lo, children_hi = np.concatenate(children_lo), np.concatenate(children_hi)
         found = bound(children_lo, children_hi, diving)
+        if found is None:
+            continue
         if local is not None and nodes * n_per_dim**d >= next_local:
             next_local += LOCAL_EVERY_SUBDOMAINS
             best = int(np.argmin(found.lb))
@@ -376,9 +394,10 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
         nodes=nodes,
         subdomains=n_per_dim**d,
         elapsed_s=time.perf_counter() - began,
-        open_boxes=len(open_boxes) + unsplittable,
+        open_boxes=open_boxes.count_below(prune_level()) + unsplittable,
         local_solves=0 if local is None else local.count,
         local_solve_s=0.0 if local is None else local.seconds,
         feas_tol=options.feas_tol,
-        options={"bound": options.bound, "eps_abs": options.eps_abs, "eps_rel": options.eps_rel},
+        options={"bound": options.bound, "eps_abs": options.eps_abs, "eps_rel": options.eps_rel,
+                 "contract": options.contract},
     )
