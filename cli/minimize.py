@@ -41,8 +41,8 @@ def add_parser(commands, duration, positive_int) -> None:
                    help="relative optimality gap (default: 1e-6)")
     m.add_argument("--feas-tol", type=_positive_float, default=1e-6, metavar="X",
                    help="equalities hold within this at the reported point (default: 1e-6)")
-    m.add_argument("--subdomains", type=positive_int, default=1024, metavar="N",
-                   help="subdomains per box, N^d uniform (default: 1024)")
+    m.add_argument("--subdomains", type=positive_int, default=64, metavar="N",
+                   help="subdomains per box: the largest k^d <= N, uniform (default: 64)")
     m.add_argument("--bound", choices=("nie", "mvf", "both"), default="both",
                    help="subdomain bound: natural interval extension, mean value form, or both (default)")
     m.add_argument("--serial", action="store_true", help="bound subdomains on one thread")
@@ -115,13 +115,16 @@ def run(args: argparse.Namespace) -> int:
     from ..spatial.load import load_problem
 
     problem = load_problem(args.problem)  # before numba loads: a bad file is answered at once
-    from ..spatial.bnb import MinimizeOptions, minimize
+    from ..spatial.bnb import MinimizeOptions, load_code, minimize
 
     options = MinimizeOptions(eps_abs=args.eps_abs, eps_rel=args.eps_rel, feas_tol=args.feas_tol,
                               subdomains=args.subdomains, bound=args.bound, time_limit=args.time_limit,
                               node_limit=args.node_limit, parallel=not args.serial)  # fmt: skip
     line = ProgressLine(sys.stderr) if not args.quiet and sys.stderr.isatty() else None
     with StopSignals() as signals:
+        seconds, compiled = load_code(problem, options)
+        if compiled and not args.quiet:
+            print(f"pbbflow: compiling, first run only: {seconds:.1f} s", file=sys.stderr)
         try:
             result = minimize(problem, options, progress=line, should_stop=signals.stop.is_set)
         finally:
