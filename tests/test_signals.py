@@ -264,3 +264,14 @@ def test_a_killed_driver_leaves_no_explorer_behind_and_resume_takes_over(tmp_pat
         assert time.monotonic() - started < 45
         after = json.loads(proc.stdout)
         assert after["nodes"] > before["nodes"] and after["remaining_fraction"] < before["remaining_fraction"]
+
+
+def test_ctrl_c_stops_minimize_with_its_certified_bounds(tmp_path):
+    """pbbflow minimize: the first Ctrl-C ends the search at once with status limit, exit 3."""
+    terminal = Terminal([*CLI, "minimize", "peaks-ann", "--eps-abs", "0", "--eps-rel", "0", "--subdomains", "1"],
+                        tmp_path)  # fmt: skip
+    terminal.wait_for(" open", 300)  # the progress line: the search runs (after any compiling)
+    terminal.type_ctrl_c()
+    code = terminal.finish(30)
+    assert code == 3, terminal.output[-3000:]
+    assert "status       limit" in terminal.output and "Traceback" not in terminal.output

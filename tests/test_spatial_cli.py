@@ -62,3 +62,18 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
         assert len(proc.stderr.strip().splitlines()) == 1 and expected in proc.stderr, (argv, proc.stderr)
         assert "Traceback" not in proc.stderr
     assert not marker.exists()
+
+
+def test_a_python_model_file(capsys, tmp_path):
+    model = tmp_path / "ring.py"
+    model.write_text("from pbbflow.spatial import Model\n\n"
+                     "def model():\n"
+                     "    m = Model('ring')\n"
+                     "    x, y = m.variable(-2, 2), m.variable(-2, 2)\n"
+                     "    m.minimize(x - 2 * y)\n"
+                     "    m.subject_to(x**2 + y**2 <= 1)\n"
+                     "    return m\n")  # fmt: skip
+    assert main(["minimize", str(model), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["problem"] == "ring" and out["status"] == "optimal"
+    assert out["lower_bound"] <= -(5**0.5) <= out["objective"] <= -(5**0.5) + 1e-5  # min of x - 2y on the disk
