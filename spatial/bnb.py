@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .bounds import Mode, bound_boxes, evaluate_point, is_feasible
+from .lagrangian import LagrangianBound, lagrangian_bound, multipliers
 from .contract import contract_boxes
 from .problem import Problem
 
@@ -201,19 +202,24 @@ class _LocalSolver:
                 return None
         return found.x if np.all(np.isfinite(found.x)) else None
 
-    def run(self, start: np.ndarray) -> None:
-        """A local solve from ``start``; pulled inside the inequalities until its point verifies."""
+    def run(self, start: np.ndarray) -> np.ndarray | None:
+        """A local solve from ``start``, pulled inside the inequalities until its point verifies;
+        the local optimum found (before any pull) when it improved the incumbent, else None."""
         began = time.perf_counter()
         self.count += 1
         point = np.asarray(start, dtype=np.float64)
+        optimum = None
         for margin in INWARD_MARGINS if self.problem.tape.n_ineq else INWARD_MARGINS[:1]:
             found = self._solve(point, margin)
             if found is None:
                 break
+            optimum = found if optimum is None else optimum
             if self.incumbent.offer(found):
-                break
+                self.seconds += time.perf_counter() - began
+                return optimum
             point = found
         self.seconds += time.perf_counter() - began
+        return None
 
 
 class _OpenBoxes:
@@ -342,16 +348,34 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
         for point in found.best_point:
             if np.all(np.isfinite(point)):
                 incumbent.offer(point)
-        for b in np.flatnonzero(np.isfinite(found.lb)):
+        lb, hull_lo, hull_hi = found.lb, found.hull_lo, found.hull_hi
+        if lagrangian is not None:
+            lb, hull_lo, hull_hi = with_lagrangian(lagrangian, lo, hi, level, lb, hull_lo, hull_hi)
+        for b in np.flatnonzero(np.isfinite(lb)):
             box_lo, box_hi = lo[b], hi[b]
-            if np.all(np.isfinite(found.hull_lo[b])):
-                hull_lo = np.maximum(box_lo, found.hull_lo[b])
-                hull_hi = np.minimum(box_hi, found.hull_hi[b])
-                if np.any(hull_lo > box_lo) or np.any(hull_hi < box_hi):
+            if np.all(np.isfinite(hull_lo[b])):
+                cut_lo = np.maximum(box_lo, hull_lo[b])
+                cut_hi = np.minimum(box_hi, hull_hi[b])
+                if np.any(cut_lo > cut_hi):  # f's and L's hulls do not meet: nothing below the level
+                    pruned_lb = min(pruned_lb, level)
+                    continue
+                if np.any(cut_lo > box_lo) or np.any(cut_hi < box_hi):
                     pruned_lb = min(pruned_lb, level)  # cut subdomains: feasible ones have lb >= level
-                    box_lo, box_hi = hull_lo, hull_hi
-            keep(float(found.lb[b]), box_lo, box_hi, diving)
+                    box_lo, box_hi = cut_lo, cut_hi
+            keep(float(lb[b]), box_lo, box_hi, diving)
         return found
+
+    def with_lagrangian(bound_l: LagrangianBound, lo, hi, level, lb, hull_lo, hull_hi):
+        """The bounds and hulls of f sharpened by L's (both are valid: the larger bound, the
+        intersection of the hulls; a box whose L-hull is empty has nothing below the level)."""
+        threshold = math.nextafter(level + bound_l.slack, math.inf)
+        by_l = bound_boxes(bound_l.tape, lo, hi, n_per_dim, mode, options.feas_tol, options.parallel,
+                           threshold=np.full(len(lo), threshold))  # fmt: skip
+        lb_l = np.nextafter(by_l.lb - bound_l.slack, -np.inf)
+        lb = np.maximum(lb, np.where(np.isnan(lb_l), -np.inf, lb_l))
+        none_below = np.isnan(by_l.hull_lo[:, 0]) & np.isfinite(lb)
+        lb = np.where(none_below, np.maximum(lb, level), lb)  # every subdomain's L-bound is at or above it
+        return lb, np.fmax(hull_lo, by_l.hull_lo), np.fmin(hull_hi, by_l.hull_hi)
 
     def keep(lb: float, lo: np.ndarray, hi: np.ndarray, diving: bool) -> None:
         nonlocal pruned_lb
@@ -360,9 +384,20 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
         else:
             open_boxes.push(lb, lo, hi, diving)
 
+    def solve_locally(start: np.ndarray) -> None:
+        """A local solve; one that improves the incumbent of a constrained problem brings a
+        Lagrangian bound with the multipliers at its optimum."""
+        nonlocal lagrangian
+        optimum = local.run(start)
+        if optimum is not None and (tape.n_ineq or tape.n_eq):
+            weights = multipliers(tape, optimum)
+            if weights is not None:
+                lagrangian = lagrangian_bound(tape, *weights, options.feas_tol)
+
+    lagrangian: LagrangianBound | None = None
     root = bound(problem.lower[None, :].copy(), problem.upper[None, :].copy(), diving=False)
     if root is not None and local is not None and np.all(np.isfinite(root.best_point[0])):
-        local.run(root.best_point[0])
+        solve_locally(root.best_point[0])
     status = None
     while status is None:
         now = time.perf_counter()
@@ -402,7 +437,7 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
             next_local += LOCAL_EVERY_SUBDOMAINS
             best = int(np.argmin(found.lb))
             if math.isfinite(found.lb[best]) and found.lb[best] < prune_level():
-                local.run(found.best_point[best])
+                solve_locally(found.best_point[best])
     lower_bound = min(open_boxes.lowest(), pruned_lb, unsplittable_lb)
     if status is None:
         if unsplittable:

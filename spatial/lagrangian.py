@@ -1,0 +1,107 @@
+"""A Lagrangian lower bound for constrained problems.
+
+For any weights mu >= 0 and lam, every point with g <= 0 and |h| <= feas_tol satisfies
+f = L - mu.g - lam.h >= L - sum |lam_j| feas_tol, where L = f + mu.g + lam.h.  So a rigorous lower
+bound of L over a box, minus that slack, bounds f over the box's feasible points, whatever the
+weights.  With the multipliers of a KKT point the gradient of L vanishes there, so the mean value
+form of L tightens quadratically as boxes shrink around it, where f's own bound stalls next to an
+equality (it can only improve with the subdomain width).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .floateval import evaluate_float
+from .tape import BINARY, Op, Tape, TapeBuilder
+
+ACTIVE = 1e-6  # inequalities within this of 0 at the point take part in the multiplier estimate
+
+
+@dataclass(frozen=True)
+class LagrangianBound:
+    """L's tape (outputs: L, then the problem's g and h, so subdomains drop as for f) and the slack
+    to subtract from its lower bounds (rounded up)."""
+
+    tape: Tape
+    slack: float
+
+
+def _gradients(tape: Tape, x: np.ndarray) -> np.ndarray:
+    """Central-difference gradients (rows: f, g..., h...) at ``x`` in float64."""
+    rows = []
+    for i in range(len(x)):
+        step = 1e-7 * max(1.0, abs(x[i]))
+        up, down = x.copy(), x.copy()
+        up[i] += step
+        down[i] -= step
+        f_up, g_up, h_up = evaluate_float(tape, up)
+        f_down, g_down, h_down = evaluate_float(tape, down)
+        rows.append((np.concatenate([[f_up], g_up, h_up]) - np.concatenate([[f_down], g_down, h_down])) / (2 * step))
+    return np.array(rows).T
+
+
+def multipliers(tape: Tape, x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Weights (mu >= 0 for the inequalities, lam for the equalities) that make the gradient of L
+    smallest at ``x`` in least squares, over the equalities and the inequalities active there;
+    None where the functions are not finite at ``x``."""
+    from scipy.optimize import nnls
+
+    x = np.asarray(x, dtype=np.float64)
+    _, g, _ = evaluate_float(tape, x)
+    gradients = _gradients(tape, x)
+    if not np.all(np.isfinite(gradients)):
+        return None
+    n_ineq = tape.n_ineq
+    active = [i for i in range(n_ineq) if g[i] >= -ACTIVE]
+    g_rows = gradients[1 : 1 + n_ineq][active]
+    h_rows = gradients[1 + n_ineq :]
+    columns = np.concatenate([g_rows, h_rows, -h_rows]).T  # lam = lam_plus - lam_minus, all >= 0
+    if columns.size == 0:
+        return None
+    weights, _ = nnls(columns, -gradients[0])
+    mu = np.zeros(n_ineq)
+    mu[active] = weights[: len(active)]
+    n_eq = len(h_rows)
+    lam = weights[len(active) : len(active) + n_eq] - weights[len(active) + n_eq :]
+    return mu, lam
+
+
+def _copy(tape: Tape, builder: TapeBuilder) -> list[int]:
+    """Every instruction of ``tape`` emitted into ``builder``; the new slot of each old one."""
+    slots: list[int] = []
+    for code, a, b in zip(tape.op.tolist(), tape.arg0.tolist(), tape.arg1.tolist()):
+        code = Op(code)
+        if code is Op.VAR:
+            slots.append(builder.var(a))
+        elif code is Op.CONST:
+            slots.append(builder.const(float(tape.const_lo[a]), float(tape.const_hi[a])))
+        elif code is Op.POWI:
+            slots.append(builder.powi(slots[a], b))
+        elif code in BINARY:
+            slots.append(builder.binary(code, slots[a], slots[b]))
+        else:
+            slots.append(builder.unary(code, slots[a]))
+    return slots
+
+
+def lagrangian_bound(tape: Tape, mu: np.ndarray, lam: np.ndarray, feas_tol: float) -> LagrangianBound:
+    """L = f + mu.g + lam.h as a tape (mu must be >= 0) and its slack sum |lam| feas_tol."""
+    if np.any(~np.isfinite(mu)) or np.any(mu < 0) or np.any(~np.isfinite(lam)):
+        raise ValueError("Lagrangian weights must be finite, and those of inequalities >= 0")
+    builder = TapeBuilder(tape.n_vars)
+    slots = _copy(tape, builder)
+    total = slots[tape.objective]
+    for weight, slot in [*zip(mu.tolist(), tape.inequalities.tolist()), *zip(lam.tolist(), tape.equalities.tolist())]:
+        if weight != 0.0:
+            total = builder.binary(Op.ADD, total, builder.binary(Op.MUL, builder.const(weight), slots[slot]))
+    slack = math.fsum(abs(v) for v in lam.tolist()) * feas_tol
+    slack = math.nextafter(math.nextafter(slack, math.inf), math.inf)  # above the sum's and product's rounding
+    return LagrangianBound(
+        tape=builder.build(total, [slots[s] for s in tape.inequalities.tolist()],
+                           [slots[s] for s in tape.equalities.tolist()]),  # fmt: skip
+        slack=slack,
+    )
