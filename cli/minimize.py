@@ -89,7 +89,7 @@ class ProgressLine:
             self.stream.flush()
 
 
-def _print_result(out: dict, problem) -> None:
+def _print_result(out: dict, problem, lower_bound: float) -> None:
     def number(value) -> str:
         return "-" if value is None else repr(value)
 
@@ -101,7 +101,7 @@ def _print_result(out: dict, problem) -> None:
         f"status       {out['status']}",
         f"objective    {number(out['objective'])}",
         f"x            {'-' if x is None else ' '.join(repr(v) for v in x)}",
-        f"lower bound  {number(out['lower_bound'])}",
+        f"lower bound  {lower_bound!r}",  # inf: infeasible; -inf: unbounded below so far
         f"gap          {number(out['gap_abs'])} (relative {number(out['gap_rel'])})",
         f"nodes        {out['nodes']:,} boxes of {out['subdomains']:,} subdomains, {out['elapsed_s']:.2f} s",
     ]
@@ -134,5 +134,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out))
     else:
-        _print_result(out, problem)
+        _print_result(out, problem, result.lower_bound)
     return EXIT_LIMIT if result.status == "limit" else EXIT_DONE

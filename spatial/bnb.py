@@ -25,6 +25,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -235,7 +236,7 @@ class _OpenBoxes:
         return len(self.heap) + len(self.dive)
 
     def push(self, lb: float, lo: np.ndarray, hi: np.ndarray, diving: bool) -> None:
-        entry = (lb, next(self._order), lo, hi)
+        entry = (lb, -next(self._order), lo, hi)  # ties: the newest first (depth first, e.g. at -inf)
         if diving:
             self.dive.append(entry)
         else:
@@ -325,7 +326,9 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
 
     def prune_level() -> float:
         ub = incumbent.value
-        return ub - max(options.eps_abs, options.eps_rel * abs(ub)) if math.isfinite(ub) else math.inf
+        if not math.isfinite(ub):
+            return math.inf
+        return max(ub - max(options.eps_abs, options.eps_rel * abs(ub)), -sys.float_info.max)  # never -inf
 
     def bound(lo: np.ndarray, hi: np.ndarray, diving: bool):
         """Contract boxes (those proved to hold no point with f <= UB go: pruned at UB, or
@@ -351,7 +354,7 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
         lb, hull_lo, hull_hi = found.lb, found.hull_lo, found.hull_hi
         if lagrangian is not None:
             lb, hull_lo, hull_hi = with_lagrangian(lagrangian, lo, hi, level, lb, hull_lo, hull_hi)
-        for b in np.flatnonzero(np.isfinite(lb)):
+        for b in np.flatnonzero(lb < math.inf):  # +inf: proved infeasible; -inf: unbounded so far, kept
             box_lo, box_hi = lo[b], hi[b]
             if np.all(np.isfinite(hull_lo[b])):
                 cut_lo = np.maximum(box_lo, hull_lo[b])
@@ -373,7 +376,7 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
                            threshold=np.full(len(lo), threshold))  # fmt: skip
         lb_l = np.nextafter(by_l.lb - bound_l.slack, -np.inf)
         lb = np.maximum(lb, np.where(np.isnan(lb_l), -np.inf, lb_l))
-        none_below = np.isnan(by_l.hull_lo[:, 0]) & np.isfinite(lb)
+        none_below = np.isnan(by_l.hull_lo[:, 0]) & (lb < math.inf)
         lb = np.where(none_below, np.maximum(lb, level), lb)  # every subdomain's L-bound is at or above it
         return lb, np.fmax(hull_lo, by_l.hull_lo), np.fmin(hull_hi, by_l.hull_hi)
 
@@ -436,16 +439,16 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
         if local is not None and nodes * n_per_dim**d >= next_local:
             next_local += LOCAL_EVERY_SUBDOMAINS
             best = int(np.argmin(found.lb))
-            if math.isfinite(found.lb[best]) and found.lb[best] < prune_level():
+            if found.lb[best] < prune_level():
                 solve_locally(found.best_point[best])
     lower_bound = min(open_boxes.lowest(), pruned_lb, unsplittable_lb)
     if status is None:
         if unsplittable:
             status = "limit"
         elif incumbent.x is None:
-            status = "infeasible" if not math.isfinite(lower_bound) else "limit"
+            status = "infeasible" if lower_bound == math.inf else "limit"
         else:
-            status = "optimal"
+            status = "optimal" if lower_bound > -math.inf else "limit"
     return MinimizeResult(
         problem=problem.name,
         status=status,

@@ -122,3 +122,23 @@ def test_bad_options_are_refused():
                 {"time_limit": 0.0}, {"node_limit": 0}):  # fmt: skip
         with pytest.raises(ValueError):
             MinimizeOptions(**bad)
+
+
+def test_an_unbounded_objective_is_never_optimal():
+    """1/x on [-1, 1] has no minimum: boxes with a bound of -inf stay open (they are neither
+    infeasible nor prunable, even once the incumbent is -DBL_MAX), and the run ends at a limit."""
+    m = Model("reciprocal")
+    x = m.variable(-1, 1)
+    m.minimize(1 / x)
+    result = minimize(m.problem(), MinimizeOptions(time_limit=20))
+    assert result.status == "limit" and result.lower_bound == -math.inf and result.objective < -1e300
+    assert result.to_json()["lower_bound"] is None and result.gap_abs is None
+
+
+def test_a_huge_domain_is_not_called_infeasible():
+    """x^2 + y^2 - xy on [-1e300, 1e300]^2: the bounds overflow to -inf there; the box is kept."""
+    m = Model("huge")
+    x, y = m.variable(-1e300, 1e300), m.variable(-1e300, 1e300)
+    m.minimize(x**2 + y**2 - x * y)
+    result = minimize(m.problem(), MinimizeOptions(node_limit=200))
+    assert result.status == "limit" and result.lower_bound <= 0.0
