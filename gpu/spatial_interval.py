@@ -21,6 +21,7 @@ the treatment of pi and of large trigonometric arguments are the CPU's.
 
 from __future__ import annotations
 
+import math
 import types as pytypes
 
 from numba import cuda
@@ -97,6 +98,15 @@ def sqrt_up(x):
     return libdevice.dsqrt_ru(x)
 
 
+def _host_exp(x: float) -> float:
+    """The simulator's device exp: the host's, +inf past the overflow threshold as on a device
+    (Python's math.exp raises there)."""
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return INF
+
+
 # ---------------------------------------------------------------- the CPU's interval operations, on the device
 
 _NAMESPACE = dict(vars(cpu))
@@ -104,6 +114,8 @@ _NAMESPACE.update(
     LIBRARY_ULPS=LIBRARY_ULPS, add_down=add_down, add_up=add_up, mul_down=mul_down, mul_up=mul_up,
     div_down=div_down, div_up=div_up, sqrt_down=sqrt_down, sqrt_up=sqrt_up,
 )
+if SIMULATED:
+    _NAMESPACE["math"] = pytypes.SimpleNamespace(**{**vars(math), "exp": _host_exp})
 _TWINS = ("_power_down", "_power_up", "add", "sub", "mul", "div", "_positive_power", "powi", "sqrt", "exp", "log",
           "tanh", "sigmoid", "_multiples_of_pi", "_periodic", "cos", "sin", "tan", "atan2")
 for _name in _TWINS:

@@ -22,7 +22,7 @@ def _round(exact: Fraction, up: bool) -> float:
     try:
         nearest = exact.numerator / exact.denominator  # correctly rounded to nearest
     except OverflowError:
-        nearest = math.copysign(math.inf, exact)
+        nearest = math.inf if exact > 0 else -math.inf
     if math.isinf(nearest):
         if nearest > 0:
             return math.inf if up else MAX
