@@ -150,6 +150,16 @@ def _finish_boxes(edges, n_per_dim, best_s, cell_lo, cell_hi, best_point, hull_l
         best_point[box, i] = _midpoint(x_lo[i, 0], x_hi[i, 0])
 
 
+def kernel_for(tape: Tape):
+    """The bounding kernel for the tape's size (TapeTooLarge beyond the caps)."""
+    n_outputs = len(tape.outputs)
+    if tape.size > MAX_TAPE or tape.n_vars > MAX_VARS or n_outputs > MAX_OUTPUTS:
+        raise TapeTooLarge(
+            f"the GPU bounds tapes of at most {MAX_TAPE} slots, {MAX_VARS} variables and {MAX_OUTPUTS} outputs; "
+            f"this one has {tape.size}, {tape.n_vars} and {n_outputs}")
+    return bounding_kernel(_cap(tape.size), _cap(tape.n_vars), _cap(n_outputs))
+
+
 def _blocks(n: int) -> int:
     return max(1, -(-n // THREADS_PER_BLOCK))
 
@@ -159,14 +169,9 @@ def bound_boxes_gpu(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, n_per_di
     """:func:`pbbflow.spatial.bounds.bound_boxes` on the GPU: the same arguments (no ``parallel``),
     the same :class:`BoxBounds`, the per-box reduction on the device."""
     box_lo, box_hi, threshold = checked_request(tape, box_lo, box_hi, n_per_dim, mode, threshold)
-    n_outputs = len(tape.outputs)
-    if tape.size > MAX_TAPE or tape.n_vars > MAX_VARS or n_outputs > MAX_OUTPUTS:
-        raise TapeTooLarge(
-            f"the GPU bounds tapes of at most {MAX_TAPE} slots, {MAX_VARS} variables and {MAX_OUTPUTS} outputs; "
-            f"this one has {tape.size}, {tape.n_vars} and {n_outputs}")
     n_boxes, n_vars = box_lo.shape
     n_subdomains = int(n_per_dim) ** n_vars
-    kernel = bounding_kernel(_cap(tape.size), _cap(n_vars), _cap(n_outputs))
+    kernel = kernel_for(tape)
     edges = cuda.to_device(subdomain_edges(box_lo, box_hi, n_per_dim))
     sub_lb = cuda.device_array((n_boxes, n_subdomains), np.float64)
     box_lb = cuda.to_device(np.full(n_boxes, np.inf))
