@@ -529,13 +529,10 @@ def _reduce_chunks(edges, n_per_dim, chunk_best, chunk_subdomain, chunk_kept, ch
                 best_point[box, i] = _midpoint(x_lo[i, 0], x_hi[i, 0])
 
 
-def bound_boxes(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, n_per_dim: int,
-                mode: int = Mode.BOTH, feas_tol: float = 1e-6, parallel: bool = True,
-                threshold: np.ndarray | None = None) -> BoxBounds:
-    """Subdomain lower bounds of f on B boxes ``[box_lo[b], box_hi[b]]`` (float64 (B, d), finite),
-    each split into ``n_per_dim ** d`` uniform subdomains bounded by ``mode`` (see :class:`Mode`).
-    ``threshold`` (B,) (default +inf): ``hull_lo/hull_hi`` are the hull of the kept subdomains
-    whose lower bound is below it; the rest of the box holds no feasible point below it."""
+def checked_request(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, n_per_dim: int, mode: int,
+                    threshold: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The boxes and thresholds of a :func:`bound_boxes` request as contiguous float64 arrays
+    (threshold +inf by default); ValueError for anything malformed."""
     box_lo = np.ascontiguousarray(box_lo, dtype=np.float64)
     box_hi = np.ascontiguousarray(box_hi, dtype=np.float64)
     if box_lo.ndim != 2 or box_lo.shape != box_hi.shape or box_lo.shape[1] != tape.n_vars:
@@ -547,6 +544,23 @@ def bound_boxes(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, n_per_dim: i
     if n_per_dim < 1 or n_per_dim**tape.n_vars > MAX_SUBDOMAINS:
         raise ValueError(f"n_per_dim = {n_per_dim} gives no or too many subdomains")
     n_boxes = box_lo.shape[0]
+    if threshold is None:
+        threshold = np.full(n_boxes, np.inf)
+    threshold = np.ascontiguousarray(threshold, dtype=np.float64)
+    if threshold.shape != (n_boxes,):
+        raise ValueError(f"threshold must have one value per box ({n_boxes})")
+    return box_lo, box_hi, threshold
+
+
+def bound_boxes(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, n_per_dim: int,
+                mode: int = Mode.BOTH, feas_tol: float = 1e-6, parallel: bool = True,
+                threshold: np.ndarray | None = None) -> BoxBounds:
+    """Subdomain lower bounds of f on B boxes ``[box_lo[b], box_hi[b]]`` (float64 (B, d), finite),
+    each split into ``n_per_dim ** d`` uniform subdomains bounded by ``mode`` (see :class:`Mode`).
+    ``threshold`` (B,) (default +inf): ``hull_lo/hull_hi`` are the hull of the kept subdomains
+    whose lower bound is below it; the rest of the box holds no feasible point below it."""
+    box_lo, box_hi, threshold = checked_request(tape, box_lo, box_hi, n_per_dim, mode, threshold)
+    n_boxes = box_lo.shape[0]
     edges = subdomain_edges(box_lo, box_hi, n_per_dim)
     n_chunks = -(-(n_per_dim**tape.n_vars) // LANES)
     chunk_best = np.empty((n_boxes, n_chunks))
@@ -554,11 +568,6 @@ def bound_boxes(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, n_per_dim: i
     chunk_kept = np.empty((n_boxes, n_chunks), dtype=np.int64)
     chunk_fallbacks = np.empty((n_boxes, n_chunks), dtype=np.int64)
     chunk_cells = np.empty((n_boxes, n_chunks, 2, tape.n_vars), dtype=np.int64)
-    if threshold is None:
-        threshold = np.full(n_boxes, np.inf)
-    threshold = np.ascontiguousarray(threshold, dtype=np.float64)
-    if threshold.shape != (n_boxes,):
-        raise ValueError(f"threshold must have one value per box ({n_boxes})")
     arguments = (tape.op, tape.arg0, tape.arg1, tape.const_lo, tape.const_hi, tape.outputs, tape.n_ineq,
                  edges, int(n_per_dim), int(mode), float(feas_tol), threshold, chunk_best, chunk_subdomain,
                  chunk_kept, chunk_fallbacks, chunk_cells)

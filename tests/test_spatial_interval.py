@@ -8,7 +8,15 @@ import math
 import flint
 import numpy as np
 import pytest
-from spatial_helpers import PRECISION, Undecidable, Undefined, arb_binary, arb_unary, encloses
+from spatial_helpers import (
+    PRECISION,
+    arb_binary,
+    arb_unary,
+    check_enclosure,
+    encloses,
+    random_interval,
+    sample_points,
+)
 
 from pbbflow.spatial import interval as iv
 from pbbflow.spatial.tape import Op
@@ -32,83 +40,6 @@ def _precision():
     flint.ctx.prec = PRECISION
     yield
     flint.ctx.prec = old
-
-
-def random_interval(rng: np.random.Generator) -> tuple[float, float]:
-    """An interval from a mix of shapes: points, tiny, wide, around 0, huge, infinite, subnormal,
-    signed zeros, near multiples of pi/2, around the overflow of exp."""
-    kind = rng.integers(12)
-    x = float(rng.normal() * 10 ** rng.uniform(-3, 2))
-    if kind == 0:
-        return x, x
-    if kind == 1:
-        return x, x + abs(x) * 1e-12 + 1e-300
-    if kind == 2:
-        return tuple(sorted(rng.uniform(-100, 100, 2).tolist()))
-    if kind == 3:
-        return -float(rng.uniform(0, 5)), float(rng.uniform(0, 5))
-    if kind == 4:
-        return tuple(sorted((rng.normal(size=2) * 10.0 ** rng.integers(100, 308)).tolist()))
-    if kind == 5:
-        return [(-INF, x), (x, INF), (-INF, INF)][rng.integers(3)]
-    if kind == 6:
-        return tuple(sorted((rng.integers(-5, 6, 2) * 5e-324).tolist()))
-    if kind == 7:
-        return [(0.0, 0.0), (-0.0, 0.0), (0.0, abs(x)), (-abs(x), -0.0), (-0.0, abs(x))][rng.integers(5)]
-    if kind == 8:
-        centre = float(rng.integers(-8, 9)) * math.pi / 2
-        return tuple(sorted((centre + rng.normal(size=2) * 10.0 ** rng.uniform(-17, 0)).tolist()))
-    if kind == 9:
-        span = (700, 720) if rng.random() < 0.5 else (-760, -700)
-        return tuple(sorted(rng.uniform(*span, 2).tolist()))
-    if kind == 10:
-        centre = float(rng.integers(-10**6, 10**6)) * math.pi
-        return centre - 1e-3, centre + 1e-3 + float(rng.uniform(0, 8))
-    return -abs(x), -abs(x) / 2
-
-
-def sample_points(rng: np.random.Generator, lo: float, hi: float) -> list[float]:
-    """Endpoints (large finite stand-ins for infinite ones), interior points, 0 and multiples of pi/2."""
-    lo_f = -MAX if lo == -INF else lo
-    hi_f = MAX if hi == INF else hi
-    points = [lo_f, hi_f]
-    if lo == -INF:
-        points += [-1e300, -745.5, -20.0]
-    if hi == INF:
-        points += [1e300, 710.0, 20.0]
-    if lo_f < hi_f and math.isfinite(hi_f - lo_f):
-        points += (lo_f + (hi_f - lo_f) * rng.random(3)).tolist()
-    if lo <= 0.0 <= hi:
-        points.append(0.0)
-    if math.isfinite(lo) and math.isfinite(hi) and hi - lo < 100:
-        for k in range(math.ceil(lo / (math.pi / 2)) - 1, math.floor(hi / (math.pi / 2)) + 2):
-            for p in (k * math.pi / 2, np.nextafter(k * math.pi / 2, INF), np.nextafter(k * math.pi / 2, -INF)):
-                if lo <= p <= hi:
-                    points.append(float(p))
-    return [p for p in points if lo <= p <= hi]
-
-
-def check_enclosure(result: tuple[float, float], exact, context) -> int:
-    """1 for a violation: the exact value (arb, 200 bits, then 4,000 where the ball straddles an
-    end) lies outside the result; 0 when enclosed, undefined there, or beyond the oracle."""
-    lo, hi = result
-    assert math.isnan(lo) == math.isnan(hi), context
-    for precision in (PRECISION, 4000):
-        flint.ctx.prec = precision
-        try:
-            value = exact()
-        except (Undefined, Undecidable):
-            return 0
-        finally:
-            flint.ctx.prec = PRECISION
-        if not value.is_finite():
-            return 0
-        verdict = encloses(lo, hi, value)
-        if verdict is not None:
-            if not verdict:
-                print("violation", context, result, value)
-            return 0 if verdict else 1
-    return 0
 
 
 @pytest.mark.parametrize("code", list(UNARY), ids=lambda c: c.name)
