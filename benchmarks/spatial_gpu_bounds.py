@@ -66,10 +66,13 @@ def kernel_resources(tape) -> dict:
     """Registers and local memory per thread of the compiled bounding kernel (where numba says)."""
     kernel = kernel_for(tape)
     try:
-        return {"registers_per_thread": kernel.get_regs_per_thread(),
-                "local_memory_bytes_per_thread": kernel.get_local_mem_per_thread()}
+        registers, local = kernel.get_regs_per_thread(), kernel.get_local_mem_per_thread()
     except Exception as error:  # noqa: BLE001 (a report, not a check)
         return {"resources_unavailable": f"{type(error).__name__}: {error}"}
+    if isinstance(registers, dict):  # one entry per compiled signature, keyed by its type tuple
+        registers = {str(k): v for k, v in registers.items()}
+        local = {str(k): v for k, v in local.items()}
+    return {"registers_per_thread": registers, "local_memory_bytes_per_thread": local}
 
 
 def device_name() -> str:
