@@ -342,6 +342,9 @@ def open_cluster(
             from ..viz.dashboard import register_page
 
             register_page()  # the scheduler starts here, in this process: serve the pbbflow page
+            # An in-process cluster's batched comms log their closing at INFO, with a traceback, after
+            # LocalCluster has put back the log level it lowered: seen at the end of successful runs.
+            logging.getLogger("distributed.batched").setLevel(logging.WARNING)
             devices = resolve_gpus(gpus) if kind == "local" else 0
             if devices:
                 cluster = _local_gpu_cluster(devices, dashboard_address)
