@@ -19,7 +19,7 @@ from .signals import StopSignals
 EXIT_DONE, EXIT_LIMIT = 0, 3
 
 
-def _positive_float(text: str) -> float:
+def _non_negative_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -35,11 +35,11 @@ def add_parser(commands, duration, positive_int) -> None:
     m = commands.add_parser("minimize", help="prove the global minimum of a continuous problem (spatial B&B)")
     m.add_argument("problem", help="a problem or ANN JSON file, a Python model file (.py), or a built-in name "
                                    "(peaks, peaks-ann)")
-    m.add_argument("--eps-abs", type=_positive_float, default=1e-6, metavar="X",
+    m.add_argument("--eps-abs", type=_non_negative_float, default=1e-6, metavar="X",
                    help="absolute optimality gap (default: 1e-6)")
-    m.add_argument("--eps-rel", type=_positive_float, default=1e-6, metavar="X",
+    m.add_argument("--eps-rel", type=_non_negative_float, default=1e-6, metavar="X",
                    help="relative optimality gap (default: 1e-6)")
-    m.add_argument("--feas-tol", type=_positive_float, default=1e-6, metavar="X",
+    m.add_argument("--feas-tol", type=_non_negative_float, default=1e-6, metavar="X",
                    help="equalities hold within this at the reported point (default: 1e-6)")
     m.add_argument("--subdomains", type=positive_int, default=64, metavar="N",
                    help="subdomains per box: the largest k^d <= N, uniform (default: 64)")

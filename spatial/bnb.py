@@ -210,17 +210,18 @@ class _LocalSolver:
         self.count += 1
         point = np.asarray(start, dtype=np.float64)
         optimum = None
-        for margin in INWARD_MARGINS if self.problem.tape.n_ineq else INWARD_MARGINS[:1]:
-            found = self._solve(point, margin)
-            if found is None:
-                break
-            optimum = found if optimum is None else optimum
-            if self.incumbent.offer(found):
-                self.seconds += time.perf_counter() - began
-                return optimum
-            point = found
-        self.seconds += time.perf_counter() - began
-        return None
+        try:
+            for margin in INWARD_MARGINS if self.problem.tape.n_ineq else INWARD_MARGINS[:1]:
+                found = self._solve(point, margin)
+                if found is None:
+                    return None
+                optimum = found if optimum is None else optimum
+                if self.incumbent.offer(found):
+                    return optimum
+                point = found
+            return None
+        finally:
+            self.seconds += time.perf_counter() - began
 
 
 class _OpenBoxes:
@@ -374,8 +375,8 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
         threshold = math.nextafter(level + bound_l.slack, math.inf)
         by_l = bound_boxes(bound_l.tape, lo, hi, n_per_dim, mode, options.feas_tol, options.parallel,
                            threshold=np.full(len(lo), threshold))  # fmt: skip
-        lb_l = np.nextafter(by_l.lb - bound_l.slack, -np.inf)
-        lb = np.maximum(lb, np.where(np.isnan(lb_l), -np.inf, lb_l))
+        lb_l = np.where(by_l.lb < np.inf, np.nextafter(by_l.lb - bound_l.slack, -np.inf), np.inf)  # rounded down
+        lb = np.maximum(lb, lb_l)
         none_below = np.isnan(by_l.hull_lo[:, 0]) & (lb < math.inf)
         lb = np.where(none_below, np.maximum(lb, level), lb)  # every subdomain's L-bound is at or above it
         return lb, np.fmax(hull_lo, by_l.hull_lo), np.fmin(hull_hi, by_l.hull_hi)
