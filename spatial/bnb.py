@@ -41,7 +41,7 @@ from .problem import Problem
 BOUNDS = {"nie": Mode.NIE, "mvf": Mode.MVF, "both": Mode.BOTH}
 # Subdomains per box on the CPU.  The seed paper's 1,024 suits a GPU; on the CPU, over the 15 problem
 # files and the peaks ANN (one thread; benchmarks/spatial_budgets.py), every budget proves all of them,
-# in 0.60 s (16), 0.45 s (64), 0.81 s (256) and 1.22 s (1,024) in all.
+# in 0.44 s (16), 0.36 s (64), 0.58 s (256) and 0.96 s (1,024) in all.
 STATUSES = ("optimal", "infeasible", "limit")
 BATCH_SUBDOMAINS = 4096  # subdomains bounded per call at least (several boxes when N^d is small)
 LOCAL_EVERY_SUBDOMAINS = 16384  # a local solve per this many subdomains bounded (a fixed schedule: runs repeat)
