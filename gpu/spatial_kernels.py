@@ -7,7 +7,9 @@ device interval operations of :mod:`.spatial_interval` (:func:`~.spatial_interva
 so the GPU bounds the same subdomains by the same rules as the CPU. The per-box reduction is on
 the device too: atomics for the lowest bound, the counts and the lowest/highest cell along each
 axis of the subdomains below the box's threshold, a second kernel for the first subdomain
-reaching the lowest bound, and a third, one thread per box, for its midpoint and the hull.
+reaching the lowest bound, and a third, one thread per box, for its midpoint and the hull. The
+subdomain edges are computed on the device (:func:`fill_edges`, equal to the CPU's bit for bit),
+so boxes that live on the device are bounded without a transfer (:func:`bound_on_device`).
 
 The interpreter's scratch is ``cuda.local.array``s of compile-time sizes: per thread
 ``2 * tape_cap * (1 + vars_cap)`` float64 values and tangents (the peaks ANN: 380 slots, d = 2,
@@ -20,12 +22,14 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from numba import cuda, float64, int64
+from numba.cuda import libdevice
 
 from ..spatial import bounds as cpu
-from ..spatial.bounds import BoxBounds, Mode, checked_request, subdomain_edges
+from ..spatial.bounds import BoxBounds, Mode, checked_request
 from ..spatial.tape import Tape
 from . import spatial_interval
 from .spatial_interval import device_twin
@@ -48,6 +52,9 @@ _subdomain = _NAMESPACE["_subdomain"]
 _midpoint = _NAMESPACE["_midpoint"]
 
 
+run_tape = _NAMESPACE["_run_tape"]
+
+
 class TapeTooLarge(ValueError):
     """A tape beyond the kernel's compile-time caps."""
 
@@ -57,24 +64,34 @@ def _cap(n: int) -> int:
     return 1 << max(n - 1, 0).bit_length()
 
 
+def blocks(n: int) -> int:
+    """Blocks of THREADS_PER_BLOCK covering n threads (at least one)."""
+    return max(1, -(-n // THREADS_PER_BLOCK))
+
+
 @functools.lru_cache(maxsize=None)
 def bounding_kernel(tape_cap: int, vars_cap: int, outputs_cap: int):
     """The kernel bounding subdomain ``t % n_subdomains`` of box ``t // n_subdomains`` in thread
-    ``t``, for tapes of at most the given slots, variables and outputs (sizes fixed at compile time).
+    ``t`` (boxes 0 .. n_boxes - 1), for tapes of at most the given slots, variables and outputs
+    (sizes fixed at compile time).
 
     Writes ``sub_lb[box, s]`` (+inf when dropped), atomically lowers ``box_lb[box]``, counts kept and
     fallback subdomains, and lowers ``cell_lo``/raises ``cell_hi`` (B, d) for the kept subdomains
-    whose bound is below ``threshold[box]``."""
+    whose bound is below ``threshold[box]``. Boxes with ``skip[box]`` set are not bounded (all
+    their subdomains dropped)."""
 
     @cuda.jit
-    def bound_subdomains(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, varying, edges, n_per_dim,
-                         n_subdomains, mode, feas_tol, threshold, sub_lb, box_lb, n_kept, n_fallback, cell_lo,
-                         cell_hi):
+    def bound_subdomains(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, varying, n_boxes, skip, edges,
+                         n_per_dim, n_subdomains, mode, feas_tol, threshold, sub_lb, box_lb, n_kept, n_fallback,
+                         cell_lo, cell_hi):
         t = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
-        if t >= edges.shape[0] * n_subdomains:
+        if t >= n_boxes * n_subdomains:
             return
         box = t // n_subdomains
         s = t % n_subdomains
+        if skip[box]:
+            sub_lb[box, s] = math.inf
+            return
         n_vars = edges.shape[1]
         scratch_lo = cuda.local.array((tape_cap, 1), float64)
         scratch_hi = cuda.local.array((tape_cap, 1), float64)
@@ -111,12 +128,73 @@ def bounding_kernel(tape_cap: int, vars_cap: int, outputs_cap: int):
     return bound_subdomains
 
 
+if SIMULATED:  # the simulator's libdevice stubs return None; Python's float operations round to nearest
+
+    @cuda.jit(device=True)
+    def mul_nearest(a, b):
+        return a * b
+
+    @cuda.jit(device=True)
+    def add_nearest(a, b):
+        return a + b
+
+else:  # never contracted into an fma, so the edges equal numpy's bit for bit
+
+    @cuda.jit(device=True)
+    def mul_nearest(a, b):
+        return libdevice.dmul_rn(a, b)
+
+    @cuda.jit(device=True)
+    def add_nearest(a, b):
+        return libdevice.dadd_rn(a, b)
+
+
 @cuda.jit
-def _first_best(sub_lb, box_lb, best_s):
+def fill_edges(n_boxes, box_lo, box_hi, edges):
+    """``edges[box]`` (d, n + 1) = :func:`pbbflow.spatial.bounds.subdomain_edges` of the box, bit for
+    bit (one thread per box)."""
+    box = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+    if box >= n_boxes:
+        return
+    n = edges.shape[2] - 1
+    for i in range(edges.shape[1]):
+        lo = box_lo[box, i]
+        hi = box_hi[box, i]
+        width = hi - lo
+        running = -math.inf
+        for j in range(n + 1):
+            fraction = float64(j) / float64(n)
+            if math.isinf(width):
+                edge = add_nearest(mul_nearest(lo, 1.0 - fraction), mul_nearest(hi, fraction))
+            else:
+                edge = add_nearest(lo, mul_nearest(width, fraction))
+            running = max(running, edge)
+            edges[box, i, j] = min(max(running, lo), hi)
+        edges[box, i, 0] = lo
+        edges[box, i, n] = hi
+
+
+@cuda.jit
+def _reset_boxes(n_boxes, n_per_dim, box_lb, n_kept, n_fallback, cell_lo, cell_hi, best_s):
+    """Clear the per-box reductions of boxes 0 .. n_boxes - 1 before they are bounded."""
+    box = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+    if box >= n_boxes:
+        return
+    box_lb[box] = math.inf
+    n_kept[box] = 0
+    n_fallback[box] = 0
+    best_s[box] = _NO_SUBDOMAIN
+    for i in range(cell_lo.shape[1]):
+        cell_lo[box, i] = n_per_dim
+        cell_hi[box, i] = -1
+
+
+@cuda.jit
+def _first_best(n_boxes, sub_lb, box_lb, best_s):
     """``best_s[box]`` = the lowest subdomain whose bound is the box's lowest (the CPU's tie rule)."""
     t = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
     n_subdomains = sub_lb.shape[1]
-    if t >= sub_lb.shape[0] * n_subdomains:
+    if t >= n_boxes * n_subdomains:
         return
     box = t // n_subdomains
     s = t % n_subdomains
@@ -125,11 +203,11 @@ def _first_best(sub_lb, box_lb, best_s):
 
 
 @cuda.jit
-def _finish_boxes(edges, n_per_dim, best_s, cell_lo, cell_hi, best_point, hull_lo, hull_hi):
+def _finish_boxes(n_boxes, edges, n_per_dim, best_s, cell_lo, cell_hi, best_point, hull_lo, hull_hi):
     """Per box (one thread): the midpoint of its best subdomain (NaN when none) and the hull of the
     cells below the threshold (NaN where there is none)."""
     box = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
-    if box >= edges.shape[0]:
+    if box >= n_boxes:
         return
     n_vars = edges.shape[1]
     for i in range(n_vars):
@@ -150,49 +228,98 @@ def _finish_boxes(edges, n_per_dim, best_s, cell_lo, cell_hi, best_point, hull_l
         best_point[box, i] = _midpoint(x_lo[i, 0], x_hi[i, 0])
 
 
-def kernel_for(tape: Tape):
-    """The bounding kernel for the tape's size (TapeTooLarge beyond the caps)."""
+def check_size(tape: Tape) -> None:
+    """TapeTooLarge for a tape beyond the kernels' caps."""
     n_outputs = len(tape.outputs)
     if tape.size > MAX_TAPE or tape.n_vars > MAX_VARS or n_outputs > MAX_OUTPUTS:
         raise TapeTooLarge(
             f"the GPU bounds tapes of at most {MAX_TAPE} slots, {MAX_VARS} variables and {MAX_OUTPUTS} outputs; "
             f"this one has {tape.size}, {tape.n_vars} and {n_outputs}")
-    return bounding_kernel(_cap(tape.size), _cap(tape.n_vars), _cap(n_outputs))
 
 
-def _blocks(n: int) -> int:
-    return max(1, -(-n // THREADS_PER_BLOCK))
+def caps(tape: Tape) -> tuple[int, int, int]:
+    """The compile-time sizes for the tape: slots, variables, outputs (checked against the caps)."""
+    check_size(tape)
+    return _cap(tape.size), _cap(tape.n_vars), _cap(len(tape.outputs))
+
+
+def kernel_for(tape: Tape):
+    """The bounding kernel for the tape's size (TapeTooLarge beyond the caps)."""
+    return bounding_kernel(*caps(tape))
+
+
+@dataclass(frozen=True)
+class DeviceTape:
+    """A tape's arrays on the device (its varying slots included) and its bounding kernel."""
+
+    tape: Tape
+    arrays: tuple  # op, arg0, arg1, const_lo, const_hi, outputs
+    varying: object
+    kernel: object
+
+    @classmethod
+    def upload(cls, tape: Tape) -> DeviceTape:
+        kernel = kernel_for(tape)
+        arrays = tuple(cuda.to_device(a) for a in (tape.op, tape.arg0, tape.arg1, tape.const_lo, tape.const_hi,
+                                                   tape.outputs))
+        varying = cuda.to_device(cpu._varying_slots(tape.op, tape.arg0, tape.arg1))
+        return cls(tape, arrays, varying, kernel)
+
+
+class DeviceBoxBounds:
+    """Device arrays for the bounds of up to ``capacity`` boxes of d variables on n_subdomains each."""
+
+    def __init__(self, capacity: int, n_vars: int, n_subdomains: int):
+        self.sub_lb = cuda.device_array((capacity, n_subdomains), np.float64)
+        self.box_lb = cuda.device_array(capacity, np.float64)
+        self.n_kept = cuda.device_array(capacity, np.int64)
+        self.n_fallback = cuda.device_array(capacity, np.int64)
+        self.cell_lo = cuda.device_array((capacity, n_vars), np.int64)
+        self.cell_hi = cuda.device_array((capacity, n_vars), np.int64)
+        self.best_s = cuda.device_array(capacity, np.int64)
+        self.best_point = cuda.device_array((capacity, n_vars), np.float64)
+        self.hull_lo = cuda.device_array((capacity, n_vars), np.float64)
+        self.hull_hi = cuda.device_array((capacity, n_vars), np.float64)
+
+    def to_host(self, n_boxes: int) -> BoxBounds:
+        """The first ``n_boxes`` boxes' bounds as the CPU's :class:`BoxBounds`."""
+        return BoxBounds(lb=self.box_lb[:n_boxes].copy_to_host(),
+                         best_point=self.best_point[:n_boxes].copy_to_host(),
+                         n_kept=self.n_kept[:n_boxes].copy_to_host(),
+                         n_fallback=self.n_fallback[:n_boxes].copy_to_host(),
+                         hull_lo=self.hull_lo[:n_boxes].copy_to_host(), hull_hi=self.hull_hi[:n_boxes].copy_to_host())
+
+
+def bound_on_device(dtape: DeviceTape, n_boxes: int, skip, edges, n_per_dim: int, mode: int, feas_tol: float,
+                    threshold, out: DeviceBoxBounds) -> None:
+    """Bound boxes 0 .. n_boxes - 1 of ``edges`` (device (B, d, n_per_dim + 1), from :func:`fill_edges`)
+    into ``out``, below the per-box ``threshold`` (device (B,)), except those whose ``skip`` (device
+    (B,) bool) is set; launches only, no transfer."""
+    if n_boxes == 0:
+        return
+    n_subdomains = int(n_per_dim) ** edges.shape[1]
+    _reset_boxes[blocks(n_boxes), THREADS_PER_BLOCK](n_boxes, int(n_per_dim), out.box_lb, out.n_kept, out.n_fallback,
+                                                     out.cell_lo, out.cell_hi, out.best_s)
+    grid = blocks(n_boxes * n_subdomains)
+    dtape.kernel[grid, THREADS_PER_BLOCK](*dtape.arrays, dtape.tape.n_ineq, dtape.varying, n_boxes, skip, edges,
+                                          int(n_per_dim), n_subdomains, int(mode), float(feas_tol), threshold,
+                                          out.sub_lb, out.box_lb, out.n_kept, out.n_fallback, out.cell_lo,
+                                          out.cell_hi)
+    _first_best[grid, THREADS_PER_BLOCK](n_boxes, out.sub_lb, out.box_lb, out.best_s)
+    _finish_boxes[blocks(n_boxes), THREADS_PER_BLOCK](n_boxes, edges, int(n_per_dim), out.best_s, out.cell_lo,
+                                                      out.cell_hi, out.best_point, out.hull_lo, out.hull_hi)
 
 
 def bound_boxes_gpu(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, n_per_dim: int, mode: int = Mode.BOTH,
                     feas_tol: float = 1e-6, threshold: np.ndarray | None = None) -> BoxBounds:
     """:func:`pbbflow.spatial.bounds.bound_boxes` on the GPU: the same arguments (no ``parallel``),
-    the same :class:`BoxBounds`, the per-box reduction on the device."""
+    the same :class:`BoxBounds`, the edges and the per-box reduction on the device."""
     box_lo, box_hi, threshold = checked_request(tape, box_lo, box_hi, n_per_dim, mode, threshold)
     n_boxes, n_vars = box_lo.shape
-    n_subdomains = int(n_per_dim) ** n_vars
-    kernel = kernel_for(tape)
-    edges = cuda.to_device(subdomain_edges(box_lo, box_hi, n_per_dim))
-    sub_lb = cuda.device_array((n_boxes, n_subdomains), np.float64)
-    box_lb = cuda.to_device(np.full(n_boxes, np.inf))
-    n_kept = cuda.to_device(np.zeros(n_boxes, np.int64))
-    n_fallback = cuda.to_device(np.zeros(n_boxes, np.int64))
-    cell_lo = cuda.to_device(np.full((n_boxes, n_vars), n_per_dim, np.int64))
-    cell_hi = cuda.to_device(np.full((n_boxes, n_vars), -1, np.int64))
-    best_s = cuda.to_device(np.full(n_boxes, _NO_SUBDOMAIN, np.int64))
-    varying = cpu._varying_slots(tape.op, tape.arg0, tape.arg1)
-    tape_arrays = [cuda.to_device(a) for a in (tape.op, tape.arg0, tape.arg1, tape.const_lo, tape.const_hi,
-                                               tape.outputs, varying)]
-    grid = _blocks(n_boxes * n_subdomains)
-    kernel[grid, THREADS_PER_BLOCK](*tape_arrays[:6], tape.n_ineq, tape_arrays[6], edges, int(n_per_dim),
-                                    n_subdomains, int(mode), float(feas_tol), cuda.to_device(threshold), sub_lb,
-                                    box_lb, n_kept, n_fallback, cell_lo, cell_hi)
-    _first_best[grid, THREADS_PER_BLOCK](sub_lb, box_lb, best_s)
-    best_point = cuda.device_array((n_boxes, n_vars), np.float64)
-    hull_lo = cuda.device_array((n_boxes, n_vars), np.float64)
-    hull_hi = cuda.device_array((n_boxes, n_vars), np.float64)
-    _finish_boxes[_blocks(n_boxes), THREADS_PER_BLOCK](edges, int(n_per_dim), best_s, cell_lo, cell_hi, best_point,
-                                                       hull_lo, hull_hi)
-    return BoxBounds(lb=box_lb.copy_to_host(), best_point=best_point.copy_to_host(), n_kept=n_kept.copy_to_host(),
-                     n_fallback=n_fallback.copy_to_host(), hull_lo=hull_lo.copy_to_host(),
-                     hull_hi=hull_hi.copy_to_host())
+    dtape = DeviceTape.upload(tape)
+    edges = cuda.device_array((n_boxes, n_vars, int(n_per_dim) + 1), np.float64)
+    fill_edges[blocks(n_boxes), THREADS_PER_BLOCK](n_boxes, cuda.to_device(box_lo), cuda.to_device(box_hi), edges)
+    out = DeviceBoxBounds(n_boxes, n_vars, int(n_per_dim) ** n_vars)
+    skip = cuda.to_device(np.zeros(n_boxes, np.bool_))
+    bound_on_device(dtape, n_boxes, skip, edges, n_per_dim, mode, feas_tol, cuda.to_device(threshold), out)
+    return out.to_host(n_boxes)

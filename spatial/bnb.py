@@ -144,6 +144,24 @@ class Progress:
     elapsed_s: float
 
 
+def prune_level(ub: float, options: MinimizeOptions) -> float:
+    """Boxes whose bound reaches UB - max(eps_abs, eps_rel |UB|) are pruned (+inf without an
+    incumbent; never -inf)."""
+    if not math.isfinite(ub):
+        return math.inf
+    return max(ub - max(options.eps_abs, options.eps_rel * abs(ub)), -sys.float_info.max)
+
+
+def result_status(unsplittable: int, found: bool, lower_bound: float) -> str:
+    """The status of a search that ran to its end: ``limit`` while boxes too small to split stay
+    open or the bound is -inf, ``infeasible`` when nothing was found and the bound is +inf."""
+    if unsplittable:
+        return "limit"
+    if not found:
+        return "infeasible" if lower_bound == math.inf else "limit"
+    return "optimal" if lower_bound > -math.inf else "limit"
+
+
 def subdomains_per_dim(budget: int, d: int) -> int:
     """The largest N with N^d <= budget (at least 1)."""
     n = max(1, int(round(budget ** (1.0 / d))))
@@ -325,11 +343,8 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
     next_local = LOCAL_EVERY_SUBDOMAINS
     next_report = began + progress_seconds
 
-    def prune_level() -> float:
-        ub = incumbent.value
-        if not math.isfinite(ub):
-            return math.inf
-        return max(ub - max(options.eps_abs, options.eps_rel * abs(ub)), -sys.float_info.max)  # never -inf
+    def current_level() -> float:
+        return prune_level(incumbent.value, options)
 
     def bound(lo: np.ndarray, hi: np.ndarray, diving: bool):
         """Contract boxes (those proved to hold no point with f <= UB go: pruned at UB, or
@@ -346,7 +361,7 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
                 lo, hi = lo[~empty], hi[~empty]
         if not len(lo):
             return None
-        level = prune_level()
+        level = current_level()
         found = bound_boxes(tape, lo, hi, n_per_dim, mode, options.feas_tol, options.parallel,
                             threshold=np.full(len(lo), level))  # fmt: skip
         for point in found.best_point:
@@ -383,7 +398,7 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
 
     def keep(lb: float, lo: np.ndarray, hi: np.ndarray, diving: bool) -> None:
         nonlocal pruned_lb
-        if lb >= prune_level():
+        if lb >= current_level():
             pruned_lb = min(pruned_lb, lb)
         else:
             open_boxes.push(lb, lo, hi, diving)
@@ -410,7 +425,7 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
             lowest = min(open_boxes.lowest(), pruned_lb, unsplittable_lb)
             progress(Progress(lowest, objective, len(open_boxes), nodes, now - began))
             next_report = now + progress_seconds
-        if not open_boxes or open_boxes.lowest() >= prune_level():
+        if not open_boxes or open_boxes.lowest() >= current_level():
             break
         if (options.time_limit is not None and now - began >= options.time_limit) or (
             options.node_limit is not None and nodes >= options.node_limit) or (
@@ -418,7 +433,7 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
             status = "limit"
             break
         taken, diving = open_boxes.take(batch)
-        level = prune_level()
+        level = current_level()
         children_lo, children_hi = [], []
         for lb, lo, hi in taken:
             if lb >= level:
@@ -440,26 +455,19 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
         if local is not None and nodes * n_per_dim**d >= next_local:
             next_local += LOCAL_EVERY_SUBDOMAINS
             best = int(np.argmin(found.lb))
-            if found.lb[best] < prune_level():
+            if found.lb[best] < current_level():
                 solve_locally(found.best_point[best])
     lower_bound = min(open_boxes.lowest(), pruned_lb, unsplittable_lb)
-    if status is None:
-        if unsplittable:
-            status = "limit"
-        elif incumbent.x is None:
-            status = "infeasible" if lower_bound == math.inf else "limit"
-        else:
-            status = "optimal" if lower_bound > -math.inf else "limit"
     return MinimizeResult(
         problem=problem.name,
-        status=status,
+        status=status or result_status(unsplittable, incumbent.x is not None, lower_bound),
         objective=None if incumbent.x is None else incumbent.value,
         x=None if incumbent.x is None else incumbent.x.tolist(),
         lower_bound=lower_bound,
         nodes=nodes,
         subdomains=n_per_dim**d,
         elapsed_s=time.perf_counter() - began,
-        open_boxes=open_boxes.count_below(prune_level()) + unsplittable,
+        open_boxes=open_boxes.count_below(current_level()) + unsplittable,
         local_solves=0 if local is None else local.count,
         local_solve_s=0.0 if local is None else local.seconds,
         feas_tol=options.feas_tol,

@@ -343,7 +343,8 @@ _PTX_SCRIPT = textwrap.dedent("""
     numba.cuda.dispatcher.get_current_device = Device
     from pbbflow.gpu.spatial_kernels import bounding_kernel
     signature = ("(int32[::1], int32[::1], int32[::1], float64[::1], float64[::1], int32[::1], int64, boolean[::1], "
-                 "float64[:, :, ::1], int64, int64, int64, float64, float64[::1], float64[:, ::1], float64[::1], "
+                 "int64, boolean[::1], float64[:, :, ::1], int64, int64, int64, float64, float64[::1], float64[:, ::1], "
+                 "float64[::1], "
                  "int64[::1], int64[::1], int64[:, ::1], int64[:, ::1])")
     try:
         ptx, _ = cuda.compile_ptx(bounding_kernel(512, 2, 1).py_func, signature, cc=(9, 0))

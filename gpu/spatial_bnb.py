@@ -1,0 +1,288 @@
+"""Spatial branch-and-bound on one GPU: the open boxes live on the device, in phases.
+
+The CPU solver's algorithm (:mod:`pbbflow.spatial.bnb`: the same bounds, contraction, hull cuts,
+Lagrangian bound, prune rule and certified lower bound) with the tree on the device, after the
+lecture seed's static task lists: two preallocated lists of boxes and their bounds, ``q_in`` read
+and ``q_out`` appended through an atomic tail, swapped each phase (:mod:`.spatial_phase`). A phase
+bisects up to ``phase_subdomains / N^d`` of the lowest-bound open boxes (best first in batches),
+bounds their children on all their subdomains in one launch, updates the device incumbent with
+an atomic min from rigorously evaluated points and keeps the survivors. The host launches, reads
+two small arrays of counters per phase, and runs the local solves (scipy) whose points it feeds
+into the device incumbent.
+
+The lists have a fixed ``capacity``. Before a phase that could overflow ``q_out``, the open boxes
+are sorted and the upper half by bound moves to a host reserve; it comes back, lowest bounds
+first, when the device runs short of work. No box is ever dropped.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+from numba import cuda
+
+from ..spatial.bnb import (BOUNDS, MinimizeOptions, MinimizeResult, Progress, _Incumbent, _LocalSolver,
+                           prune_level, result_status, subdomains_per_dim)
+from ..spatial.lagrangian import lagrangian_bound, multipliers
+from ..spatial.problem import Problem
+from . import spatial_phase as phase
+from .spatial_kernels import (THREADS_PER_BLOCK, DeviceBoxBounds, DeviceTape, TapeTooLarge, blocks, bound_on_device,
+                              caps, fill_edges)
+
+PHASE_SUBDOMAINS = 1 << 21  # subdomain bounds per phase at most (about 30 ms of an H200 on the peaks ANN)
+CAPACITY = 1 << 20  # open boxes on the device (beyond them, a host reserve)
+LOCAL_EVERY_SUBDOMAINS = 1 << 22  # a local solve per this many subdomains bounded (a schedule by work done)
+
+
+class _Reserve:
+    """Open boxes waiting on the host (lists of arrays, merged when taken)."""
+
+    def __init__(self, n_vars: int):
+        self.lo = np.empty((0, n_vars))
+        self.hi = np.empty((0, n_vars))
+        self.lb = np.empty(0)
+
+    def __len__(self) -> int:
+        return len(self.lb)
+
+    def lowest(self) -> float:
+        return float(self.lb.min()) if len(self.lb) else math.inf
+
+    def put(self, lo: np.ndarray, hi: np.ndarray, lb: np.ndarray) -> None:
+        self.lo = np.concatenate([self.lo, lo])
+        self.hi = np.concatenate([self.hi, hi])
+        self.lb = np.concatenate([self.lb, lb])
+
+    def take(self, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The ``count`` boxes of lowest bound (fewer when fewer wait)."""
+        order = np.argsort(self.lb, kind="stable")
+        taken, left = order[:count], order[count:]
+        boxes = self.lo[taken], self.hi[taken], self.lb[taken]
+        self.lo, self.hi, self.lb = self.lo[left], self.hi[left], self.lb[left]
+        return boxes
+
+
+class _BoxList:
+    """One static task list on the device: boxes (capacity, d) and their lower bounds."""
+
+    def __init__(self, capacity: int, n_vars: int):
+        self.lo = cuda.device_array((capacity, n_vars), np.float64)
+        self.hi = cuda.device_array((capacity, n_vars), np.float64)
+        self.lb = cuda.device_array(capacity, np.float64)
+
+    def download(self, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.lo[:count].copy_to_host(), self.hi[:count].copy_to_host(), self.lb[:count].copy_to_host()
+
+    def upload(self, start: int, lo: np.ndarray, hi: np.ndarray, lb: np.ndarray) -> None:
+        end = start + len(lb)
+        if end > start:
+            self.lo[start:end] = np.ascontiguousarray(lo)
+            self.hi[start:end] = np.ascontiguousarray(hi)
+            self.lb[start:end] = np.ascontiguousarray(lb)
+
+
+class _Children:
+    """The device arrays of the boxes bounded in one phase (at most ``capacity``)."""
+
+    def __init__(self, capacity: int, n_vars: int, n_per_dim: int):
+        n_subdomains = n_per_dim**n_vars
+        self.lo = cuda.device_array((capacity, n_vars), np.float64)
+        self.hi = cuda.device_array((capacity, n_vars), np.float64)
+        self.edges = cuda.device_array((capacity, n_vars, n_per_dim + 1), np.float64)
+        self.emptied = cuda.to_device(np.zeros(capacity, np.bool_))
+        self.threshold = cuda.device_array(capacity, np.float64)
+        self.threshold_l = cuda.device_array(capacity, np.float64)
+        self.candidate = cuda.device_array(capacity, np.float64)
+        self.kept_lb = cuda.device_array(capacity, np.float64)
+        self.bounds = DeviceBoxBounds(capacity, n_vars, n_subdomains)
+        self.bounds_l: DeviceBoxBounds | None = None  # allocated with the first Lagrangian bound
+
+    def lagrangian_bounds(self) -> DeviceBoxBounds:
+        if self.bounds_l is None:
+            capacity, n_vars = self.lo.shape
+            self.bounds_l = DeviceBoxBounds(capacity, n_vars, self.bounds.sub_lb.shape[1])
+        return self.bounds_l
+
+
+def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
+                 progress: Callable[[Progress], None] | None = None, progress_seconds: float = 0.5,
+                 should_stop: Callable[[], bool] | None = None, phase_subdomains: int = PHASE_SUBDOMAINS,
+                 capacity: int = CAPACITY) -> MinimizeResult:  # fmt: skip
+    """Minimize ``problem`` by spatial B&B on the current GPU (see the module docstring); the
+    result is the CPU solver's :class:`MinimizeResult`. TapeTooLarge for tapes beyond the kernels'
+    caps."""
+    options = options or MinimizeOptions()
+    began = time.perf_counter()
+    tape, d = problem.tape, problem.dimension
+    n_per_dim = subdomains_per_dim(options.subdomains, d)
+    n_subdomains = n_per_dim**d
+    mode = int(BOUNDS[options.bound])
+    eps_abs, eps_rel, feas_tol = float(options.eps_abs), float(options.eps_rel), float(options.feas_tol)
+    dtape = DeviceTape.upload(tape)
+    offer_candidates = phase.candidate_kernel(*caps(tape)[:2])
+    contract = _contractor(dtape) if options.contract else None
+    per_phase = max(1, int(phase_subdomains) // n_subdomains)  # boxes bisected per phase at most
+    capacity = max(int(capacity), 4 * per_phase)
+    lists = [_BoxList(capacity, d), _BoxList(capacity, d)]
+    children = _Children(2 * per_phase, d, n_per_dim)
+    real = cuda.to_device(np.full(5, np.inf))
+    count = cuda.to_device(np.zeros(6, np.int64))
+    scale = cuda.to_device(problem.upper - problem.lower)
+    incumbent = _Incumbent(problem, feas_tol)
+    local = _LocalSolver(problem, incumbent) if options.local_solves else None
+    reserve = _Reserve(d)
+    lagrangian: tuple[DeviceTape, float] | None = None
+    nodes = phases = 0
+    next_local = LOCAL_EVERY_SUBDOMAINS
+    next_report = began + progress_seconds
+
+    def bound_children(n_children: int, out: _BoxList) -> tuple[np.ndarray, np.ndarray]:
+        """Contract, bound, offer and keep children 0 .. n_children - 1 into ``out``; the counters."""
+        nonlocal nodes
+        nodes += n_children
+        grid = blocks(n_children)
+        if contract is not None:
+            contract(children.lo, children.hi, n_children, real[phase.R_UB:phase.R_UB + 1], feas_tol,
+                     children.emptied)
+        fill_edges[grid, THREADS_PER_BLOCK](n_children, children.lo, children.hi, children.edges)
+        slack = lagrangian[1] if lagrangian is not None else 0.0
+        phase.fill_levels[grid, THREADS_PER_BLOCK](n_children, real, eps_abs, eps_rel, slack, children.threshold,
+                                                   children.threshold_l)
+        found = children.bounds
+        bound_on_device(dtape, n_children, children.emptied, children.edges, n_per_dim, mode, feas_tol,
+                        children.threshold, found)
+        offer_candidates[grid, THREADS_PER_BLOCK](*dtape.arrays, tape.n_ineq, dtape.varying, n_children,
+                                                  found.best_point, feas_tol, children.candidate, real)
+        by_l = found
+        if lagrangian is not None:
+            by_l = children.lagrangian_bounds()
+            bound_on_device(lagrangian[0], n_children, children.emptied, children.edges, n_per_dim, mode, feas_tol,
+                            children.threshold_l, by_l)
+        phase.keep[grid, THREADS_PER_BLOCK](
+            n_children, children.lo, children.hi, children.emptied, found.box_lb, found.hull_lo, found.hull_hi,
+            children.threshold, lagrangian is not None, by_l.box_lb, by_l.hull_lo, by_l.hull_hi, slack, eps_abs,
+            eps_rel, real, count, children.kept_lb, out.lo, out.hi, out.lb)
+        phase.claim[grid, THREADS_PER_BLOCK](n_children, children.candidate, children.kept_lb, real, count)
+        return real.copy_to_host(), count.copy_to_host()
+
+    def take_incumbent(reals: np.ndarray, counts: np.ndarray) -> None:
+        """The device's incumbent, when one of this phase's children holds it."""
+        child = int(counts[phase.C_UB_CHILD])
+        if child != phase.NONE and reals[phase.R_UB] < incumbent.value:
+            incumbent.value = float(reals[phase.R_UB])
+            incumbent.x = children.bounds.best_point[child].copy_to_host()
+
+    def solve_locally(start: np.ndarray) -> None:
+        """A local solve; one that improves the incumbent of a constrained problem brings a
+        Lagrangian bound (skipped when its tape is beyond the kernels' caps)."""
+        nonlocal lagrangian
+        optimum = local.run(start)
+        if optimum is None or not (tape.n_ineq or tape.n_eq):
+            return
+        weights = multipliers(tape, optimum)
+        if weights is None:
+            return
+        bound_l = lagrangian_bound(tape, *weights, feas_tol)
+        try:
+            lagrangian = (DeviceTape.upload(bound_l.tape), float(bound_l.slack))
+        except TapeTooLarge:
+            pass
+
+    phase.begin_phase[1, 1](real, count, math.inf)
+    children.lo[0:1] = problem.lower[None, :].copy()
+    children.hi[0:1] = problem.upper[None, :].copy()
+    current = 0
+    reals, counts = bound_children(1, lists[current])
+    take_incumbent(reals, counts)
+    root_point = children.bounds.best_point[0].copy_to_host()
+    if local is not None and np.all(np.isfinite(root_point)):
+        solve_locally(root_point)
+    n_open, open_lowest = int(counts[phase.C_OUT]), float(reals[phase.R_OPEN_MIN])
+    status = None
+    while True:
+        now = time.perf_counter()
+        level = prune_level(incumbent.value, options)
+        lowest = min(open_lowest, reserve.lowest())
+        if progress is not None and now >= next_report:
+            overall = min(lowest, reals[phase.R_PRUNED], reals[phase.R_UNSPLIT])
+            objective = None if incumbent.x is None else incumbent.value
+            progress(Progress(float(overall), objective, n_open + len(reserve), nodes, now - began))
+            next_report = now + progress_seconds
+        if (n_open == 0 and not len(reserve)) or lowest >= level:
+            break
+        if (options.time_limit is not None and now - began >= options.time_limit) or (
+            options.node_limit is not None and nodes >= options.node_limit) or (
+            should_stop is not None and should_stop()):  # fmt: skip
+            status = "limit"
+            break
+        source = lists[current]
+        if n_open < per_phase and len(reserve):
+            lo, hi, lb = reserve.take(per_phase - n_open)
+            source.upload(n_open, lo, hi, lb)
+            n_open += len(lb)
+            open_lowest = min(open_lowest, float(lb.min()))
+        selected = min(per_phase, n_open)
+        if n_open + selected > capacity:  # q_out could overflow: the upper half waits on the host
+            lo, hi, lb = source.download(n_open)
+            order = np.argsort(lb, kind="stable")
+            stay, leave = order[: capacity // 2], order[capacity // 2:]
+            reserve.put(lo[leave], hi[leave], lb[leave])
+            source.upload(0, lo[stay], hi[stay], lb[stay])
+            n_open = len(stay)
+            selected = min(per_phase, n_open)
+        select_lb = math.inf
+        if n_open > selected:
+            select_lb = float(np.partition(source.lb[:n_open].copy_to_host(), selected - 1)[selected - 1])
+        target = lists[1 - current]
+        phase.begin_phase[1, 1](real, count, incumbent.value)
+        phase.branch[blocks(n_open), THREADS_PER_BLOCK](
+            n_open, source.lo, source.hi, source.lb, select_lb, selected, scale, eps_abs, eps_rel, real, count,
+            target.lo, target.hi, target.lb, children.lo, children.hi)
+        n_children = int(count.copy_to_host()[phase.C_CHILDREN])
+        phases += 1
+        if n_children:
+            reals, counts = bound_children(n_children, target)
+            take_incumbent(reals, counts)
+        else:
+            reals, counts = real.copy_to_host(), count.copy_to_host()
+        current = 1 - current
+        n_open, open_lowest = int(counts[phase.C_OUT]), float(reals[phase.R_OPEN_MIN])
+        best_kept = int(counts[phase.C_BEST_KEPT])
+        if local is not None and nodes * n_subdomains >= next_local and best_kept != phase.NONE:
+            next_local = nodes * n_subdomains + LOCAL_EVERY_SUBDOMAINS
+            solve_locally(children.bounds.best_point[best_kept].copy_to_host())
+    level = prune_level(incumbent.value, options)
+    lower_bound = float(min(open_lowest, reserve.lowest(), reals[phase.R_PRUNED], reals[phase.R_UNSPLIT]))
+    unsplittable = int(counts[phase.C_UNSPLIT])
+    open_below = unsplittable + int(np.count_nonzero(reserve.lb < level))
+    if n_open:
+        open_below += int(np.count_nonzero(lists[current].lb[:n_open].copy_to_host() < level))
+    return MinimizeResult(
+        problem=problem.name,
+        status=status or result_status(unsplittable, incumbent.x is not None, lower_bound),
+        objective=None if incumbent.x is None else incumbent.value,
+        x=None if incumbent.x is None else incumbent.x.tolist(),
+        lower_bound=lower_bound,
+        nodes=nodes,
+        subdomains=n_subdomains,
+        elapsed_s=time.perf_counter() - began,
+        open_boxes=open_below,
+        local_solves=0 if local is None else local.count,
+        local_solve_s=0.0 if local is None else local.seconds,
+        feas_tol=feas_tol,
+        options={"bound": options.bound, "eps_abs": eps_abs, "eps_rel": eps_rel, "contract": options.contract,
+                 "backend": "gpu", "phases": phases},
+    )
+
+
+def _contractor(dtape: DeviceTape):
+    """The device contractor for the tape: ``(lo, hi, count, ub, feas_tol, emptied)`` launches FBBT."""
+    from .spatial_contract import contract_boxes_device
+
+    def contract(lo, hi, n_boxes, ub, feas_tol, emptied):
+        contract_boxes_device(dtape, lo, hi, n_boxes, ub, feas_tol, emptied)
+
+    return contract

@@ -1,0 +1,255 @@
+"""The kernels of one spatial B&B phase over device-resident static task lists.
+
+A phase reads the open boxes of ``q_in`` (boxes and their lower bounds) and writes ``q_out``
+through an atomic tail (the lecture seed's static task list): :func:`branch` prunes the boxes at
+or above the prune level, carries the unselected ones over and bisects the selected ones into a
+children list; the children are contracted and bounded (:mod:`.spatial_contract`,
+:mod:`.spatial_kernels`); :func:`candidate_kernel` evaluates each child's best point rigorously
+and lowers the device incumbent with an atomic min; :func:`keep` shrinks each child to the hull of
+its subdomains below the level and appends the survivors to ``q_out``; :func:`claim` names the
+child that holds the incumbent and the lowest kept child (for the host's local solves).
+
+The rules are the CPU solver's (:mod:`pbbflow.spatial.bnb`), decision for decision. Shared state
+lives in two small device arrays the host reads once per phase: ``real`` (float64, the ``R_*``
+entries) and ``count`` (int64, the ``C_*`` entries).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import sys
+
+import numpy as np
+from numba import cuda, float64, int64
+
+from .spatial_interval import add_down, add_up
+from .spatial_kernels import MAX_VARS, add_nearest, mul_nearest, run_tape
+
+R_UB, R_PRUNED, R_UNSPLIT, R_OPEN_MIN, R_BEST_KEPT = range(5)  # ``real``: incumbent, pruned, unsplittable, ...
+C_OUT, C_CHILDREN, C_SELECTED, C_UNSPLIT, C_BEST_KEPT, C_UB_CHILD = range(6)  # ``count``
+NONE = np.iinfo(np.int64).max  # no child named
+_LOWEST = -sys.float_info.max
+
+
+@cuda.jit(device=True)
+def prune_level(ub, eps_abs, eps_rel):
+    """UB - max(eps_abs, eps_rel |UB|), never -inf; +inf without an incumbent (the CPU's rule)."""
+    if not (-math.inf < ub < math.inf):
+        return math.inf
+    return max(add_nearest(ub, -max(eps_abs, mul_nearest(eps_rel, abs(ub)))), _LOWEST)
+
+
+@cuda.jit(device=True)
+def _thread():
+    return int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+
+
+@cuda.jit(device=True)
+def _fmax(a, b):
+    """numpy's fmax: the larger, ignoring a NaN."""
+    if a != a:
+        return b
+    if b != b:
+        return a
+    return max(a, b)
+
+
+@cuda.jit(device=True)
+def _fmin(a, b):
+    if a != a:
+        return b
+    if b != b:
+        return a
+    return min(a, b)
+
+
+@cuda.jit
+def begin_phase(real, count, host_ub):
+    """Clear the per-phase entries and lower the incumbent to the host's (one thread)."""
+    if _thread() != 0:
+        return
+    cuda.atomic.min(real, R_UB, host_ub)
+    real[R_OPEN_MIN] = math.inf
+    real[R_BEST_KEPT] = math.inf
+    count[C_OUT] = 0
+    count[C_CHILDREN] = 0
+    count[C_SELECTED] = 0
+    count[C_BEST_KEPT] = NONE
+    count[C_UB_CHILD] = NONE
+
+
+@cuda.jit
+def branch(n_in, in_lo, in_hi, in_lb, select_lb, n_select, scale, eps_abs, eps_rel, real, count, out_lo, out_hi,
+           out_lb, child_lo, child_hi):
+    """Per open box: pruned at the level; else, when its bound is at most ``select_lb`` and one of
+    the first ``n_select`` to ask, bisected across its widest side relative to ``scale`` into two
+    children (kept open for good, as unsplittable, when no side splits in floating point); else
+    carried over to ``q_out``."""
+    box = _thread()
+    if box >= n_in:
+        return
+    lb = in_lb[box]
+    if lb >= prune_level(real[R_UB], eps_abs, eps_rel):
+        cuda.atomic.min(real, R_PRUNED, lb)
+        return
+    n_vars = in_lo.shape[1]
+    if lb <= select_lb and cuda.atomic.add(count, C_SELECTED, 1) < n_select:
+        side = -1
+        widest = 0.0
+        for i in range(n_vars):
+            width = (in_hi[box, i] - in_lo[box, i]) / scale[i] if scale[i] > 0 else 0.0
+            middle = in_lo[box, i] + 0.5 * (in_hi[box, i] - in_lo[box, i])
+            if width > widest and in_lo[box, i] < middle < in_hi[box, i]:
+                side = i
+                widest = width
+        if side < 0:
+            cuda.atomic.add(count, C_UNSPLIT, 1)
+            cuda.atomic.min(real, R_UNSPLIT, lb)
+            return
+        first = cuda.atomic.add(count, C_CHILDREN, 2)
+        for c in range(first, first + 2):
+            for i in range(n_vars):
+                child_lo[c, i] = in_lo[box, i]
+                child_hi[c, i] = in_hi[box, i]
+        middle = in_lo[box, side] + 0.5 * (in_hi[box, side] - in_lo[box, side])
+        child_hi[first, side] = middle
+        child_lo[first + 1, side] = middle
+        return
+    slot = cuda.atomic.add(count, C_OUT, 1)
+    for i in range(n_vars):
+        out_lo[slot, i] = in_lo[box, i]
+        out_hi[slot, i] = in_hi[box, i]
+    out_lb[slot] = lb
+    cuda.atomic.min(real, R_OPEN_MIN, lb)
+
+
+@cuda.jit
+def fill_levels(n_children, real, eps_abs, eps_rel, slack, threshold, threshold_l):
+    """Each child's bounding threshold: the prune level now, and for the Lagrangian tape the level
+    plus its slack, rounded up."""
+    box = _thread()
+    if box >= n_children:
+        return
+    level = prune_level(real[R_UB], eps_abs, eps_rel)
+    threshold[box] = level
+    threshold_l[box] = add_up(level, slack)
+
+
+@functools.lru_cache(maxsize=None)
+def candidate_kernel(tape_cap: int, vars_cap: int):
+    """The kernel evaluating each child's best point rigorously (point intervals through the tape):
+    ``candidate[box]`` = f's upper end where the point is feasible (g <= 0, |h| <= feas_tol, f
+    defined), else +inf; the incumbent ``real[R_UB]`` is lowered atomically."""
+
+    @cuda.jit
+    def offer_candidates(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, varying, n_children, best_point,
+                         feas_tol, candidate, real):
+        box = _thread()
+        if box >= n_children:
+            return
+        candidate[box] = math.inf
+        n_vars = best_point.shape[1]
+        x = cuda.local.array((vars_cap, 1), float64)
+        for i in range(n_vars):
+            if best_point[box, i] != best_point[box, i]:
+                return
+            x[i, 0] = best_point[box, i]
+        vlo = cuda.local.array((tape_cap, 1), float64)
+        vhi = cuda.local.array((tape_cap, 1), float64)
+        unused = cuda.local.array((1, 1, 1), float64)
+        kink = cuda.local.array(1, np.bool_)
+        run_tape(op, arg0, arg1, const_lo, const_hi, varying, x[:n_vars], x[:n_vars], 1, vlo, vhi, False, unused,
+                 unused, kink)
+        f_lo = vlo[outputs[0], 0]
+        f_hi = vhi[outputs[0], 0]
+        if f_lo != f_lo:
+            return
+        for o in range(1, len(outputs)):
+            lo = vlo[outputs[o], 0]
+            hi = vhi[outputs[o], 0]
+            if o <= n_ineq:
+                if not hi <= 0.0:
+                    return
+            elif not (lo >= -feas_tol and hi <= feas_tol):
+                return
+        candidate[box] = f_hi
+        if f_hi < math.inf:
+            cuda.atomic.min(real, R_UB, f_hi)
+
+    return offer_candidates
+
+
+@cuda.jit
+def keep(n_children, child_lo, child_hi, emptied, lb_f, hull_lo_f, hull_hi_f, threshold, with_l, lb_l, hull_lo_l,
+         hull_hi_l, slack, eps_abs, eps_rel, real, count, kept_lb, out_lo, out_hi, out_lb):
+    """Per bounded child, the CPU's rules: emptied by contraction, pruned at the incumbent; proved
+    infeasible, dropped; with a Lagrangian bound, the larger bound and the hulls intersected; cut to
+    its hull below the level (pruned when empty); pruned at the level; else appended to ``q_out``.
+    ``kept_lb[box]`` is its bound when kept, +inf otherwise."""
+    box = _thread()
+    if box >= n_children:
+        return
+    kept_lb[box] = math.inf
+    if emptied[box]:
+        cuda.atomic.min(real, R_PRUNED, real[R_UB])
+        return
+    level_then = threshold[box]
+    lb = lb_f[box]
+    n_vars = child_lo.shape[1]
+    lo = cuda.local.array(MAX_VARS, float64)
+    hi = cuda.local.array(MAX_VARS, float64)
+    hull_finite = True
+    for i in range(n_vars):
+        lo[i] = hull_lo_f[box, i]
+        hi[i] = hull_hi_f[box, i]
+    if with_l:
+        bound_l = lb_l[box]
+        lb = max(lb, add_down(bound_l, -slack) if bound_l < math.inf else math.inf)
+        if hull_lo_l[box, 0] != hull_lo_l[box, 0] and lb < math.inf:
+            lb = max(lb, level_then)  # every subdomain's L-bound is at or above the level
+        for i in range(n_vars):
+            lo[i] = _fmax(lo[i], hull_lo_l[box, i])
+            hi[i] = _fmin(hi[i], hull_hi_l[box, i])
+    if not lb < math.inf:  # proved infeasible
+        return
+    for i in range(n_vars):
+        hull_finite = hull_finite and math.isfinite(lo[i]) and math.isfinite(hi[i])
+    cut = False
+    for i in range(n_vars):
+        if hull_finite:
+            lo[i] = max(child_lo[box, i], lo[i])
+            hi[i] = min(child_hi[box, i], hi[i])
+            if lo[i] > hi[i]:  # nothing below the level
+                cuda.atomic.min(real, R_PRUNED, level_then)
+                return
+            cut = cut or lo[i] > child_lo[box, i] or hi[i] < child_hi[box, i]
+        else:
+            lo[i] = child_lo[box, i]
+            hi[i] = child_hi[box, i]
+    if cut:  # the cut subdomains' feasible points are all at or above the level
+        cuda.atomic.min(real, R_PRUNED, level_then)
+    if lb >= prune_level(real[R_UB], eps_abs, eps_rel):
+        cuda.atomic.min(real, R_PRUNED, lb)
+        return
+    slot = cuda.atomic.add(count, C_OUT, 1)
+    for i in range(n_vars):
+        out_lo[slot, i] = lo[i]
+        out_hi[slot, i] = hi[i]
+    out_lb[slot] = lb
+    kept_lb[box] = lb
+    cuda.atomic.min(real, R_OPEN_MIN, lb)
+    cuda.atomic.min(real, R_BEST_KEPT, lb)
+
+
+@cuda.jit
+def claim(n_children, candidate, kept_lb, real, count):
+    """Name the lowest child whose candidate is the incumbent and the lowest kept child whose bound
+    is the lowest kept bound."""
+    box = _thread()
+    if box >= n_children:
+        return
+    if candidate[box] < math.inf and candidate[box] == real[R_UB]:
+        cuda.atomic.min(count, C_UB_CHILD, box)
+    if kept_lb[box] < math.inf and kept_lb[box] == real[R_BEST_KEPT]:
+        cuda.atomic.min(count, C_BEST_KEPT, box)
