@@ -197,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     i = commands.add_parser("info", help="show a run's state as of its last checkpoint")
     i.add_argument("run", type=Path, help="the run store (run.zarr)")
     i.add_argument("--json", action="store_true", help="print the state as JSON")
-    minimize.add_parser(commands, parse_duration, _positive_int)
+    minimize.add_parser(commands, parse_duration, _positive_int, _gpus)
     return parser
 
 

@@ -17,6 +17,8 @@ from .progress import clock, fit_fields, terminal_columns
 from .signals import StopSignals
 
 EXIT_DONE, EXIT_LIMIT = 0, 3
+CPU_SUBDOMAINS = 64  # MinimizeOptions' default (spatial/bnb.py says why)
+GPU_SUBDOMAINS = 1024  # the seed paper's budget; benchmarks/spatial_figure6.py on an H200
 
 
 def _non_negative_float(text: str) -> float:
@@ -29,9 +31,9 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
-def add_parser(commands, duration, positive_int) -> None:
-    """The ``minimize`` command on the subparsers ``commands`` (``duration`` and ``positive_int``
-    parse the shared option types)."""
+def add_parser(commands, duration, positive_int, gpus) -> None:
+    """The ``minimize`` command on the subparsers ``commands`` (``duration``, ``positive_int`` and
+    ``gpus`` parse the shared option types)."""
     m = commands.add_parser("minimize", help="prove the global minimum of a continuous problem (spatial B&B)")
     m.add_argument("problem", help="a problem or ANN JSON file, a Python model file (.py), or a built-in name "
                                    "(peaks, peaks-ann)")
@@ -41,11 +43,14 @@ def add_parser(commands, duration, positive_int) -> None:
                    help="relative optimality gap (default: 1e-6)")
     m.add_argument("--feas-tol", type=_non_negative_float, default=1e-6, metavar="X",
                    help="equalities hold within this at the reported point (default: 1e-6)")
-    m.add_argument("--subdomains", type=positive_int, default=64, metavar="N",
-                   help="subdomains per box: the largest k^d <= N, uniform (default: 64)")
+    m.add_argument("--gpus", type=gpus, default=None, metavar="N|all",
+                   help="0: the CPU; 1 or all: one GPU (default: the GPU when one is visible)")
+    m.add_argument("--subdomains", type=positive_int, default=None, metavar="N",
+                   help=f"subdomains per box: the largest k^d <= N, uniform (default: {CPU_SUBDOMAINS} on the CPU, "
+                        f"{GPU_SUBDOMAINS} on a GPU)")
     m.add_argument("--bound", choices=("nie", "mvf", "both"), default="both",
                    help="subdomain bound: natural interval extension, mean value form, or both (default)")
-    m.add_argument("--serial", action="store_true", help="bound subdomains on one thread")
+    m.add_argument("--serial", action="store_true", help="bound subdomains on one CPU thread (implies --gpus 0)")
     m.add_argument("--time-limit", type=duration, default=None, metavar="DURATION",
                    help="stop after this long (90, 90s, 5m, 1.5h)")
     m.add_argument("--node-limit", type=positive_int, default=None, metavar="INT",
@@ -103,28 +108,68 @@ def _print_result(out: dict, problem, lower_bound: float) -> None:
         f"x            {'-' if x is None else ' '.join(repr(v) for v in x)}",
         f"lower bound  {lower_bound!r}",  # inf: infeasible; -inf: unbounded below so far
         f"gap          {number(out['gap_abs'])} (relative {number(out['gap_rel'])})",
-        f"nodes        {out['nodes']:,} boxes of {out['subdomains']:,} subdomains, {out['elapsed_s']:.2f} s",
+        f"nodes        {out['nodes']:,} boxes of {out['subdomains']:,} subdomains, {out['elapsed_s']:.2f} s "
+        f"on the {out['backend'].upper()}",
     ]
     if tape.n_eq:
         lines.append(f"feasibility  equalities within {out['feas_tol']:g}")
     print("\n".join(lines))
 
 
+def _gpus_for(args: argparse.Namespace, problem) -> int:
+    """0 (the CPU) or 1: ``--gpus`` against the visible GPUs and the kernels' caps; ProblemError
+    (exit 2) for a request that cannot be served."""
+    from ..gpu import gpu_count
+    from ..spatial.problem import ProblemError
+
+    if args.gpus == 0 or (args.gpus is None and args.serial):
+        return 0
+    if args.serial:
+        raise ProblemError("--serial bounds on one CPU thread; it does not go with --gpus")
+    if isinstance(args.gpus, int) and args.gpus > 1:
+        raise ProblemError(f"--gpus {args.gpus}: minimize runs on one GPU (use --gpus 1)")
+    visible = gpu_count()
+    if visible == 0:
+        if args.gpus is None:
+            return 0
+        raise ProblemError(f"--gpus {args.gpus}: no GPU is visible (check the driver and CUDA_VISIBLE_DEVICES)")
+    from ..gpu.spatial_kernels import TapeTooLarge, check_size
+
+    try:
+        check_size(problem.tape)
+    except TapeTooLarge as error:
+        if args.gpus is not None:
+            raise ProblemError(f"{error}; use --gpus 0") from None
+        if not args.quiet:
+            print(f"pbbflow: on the CPU: {error}", file=sys.stderr)
+        return 0
+    return 1
+
+
 def run(args: argparse.Namespace) -> int:
-    """Load the problem, minimize it, print the result; ProblemError reaches the caller (exit 2)."""
+    """Load the problem, minimize it on the CPU or a GPU, print the result; ProblemError reaches the
+    caller (exit 2)."""
     from ..spatial.load import load_problem
 
     problem = load_problem(args.problem)  # before numba loads: a bad file is answered at once
-    from ..spatial.bnb import MinimizeOptions, load_code, minimize
+    gpus = _gpus_for(args, problem)
+    from ..spatial.bnb import MinimizeOptions
 
+    subdomains = args.subdomains or (GPU_SUBDOMAINS if gpus else CPU_SUBDOMAINS)
     options = MinimizeOptions(eps_abs=args.eps_abs, eps_rel=args.eps_rel, feas_tol=args.feas_tol,
-                              subdomains=args.subdomains, bound=args.bound, time_limit=args.time_limit,
+                              subdomains=subdomains, bound=args.bound, time_limit=args.time_limit,
                               node_limit=args.node_limit, parallel=not args.serial)  # fmt: skip
+    if gpus:
+        from ..gpu.spatial_bnb import load_code, minimize_gpu as minimize
+        what = "compiling the GPU kernels (each run)"
+    else:
+        from ..spatial.bnb import load_code, minimize
+        what = "compiling, first run only"
     line = ProgressLine(sys.stderr) if not args.quiet and sys.stderr.isatty() else None
     with StopSignals() as signals:
         seconds, compiled = load_code(problem, options)
         if compiled and not args.quiet:
-            print(f"pbbflow: compiling, first run only: {seconds:.1f} s", file=sys.stderr)
+            print(f"pbbflow: {what}: {seconds:.1f} s", file=sys.stderr)
         try:
             result = minimize(problem, options, progress=line, should_stop=signals.stop.is_set)
         finally:

@@ -1,7 +1,34 @@
-"""PBB@GPU: the IVM explorer on NVIDIA GPUs (numba-cuda); ``explorer`` is the entry point."""
+"""The GPU code in numba-cuda: PBB@GPU's IVM explorer (``explorer``) and the spatial family's
+B&B (``spatial_bnb``). Importing this package loads neither numba nor a CUDA driver."""
+
+import os
 
 DEFAULT_IVMS = 16384  # IVMs per GPU: the paper's K
 
 
 class GpuError(RuntimeError):
     """No usable GPU, or a request the GPU explorer cannot serve (one line, meant for the user)."""
+
+
+def gpu_count() -> int:
+    """GPUs this process may use: NVML's device count capped by ``CUDA_VISIBLE_DEVICES``; 0 on any failure."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            count = pynvml.nvmlDeviceGetCount()
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 (no driver, no library, no permission: all mean no GPU)
+        return 0
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        ids = [d.strip() for d in visible.split(",")]
+        usable = 0
+        for d in ids:  # CUDA ignores every id from the first invalid one on
+            if not d or d.startswith("-"):
+                break
+            usable += 1
+        count = min(count, usable)
+    return count

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 from numba import cuda
@@ -135,7 +136,7 @@ def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
     local = _LocalSolver(problem, incumbent) if options.local_solves else None
     reserve = _Reserve(d)
     lagrangian: tuple[DeviceTape, float] | None = None
-    nodes = phases = 0
+    nodes = phases = spills = 0
     next_local = LOCAL_EVERY_SUBDOMAINS
     next_report = began + progress_seconds
 
@@ -233,6 +234,7 @@ def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
             source.upload(0, lo[stay], hi[stay], lb[stay])
             n_open = len(stay)
             selected = min(per_phase, n_open)
+            spills += 1
         select_lb = math.inf
         if n_open > selected:
             select_lb = float(np.partition(source.lb[:n_open].copy_to_host(), selected - 1)[selected - 1])
@@ -274,8 +276,30 @@ def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
         local_solve_s=0.0 if local is None else local.seconds,
         feas_tol=feas_tol,
         options={"bound": options.bound, "eps_abs": eps_abs, "eps_rel": eps_rel, "contract": options.contract,
-                 "backend": "gpu", "phases": phases},
+                 "backend": "gpu", "phases": phases, "reserve_spills": spills},
     )
+
+
+def load_code(problem: Problem, options: MinimizeOptions | None = None) -> tuple[float, bool]:
+    """Compile the kernels ``minimize_gpu`` runs for ``problem`` (numba-cuda compiles them in every
+    process) and load the host code of its local solves: (seconds, whether anything was compiled).
+    Called first, it keeps compilation out of the search's time."""
+    from numba.core import event
+
+    from ..spatial.bounds import evaluate_point
+    from ..spatial.floateval import evaluate_float
+
+    options = options or MinimizeOptions()
+    began = time.perf_counter()
+    with event.install_recorder("numba:compile") as recorder:
+        tiny = replace(options, node_limit=3, time_limit=None, local_solves=False)
+        minimize_gpu(problem, tiny, phase_subdomains=1, capacity=1)
+        evaluate_point(problem.tape, problem.lower)
+        if options.local_solves:
+            import scipy.optimize  # noqa: F401 (its import, 0.1 s, is not the search's)
+
+            evaluate_float(problem.tape, problem.lower)
+    return time.perf_counter() - began, bool(recorder.buffer)
 
 
 def _contractor(dtape: DeviceTape):

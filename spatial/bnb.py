@@ -472,5 +472,5 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
         local_solve_s=0.0 if local is None else local.seconds,
         feas_tol=options.feas_tol,
         options={"bound": options.bound, "eps_abs": options.eps_abs, "eps_rel": options.eps_rel,
-                 "contract": options.contract},
+                 "contract": options.contract, "backend": "cpu"},
     )

@@ -25,6 +25,8 @@ import dask.config
 from dask.utils import parse_bytes
 from distributed import Client, LocalCluster
 
+from ..gpu import gpu_count
+
 KINDS = ("local", "address", "slurm")
 LOOPBACK = "127.0.0.1"
 CONNECT_SECONDS = 10.0  # how long a connection to a running scheduler may take
@@ -63,30 +65,6 @@ class SlurmOptions:
     tls: bool = False
     interface: str | None = None
     start_timeout: float = 600.0
-
-
-def gpu_count() -> int:
-    """GPUs this process may use: NVML's device count capped by ``CUDA_VISIBLE_DEVICES``; 0 on any failure."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        try:
-            count = pynvml.nvmlDeviceGetCount()
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # noqa: BLE001 (no driver, no library, no permission: all mean no GPU)
-        return 0
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        ids = [d.strip() for d in visible.split(",")]
-        usable = 0
-        for d in ids:  # CUDA ignores every id from the first invalid one on
-            if not d or d.startswith("-"):
-                break
-            usable += 1
-        count = min(count, usable)
-    return count
 
 
 def usable_cores() -> int:

@@ -1,0 +1,233 @@
+"""The spatial B&B on the GPU (``minimize_gpu``) against the CPU solver, known optima and its own rules.
+
+Under numba's CUDA simulator (CI) the kernels run in Python with libdevice's exact stand-ins, so
+the GPU bounds equal the CPU's and small problems are proved with the CPU's certified answers; on
+a GPU (``PBBFLOW_TEST_GPU=1``) the same tests run on the device.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numba import cuda
+
+from pbbflow.cli import minimize as minimize_cli
+from pbbflow.cli.main import main
+from pbbflow.gpu import spatial_phase as phase
+from pbbflow.gpu.spatial_bnb import minimize_gpu
+from pbbflow.gpu.spatial_kernels import THREADS_PER_BLOCK, DeviceTape, blocks, caps
+from pbbflow.spatial import Model
+from pbbflow.spatial.bnb import MinimizeOptions, _bisect, minimize
+from pbbflow.spatial.bounds import evaluate_point, is_feasible
+from pbbflow.spatial.load import load_problem
+
+pytestmark = pytest.mark.gpu
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial"
+SMALL = MinimizeOptions(subdomains=4, contract=False)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _libdevice():
+    from libdevice_shim import exact_libdevice
+
+    with exact_libdevice():
+        yield
+
+
+def _problem(stem: str):
+    return load_problem(str(DATA / f"{stem}.json"))
+
+
+def _assert_same_answer(gpu, cpu, options: MinimizeOptions) -> None:
+    """The same status; both certified bounds at or below both objectives; the gaps within eps."""
+    assert gpu.status == cpu.status == "optimal"
+    tolerance = max(options.eps_abs, options.eps_rel * abs(cpu.objective))
+    for result in (gpu, cpu):
+        assert result.lower_bound <= min(gpu.objective, cpu.objective)
+        assert result.objective - result.lower_bound <= tolerance * (1 + 1e-9)
+    assert abs(gpu.objective - cpu.objective) <= tolerance
+
+
+@pytest.mark.parametrize("stem", ["C9-st-e01-globallib", "C3-g11-cec2006-g11", "B6-booth"])
+def test_small_problems_get_the_cpus_certified_answers(stem):
+    problem = _problem(stem)
+    gpu = minimize_gpu(problem, SMALL, phase_subdomains=64, capacity=64)
+    cpu = minimize(problem, SMALL)
+    _assert_same_answer(gpu, cpu, SMALL)
+    assert gpu.lower_bound <= problem.optimum + 1e-12 * max(1.0, abs(problem.optimum))
+    assert gpu.to_json()["backend"] == "gpu" and gpu.open_boxes == 0
+
+
+def test_a_host_reserve_takes_the_overflow_and_loses_no_box():
+    """Lists of 4 boxes and one box per phase: the open boxes spill to the host and come back."""
+    problem = _problem("C3-g11-cec2006-g11")
+    gpu = minimize_gpu(problem, SMALL, phase_subdomains=4, capacity=4)
+    assert gpu.options["reserve_spills"] > 0
+    _assert_same_answer(gpu, minimize(problem, SMALL), SMALL)
+
+
+def test_a_limit_leaves_a_certified_bound_and_the_open_boxes():
+    problem = _problem("C3-g11-cec2006-g11")
+    options = MinimizeOptions(subdomains=4, contract=False, node_limit=9)
+    result = minimize_gpu(problem, options, phase_subdomains=16, capacity=64)
+    assert result.status == "limit" and result.open_boxes > 0 and 9 <= result.nodes <= 9 + 8
+    assert result.lower_bound <= problem.optimum
+
+
+def test_an_infeasible_problem_is_proved_infeasible():
+    m = Model("none")
+    x = m.variable(0, 1)
+    m.minimize(x)
+    m.subject_to(x * x + 0.5 - x <= 0)  # x^2 - x + 1/2 >= 1/4 > 0
+    result = minimize_gpu(m.problem(), SMALL, phase_subdomains=16, capacity=16)
+    assert result.status == "infeasible" and result.objective is None and result.lower_bound == math.inf
+
+
+def test_a_constrained_problem_brings_a_lagrangian_bound_to_the_device(monkeypatch):
+    uploaded = []
+    upload = DeviceTape.upload.__func__
+
+    def spy(cls, tape):
+        uploaded.append(tape)
+        return upload(cls, tape)
+
+    monkeypatch.setattr(DeviceTape, "upload", classmethod(spy))
+    problem = _problem("C9-st-e01-globallib")
+    result = minimize_gpu(problem, SMALL, phase_subdomains=64, capacity=64)
+    assert result.status == "optimal"
+    assert len(uploaded) >= 2 and uploaded[0] is problem.tape and uploaded[1].size > problem.tape.size
+
+
+def _random_points(problem, rng):
+    return problem.lower + rng.random((40, problem.dimension)) * (problem.upper - problem.lower)
+
+
+def _near_the_equality(problem, rng):
+    """g11's points on h = x1 - x0^2 = 0 (feasible within feas_tol) and 1e-3 off it (not)."""
+    t = rng.uniform(-1, 1, 20)
+    return np.concatenate([np.stack([t, t * t], 1), np.stack([t, t * t + 1e-3], 1)])
+
+
+@pytest.mark.parametrize(("stem", "points"), [("C9-st-e01-globallib", _random_points),
+                                              ("C3-g11-cec2006-g11", _near_the_equality)])
+def test_candidates_are_evaluated_as_the_cpu_evaluates_points(stem, points):
+    """The device's rigorous point evaluation and feasibility rule equal the CPU's, point by point."""
+    problem = _problem(stem)
+    points = points(problem, np.random.default_rng(3))
+    points[1] = np.nan  # no best point: no candidate
+    dtape = DeviceTape.upload(problem.tape)
+    candidate = cuda.device_array(len(points))
+    real = cuda.to_device(np.full(5, np.inf))
+    kernel = phase.candidate_kernel(*caps(problem.tape)[:2])
+    kernel[blocks(len(points)), THREADS_PER_BLOCK](*dtape.arrays, problem.tape.n_ineq, dtape.varying, len(points),
+                                                   cuda.to_device(points), 1e-6, candidate, real)
+    expected = []
+    for point in points:
+        value = None if np.isnan(point).any() else evaluate_point(problem.tape, point)
+        expected.append(value.f_hi if value is not None and is_feasible(value, 1e-6) else math.inf)
+    assert candidate.copy_to_host().tolist() == expected
+    assert real.copy_to_host()[phase.R_UB] == min(expected) and 1 < expected.count(math.inf) < len(points) - 10
+
+
+def test_branching_bisects_as_the_cpu_and_keeps_unsplittable_boxes():
+    """branch: pruned at the level, the first ``n_select`` at or below ``select_lb`` bisected like
+    the CPU's ``_bisect`` (boxes of width 0 or one float along a side included), the rest carried."""
+    rng = np.random.default_rng(8)
+    scale = np.array([1.0, 4.0, 0.0])
+    lo = rng.uniform(-1, 1, (12, 3))
+    hi = lo + rng.uniform(0, 1, (12, 3)) * [1, 4, 1]
+    hi[3] = np.nextafter(lo[3], np.inf)  # no side splits: unsplittable
+    hi[4, 0] = lo[4, 0]  # width 0 along x0
+    lb = rng.uniform(-5, 5, 12)
+    lb[5] = 10.0  # at or above the level: pruned
+    real = np.full(5, np.inf)
+    real[phase.R_UB] = 8.0
+    d_real, d_count = cuda.to_device(real), cuda.to_device(np.zeros(6, np.int64))
+    phase.begin_phase[1, 1](d_real, d_count, math.inf)
+    out = [cuda.device_array((12, 3)), cuda.device_array((12, 3)), cuda.device_array(12)]
+    child = [cuda.device_array((24, 3)), cuda.device_array((24, 3))]
+    select_lb = np.sort(lb[lb < 8])[7]  # at most 8 boxes ask; 6 may be bisected
+    phase.branch[blocks(12), THREADS_PER_BLOCK](12, cuda.to_device(lo), cuda.to_device(hi), cuda.to_device(lb),
+                                                select_lb, 6, cuda.to_device(scale), 1e-6, 1e-6, d_real, d_count,
+                                                *out, *child)
+    counts, reals = d_count.copy_to_host(), d_real.copy_to_host()
+    n_children, n_out = counts[phase.C_CHILDREN], counts[phase.C_OUT]
+    assert reals[phase.R_PRUNED] == 10.0 and counts[phase.C_SELECTED] == 8
+    children = list(zip(child[0].copy_to_host()[:n_children], child[1].copy_to_host()[:n_children]))
+    carried = sorted(out[2].copy_to_host()[:n_out].tolist())
+    bisected = []
+    for b in range(12):
+        if lb[b] >= 8:
+            continue
+        halves = _bisect(lo[b], hi[b], scale)
+        pair = None if halves is None else [(halves[0][k], halves[1][k]) for k in range(2)]
+        if pair is not None and any(np.array_equal(c[0], pair[0][0]) and np.array_equal(c[1], pair[0][1])
+                                    for c in children):  # fmt: skip
+            bisected.append(b)
+            assert any(np.array_equal(c[0], pair[1][0]) and np.array_equal(c[1], pair[1][1]) for c in children)
+        elif halves is None and lb[b] <= select_lb:
+            assert reals[phase.R_UNSPLIT] <= lb[b]
+    assert 2 * len(bisected) == n_children and len(bisected) + counts[phase.C_UNSPLIT] == 6
+    assert all(lb[b] <= select_lb for b in bisected)
+    assert len(carried) + len(bisected) + counts[phase.C_UNSPLIT] + 1 == 12
+    assert reals[phase.R_OPEN_MIN] == min(carried)
+
+
+# ---------------------------------------------------------------- the command line
+
+
+@pytest.fixture
+def one_gpu(monkeypatch):
+    """The CLI sees one GPU (the simulator's, in CI)."""
+    monkeypatch.setattr("pbbflow.gpu.gpu_count", lambda: 1)
+
+
+def test_minimize_runs_on_the_gpu_when_asked(capsys, one_gpu):
+    assert main(["minimize", str(DATA / "C9-st-e01-globallib.json"), "--gpus", "1", "--subdomains", "4",
+                 "--json"]) == 0  # fmt: skip
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert out["status"] == "optimal" and out["backend"] == "gpu" and out["subdomains"] == 4
+    assert out["lower_bound"] <= -6.666666666666667 <= out["objective"] + 1e-12
+    assert "compiling the GPU kernels" in captured.err
+
+
+def test_the_gpu_is_the_default_when_one_is_visible(capsys, one_gpu, monkeypatch):
+    monkeypatch.setattr(minimize_cli, "GPU_SUBDOMAINS", 4)
+    assert main(["minimize", str(DATA / "B6-booth.json"), "--quiet"]) == 0
+    assert "on the GPU" in capsys.readouterr().out
+    assert main(["minimize", str(DATA / "B6-booth.json"), "--serial", "--quiet"]) == 0
+    assert "on the CPU" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    (["--gpus", "2"], "minimize runs on one GPU"),
+    (["--gpus", "1", "--serial"], "--serial bounds on one CPU thread"),
+])
+def test_gpu_requests_it_cannot_serve_are_one_line_errors(capsys, one_gpu, arguments, message):
+    assert main(["minimize", "peaks", *arguments]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_no_visible_gpu_is_a_one_line_error_or_the_cpu(capsys, monkeypatch):
+    monkeypatch.setattr("pbbflow.gpu.gpu_count", lambda: 0)
+    assert main(["minimize", "peaks", "--gpus", "all"]) == 2
+    assert "no GPU is visible" in capsys.readouterr().err
+    assert main(["minimize", str(DATA / "B6-booth.json"), "--quiet"]) == 0
+    assert "on the CPU" in capsys.readouterr().out
+
+
+def test_a_tape_beyond_the_kernels_caps_runs_on_the_cpu_unless_the_gpu_was_asked(capsys, one_gpu, monkeypatch):
+    monkeypatch.setattr("pbbflow.gpu.spatial_kernels.MAX_TAPE", 4)
+    assert main(["minimize", str(DATA / "B6-booth.json")]) == 0
+    captured = capsys.readouterr()
+    assert "pbbflow: on the CPU: the GPU bounds tapes of at most 4 slots" in captured.err
+    assert "on the CPU" in captured.out
+    assert main(["minimize", str(DATA / "B6-booth.json"), "--gpus", "1"]) == 2
+    assert "use --gpus 0" in capsys.readouterr().err
