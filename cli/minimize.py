@@ -13,6 +13,7 @@ import sys
 import time
 from typing import TextIO
 
+from ..spatial.load import builtin_names, load_problem
 from .progress import clock, fit_fields, terminal_columns
 from .signals import StopSignals
 
@@ -34,7 +35,7 @@ def add_parser(commands, duration, positive_int) -> None:
     parse the shared option types)."""
     m = commands.add_parser("minimize", help="prove the global minimum of a continuous problem (spatial B&B)")
     m.add_argument("problem", help="a problem or ANN JSON file, a Python model file (.py), or a built-in name "
-                                   "(peaks, peaks-ann)")
+                                   f"({', '.join(builtin_names())})")
     m.add_argument("--eps-abs", type=_non_negative_float, default=1e-6, metavar="X",
                    help="absolute optimality gap (default: 1e-6)")
     m.add_argument("--eps-rel", type=_non_negative_float, default=1e-6, metavar="X",
@@ -112,8 +113,6 @@ def _print_result(out: dict, problem, lower_bound: float) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load the problem, minimize it, print the result; ProblemError reaches the caller (exit 2)."""
-    from ..spatial.load import load_problem
-
     problem = load_problem(args.problem)  # before numba loads: a bad file is answered at once
     from ..spatial.bnb import MinimizeOptions, load_code, minimize
 
