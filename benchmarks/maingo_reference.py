@@ -14,6 +14,8 @@ tape describes. Benchmarks only: the package and its CI tests never import maing
   (negative k included).
 - MAiNGO runs serially (the wheel has no MPI), with logging off and every output file disabled
   and, should one be written anyway, named into a temporary directory.
+- ``lbp_solver``: ``mccormick`` (MAiNGO's default lower bounds: McCormick relaxations, their LPs
+  solved by CLP in the wheel) or ``interval`` (its interval extensions alone, ``LBP_SOLVER_INTERVAL``).
 
     python benchmarks/maingo_reference.py TAPE.json ...   # one JSON object per problem
 """
@@ -34,6 +36,7 @@ import maingopy
 from pbbflow.spatial.tape import Op, Tape
 
 UNSUPPORTED_OPS = frozenset({Op.ATAN2})
+LBP_SOLVERS = {"mccormick": None, "interval": maingopy.LBP_SOLVER_INTERVAL}  # None: MAiNGO's default
 OUTPUT_FILE_SETTERS = (
     ("set_log_file_name", "maingo.log"),
     ("set_result_file_name", "maingo_result.txt"),
@@ -169,6 +172,7 @@ def solve_with_maingo(
     eps_abs: float = 1e-6,
     eps_rel: float = 1e-6,
     time_limit: float = 60.0,
+    lbp_solver: str = "mccormick",
 ) -> dict:
     """Solve the tape's problem with MAiNGO; status, value, point, bounds, nodes, times and settings.
 
@@ -190,6 +194,8 @@ def solve_with_maingo(
         "writeJson": False,
         "writeResultFile": False,
     }
+    if LBP_SOLVERS[lbp_solver] is not None:
+        settings["LBP_solver"] = int(LBP_SOLVERS[lbp_solver])
     result = {"maingo_version": version("maingopy"), "settings": settings}
     try:
         model = tape_to_maingo(tape, lower, upper)
@@ -238,13 +244,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--eps-abs", type=float, default=1e-6)
     parser.add_argument("--eps-rel", type=float, default=1e-6)
     parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per problem")
+    parser.add_argument("--lbp-solver", choices=sorted(LBP_SOLVERS), default="mccormick",
+                        help="lower bounds: McCormick relaxations (default) or interval extensions alone")
     args = parser.parse_args(argv)
     for path in args.tapes:
         with open(path) as handle:
             problem = json.load(handle)
         tape = Tape.from_json(problem["tape"])
         result = solve_with_maingo(
-            tape, problem["lower"], problem["upper"], args.eps_abs, args.eps_rel, args.time_limit
+            tape, problem["lower"], problem["upper"], args.eps_abs, args.eps_rel, args.time_limit, args.lbp_solver
         )
         print(json.dumps({"name": problem["name"], "file": path, **result}), flush=True)
     return 0

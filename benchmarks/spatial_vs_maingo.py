@@ -1,14 +1,18 @@
 """Benchmark: pbbflow's spatial B&B against MAiNGO, side by side on one core, as JSON.
 
 For each problem (the JSON files of a folder, default ``../shared/data/spatial``, plus the
-built-in ``peaks-ann``): pbbflow ``minimize`` on one thread (``parallel=False``, after a warm-up
-solve that loads its numba code) and MAiNGO (``benchmarks/maingo_reference.py``, serial), both to
-eps_abs = eps_rel = 1e-6 with equalities within 1e-6, alternating which goes first, ``--repeats``
-times; the median seconds are reported with nodes, value, certified lower bound and gap, and
-whether pbbflow's lower bound stays at or below the file's ``optimum`` (a bound above it is a bug).
+built-ins ``peaks-ann``, ``peaks-ann-error-min`` and ``peaks-ann-error-max``): pbbflow ``minimize``
+on one thread (``parallel=False``, after a warm-up solve that loads its numba code) and MAiNGO
+(``benchmarks/maingo_reference.py``, serial), both to eps_abs = eps_rel = 1e-6 with equalities
+within 1e-6, alternating which goes first, ``--repeats`` times; the median seconds are reported
+with nodes, value, certified lower bound and gap, and whether pbbflow's lower bound stays at or
+below the problem's ``optimum`` (a bound above it is a bug).  ``--parallel`` adds pbbflow on every
+core (``pbbflow minimize``'s default), ``--maingo-interval`` MAiNGO with interval bounds alone.
 
     pip install maingopy
     python benchmarks/spatial_vs_maingo.py --repeats 3 > benchmarks/results/spatial_vs_maingo.json
+    python benchmarks/spatial_vs_maingo.py --repeats 3 --parallel --maingo-interval \
+        peaks-ann-error-min peaks-ann-error-max > benchmarks/results/spatial_vs_maingo_peaks_ann_error.json
 """
 
 from __future__ import annotations
@@ -29,46 +33,61 @@ from pbbflow.spatial.bnb import MinimizeOptions, minimize  # noqa: E402
 from pbbflow.spatial.load import load_problem  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial"
+BUILTINS = ("peaks-ann", "peaks-ann-error-min", "peaks-ann-error-max")  # the seed's network and its error
 
 
-def _pbbflow(problem, subdomains: int, time_limit: float) -> dict:
-    options = MinimizeOptions(subdomains=subdomains, parallel=False, time_limit=time_limit)
+def _pbbflow(problem, subdomains: int, time_limit: float, parallel: bool = False) -> dict:
+    options = MinimizeOptions(subdomains=subdomains, parallel=parallel, time_limit=time_limit)
     started = time.perf_counter()
     result = minimize(problem, options)
     seconds = time.perf_counter() - started
     return {**result.to_json(), "seconds": seconds}
 
 
-def compare(problem, subdomains: int, repeats: int, time_limit: float) -> dict:
-    ours, theirs = [], []
-    for i in range(repeats):
-        order = [("ours", ours), ("maingo", theirs)]
-        for name, runs in order if i % 2 == 0 else order[::-1]:
-            if name == "ours":
-                runs.append(_pbbflow(problem, subdomains, time_limit))
-            else:
-                runs.append(solve_with_maingo(problem.tape, problem.lower, problem.upper, time_limit=time_limit))
-    mine, maingo = ours[-1], theirs[-1]
-    optimum = problem.optimum
+def _ours(runs: list[dict], optimum: float | None) -> dict:
+    mine = runs[-1]
     valid = None
     if optimum is not None and mine["lower_bound"] is not None:
         valid = mine["lower_bound"] <= optimum + 1e-12 * max(1.0, abs(optimum))
     return {
-        "problem": problem.name,
-        "optimum": optimum,
-        "pbbflow": {
-            "status": mine["status"], "objective": mine["objective"], "lower_bound": mine["lower_bound"],
-            "gap_abs": mine["gap_abs"], "nodes": mine["nodes"], "subdomains": mine["subdomains"],
-            "local_solves": mine["local_solves"], "seconds_median": statistics.median(r["seconds"] for r in ours),
-            "seconds": [round(r["seconds"], 4) for r in ours], "lower_bound_at_or_below_optimum": valid,
-        },
-        "maingo": {
-            "status": maingo["status"], "objective": maingo.get("objective"), "lower_bound": maingo.get("lower_bound"),
-            "gap_abs": maingo.get("gap_abs"), "nodes": maingo.get("nodes"),
-            "seconds_median": statistics.median(r["seconds"] for r in theirs) if "seconds" in maingo else None,
-            "seconds": [round(r["seconds"], 4) for r in theirs if "seconds" in r], "reason": maingo.get("reason"),
-        },
+        "status": mine["status"], "objective": mine["objective"], "lower_bound": mine["lower_bound"],
+        "gap_abs": mine["gap_abs"], "nodes": mine["nodes"], "subdomains": mine["subdomains"],
+        "local_solves": mine["local_solves"], "seconds_median": statistics.median(r["seconds"] for r in runs),
+        "seconds": [round(r["seconds"], 4) for r in runs], "lower_bound_at_or_below_optimum": valid,
     }
+
+
+def _theirs(runs: list[dict]) -> dict:
+    maingo = runs[-1]
+    return {
+        "status": maingo["status"], "objective": maingo.get("objective"), "lower_bound": maingo.get("lower_bound"),
+        "gap_abs": maingo.get("gap_abs"), "nodes": maingo.get("nodes"),
+        "seconds_median": statistics.median(r["seconds"] for r in runs) if "seconds" in maingo else None,
+        "seconds": [round(r["seconds"], 4) for r in runs if "seconds" in r], "reason": maingo.get("reason"),
+    }
+
+
+def compare(problem, subdomains: int, repeats: int, time_limit: float, parallel: bool = False,
+            maingo_interval: bool = False) -> dict:
+    """One row: pbbflow on one thread and MAiNGO (McCormick), and on request pbbflow on every core
+    (``pbbflow_parallel``) and MAiNGO with interval bounds (``maingo_interval``); runs alternate order."""
+    box = (problem.tape, problem.lower, problem.upper)
+    runners = {
+        "pbbflow": lambda: _pbbflow(problem, subdomains, time_limit),
+        "maingo": lambda: solve_with_maingo(*box, time_limit=time_limit),
+    }
+    if parallel:
+        runners["pbbflow_parallel"] = lambda: _pbbflow(problem, subdomains, time_limit, parallel=True)
+    if maingo_interval:
+        runners["maingo_interval"] = lambda: solve_with_maingo(*box, time_limit=time_limit, lbp_solver="interval")
+    runs = {name: [] for name in runners}
+    for i in range(repeats):
+        for name in list(runners) if i % 2 == 0 else list(runners)[::-1]:
+            runs[name].append(runners[name]())
+    row = {"problem": problem.name, "optimum": problem.optimum}
+    for name, results in runs.items():
+        row[name] = _ours(results, problem.optimum) if name.startswith("pbbflow") else _theirs(results)
+    return row
 
 
 def main() -> None:
@@ -77,17 +96,22 @@ def main() -> None:
     parser.add_argument("--subdomains", type=int, default=64, help="per box (default: 64, as pbbflow minimize)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--time-limit", type=float, default=60.0)
-    parser.add_argument("problems", nargs="*", help="problem specs (default: every file of --data and peaks-ann)")
+    parser.add_argument("--parallel", action="store_true", help="also pbbflow on every core (its default)")
+    parser.add_argument("--maingo-interval", action="store_true", help="also MAiNGO with interval bounds alone")
+    parser.add_argument("problems", nargs="*",
+                        help=f"problem specs (default: every file of --data and {', '.join(BUILTINS)})")
     args = parser.parse_args()
-    specs = args.problems or [*sorted(str(p) for p in args.data.glob("[BC]*.json")), "peaks-ann"]
+    specs = args.problems or [*sorted(str(p) for p in args.data.glob("[BC]*.json")), *BUILTINS]
     problems = [load_problem(spec) for spec in specs]
-    minimize(problems[-1], MinimizeOptions(parallel=False, node_limit=8))  # load the numba code first
-    rows = [compare(problem, args.subdomains, args.repeats, args.time_limit) for problem in problems]
+    for parallel in (False, True) if args.parallel else (False,):  # load the numba code first
+        minimize(problems[-1], MinimizeOptions(parallel=parallel, node_limit=8))
+    rows = [compare(problem, args.subdomains, args.repeats, args.time_limit, args.parallel, args.maingo_interval)
+            for problem in problems]
     print(json.dumps({
         "benchmark": "spatial_vs_maingo",
         "command": "python benchmarks/spatial_vs_maingo.py " + " ".join(sys.argv[1:]),
         "machine": {"cpus": os.cpu_count(), "processor": platform.processor(), "python": platform.python_version()},
-        "settings": {"eps_abs": 1e-6, "eps_rel": 1e-6, "feas_tol": 1e-6, "one_core": True,
+        "settings": {"eps_abs": 1e-6, "eps_rel": 1e-6, "feas_tol": 1e-6, "one_core": not args.parallel,
                      "subdomains": args.subdomains, "repeats": args.repeats},
         "problems": rows,
     }, indent=1))

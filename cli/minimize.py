@@ -18,6 +18,7 @@ from .signals import StopSignals
 
 EXIT_DONE, EXIT_LIMIT = 0, 3
 CPU_SUBDOMAINS = 64  # MinimizeOptions' default (spatial/bnb.py says why)
+BUILTIN_NAMES = ("peaks", "peaks-ann", "peaks-ann-error-min", "peaks-ann-error-max")  # spatial.load's, not imported
 GPU_SUBDOMAINS = 1024  # the seed paper's budget; benchmarks/spatial_figure6.py on an H200
 
 
@@ -36,7 +37,7 @@ def add_parser(commands, duration, positive_int, gpus) -> None:
     ``gpus`` parse the shared option types)."""
     m = commands.add_parser("minimize", help="prove the global minimum of a continuous problem (spatial B&B)")
     m.add_argument("problem", help="a problem or ANN JSON file, a Python model file (.py), or a built-in name "
-                                   "(peaks, peaks-ann)")
+                                   f"({', '.join(BUILTIN_NAMES)})")
     m.add_argument("--eps-abs", type=_non_negative_float, default=1e-6, metavar="X",
                    help="absolute optimality gap (default: 1e-6)")
     m.add_argument("--eps-rel", type=_non_negative_float, default=1e-6, metavar="X",

@@ -28,9 +28,11 @@ Every step is a tape operation on the file's numbers, so no rounded constant (li
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from . import model as api
-from .model import ACTIVATIONS, Model
+from .model import ACTIVATIONS, Expr, Model
 from .problem import Problem, ProblemError
 
 ANN_KEYS = frozenset({"layers", "W", "b", "in_lo", "in_hi", "y_mu", "y_sd"})
@@ -43,49 +45,79 @@ def is_ann(document: dict) -> bool:
 
 def ann_problem(document: dict, where: str, default_name: str = "ann", origin: str = "") -> Problem:
     """The problem an ANN document describes (see the module doc); ``where`` names it in messages."""
-    missing = sorted(ANN_KEYS - set(document))
-    if missing:
-        raise ProblemError(f"{where}: an ANN file needs the keys {', '.join(missing)}")
+    network = Network.from_document(document, where)
     name = document.get("name", default_name)
     if not isinstance(name, str) or not name:
         raise ProblemError(f"{where}: name must be a non-empty string")
-    layers = document["layers"]
-    if not (isinstance(layers, list) and len(layers) >= 2
-            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in layers)):
-        raise ProblemError(f"{where}: layers must be a list of at least two positive integers")
-    if layers[-1] != 1:
-        raise ProblemError(f"{where}: the last layer must have 1 output (the objective), not {layers[-1]}")
-    depth = len(layers) - 1
-    weights, biases = document["W"], document["b"]
-    if not (isinstance(weights, list) and len(weights) == depth and isinstance(biases, list) and len(biases) == depth):
-        raise ProblemError(f"{where}: W and b must be lists of {depth} layers (layers has {len(layers)} sizes)")
-    for k in range(depth):
-        _check_matrix(weights[k], layers[k + 1], layers[k], where, f"W[{k}]")
-        _check_vector(biases[k], layers[k + 1], where, f"b[{k}]")
-    n_in = layers[0]
-    in_lo = _per_input(document["in_lo"], n_in, where, "in_lo")
-    in_hi = _per_input(document["in_hi"], n_in, where, "in_hi")
-    for i, (lo, hi) in enumerate(zip(in_lo, in_hi)):
-        if not lo < hi:
-            raise ProblemError(f"{where}: input {i} has in_lo {lo!r} >= in_hi {hi!r}")
-    y_mu = _per_input(document["y_mu"], 1, where, "y_mu")[0]
-    y_sd = _per_input(document["y_sd"], 1, where, "y_sd")[0]
-    hidden = _activation(document.get("activation", "tanh"), where, "activation")
-    last = _activation(document.get("output_activation", "linear"), where, "output_activation")
     optimum = document.get("ann_min_f")
     if optimum is not None and not _finite(optimum):
         raise ProblemError(f"{where}: ann_min_f must be a finite number")
     x_optimum = document.get("ann_min_x")
     if x_optimum is not None:
-        _check_vector(x_optimum, n_in, where, "ann_min_x")
-
+        _check_vector(x_optimum, len(network.in_lo), where, "ann_min_x")
     model = Model(name)
-    x = [model.variable(lo, hi) for lo, hi in zip(in_lo, in_hi)]
-    values = api.scale_inputs(x, in_lo, in_hi)
-    for k in range(depth):
-        values = api.dense(values, weights[k], biases[k], last if k == depth - 1 else hidden)
-    model.minimize(api.unscale_outputs(values, y_mu, y_sd)[0])
+    x = [model.variable(lo, hi) for lo, hi in zip(network.in_lo, network.in_hi)]
+    model.minimize(network.output(x))
     return model.problem(name, optimum=optimum, x_optimum=x_optimum, origin=origin)
+
+
+@dataclass(frozen=True)
+class Network:
+    """A checked ANN document: the network, ready to be recorded on a model's variables."""
+
+    weights: list
+    biases: list
+    in_lo: list[float]
+    in_hi: list[float]
+    y_mu: float
+    y_sd: float
+    hidden: str
+    last: str
+
+    @classmethod
+    def from_document(cls, document: dict, where: str) -> Network:
+        """The network of an ANN document; ProblemError naming ``where`` for anything malformed."""
+        missing = sorted(ANN_KEYS - set(document))
+        if missing:
+            raise ProblemError(f"{where}: an ANN file needs the keys {', '.join(missing)}")
+        layers = document["layers"]
+        if not (isinstance(layers, list) and len(layers) >= 2
+                and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in layers)):
+            raise ProblemError(f"{where}: layers must be a list of at least two positive integers")
+        if layers[-1] != 1:
+            raise ProblemError(f"{where}: the last layer must have 1 output (the objective), not {layers[-1]}")
+        depth = len(layers) - 1
+        weights, biases = document["W"], document["b"]
+        if not (isinstance(weights, list) and len(weights) == depth
+                and isinstance(biases, list) and len(biases) == depth):
+            raise ProblemError(f"{where}: W and b must be lists of {depth} layers (layers has {len(layers)} sizes)")
+        for k in range(depth):
+            _check_matrix(weights[k], layers[k + 1], layers[k], where, f"W[{k}]")
+            _check_vector(biases[k], layers[k + 1], where, f"b[{k}]")
+        n_in = layers[0]
+        in_lo = _per_input(document["in_lo"], n_in, where, "in_lo")
+        in_hi = _per_input(document["in_hi"], n_in, where, "in_hi")
+        for i, (lo, hi) in enumerate(zip(in_lo, in_hi)):
+            if not lo < hi:
+                raise ProblemError(f"{where}: input {i} has in_lo {lo!r} >= in_hi {hi!r}")
+        return cls(
+            weights=weights,
+            biases=biases,
+            in_lo=in_lo,
+            in_hi=in_hi,
+            y_mu=_per_input(document["y_mu"], 1, where, "y_mu")[0],
+            y_sd=_per_input(document["y_sd"], 1, where, "y_sd")[0],
+            hidden=_activation(document.get("activation", "tanh"), where, "activation"),
+            last=_activation(document.get("output_activation", "linear"), where, "output_activation"),
+        )
+
+    def output(self, x: Sequence[Expr]) -> Expr:
+        """The network's output at the inputs ``x``, recorded as model expressions (the module doc)."""
+        values = api.scale_inputs(x, self.in_lo, self.in_hi)
+        depth = len(self.weights)
+        for k in range(depth):
+            values = api.dense(values, self.weights[k], self.biases[k], self.last if k == depth - 1 else self.hidden)
+        return api.unscale_outputs(values, self.y_mu, self.y_sd)[0]
 
 
 def _finite(value) -> bool:

@@ -1,7 +1,10 @@
 """``load_problem(spec)``: a built-in name, a JSON file (problem or ANN), or a Python model file.
 
-- Built-in names (bundled in ``spatial/data``): ``peaks`` (MATLAB's peaks on [-3, 3]^2) and
-  ``peaks-ann`` (the 2-10-8-1 network trained on it).
+- Built-in names (bundled in ``spatial/data``): ``peaks`` (MATLAB's peaks on [-3, 3]^2),
+  ``peaks-ann`` (the 2-10-8-1 network trained on it), and the network's error against peaks, built
+  from those two files (:mod:`.surrogate`): ``peaks-ann-error-min`` minimizes ANN(x) - peaks(x),
+  ``peaks-ann-error-max`` minimizes peaks(x) - ANN(x), so its optimum is minus the maximum of
+  ANN - peaks.
 - ``*.json``: a problem file (:mod:`.parse`) or an ANN file (:mod:`.ann`), told apart by their
   keys. Reading them never runs code.
 - ``*.py``: a model file. It IS code, run like a script you chose to run: it is imported from its
@@ -21,31 +24,48 @@ from .ann import ann_problem, is_ann
 from .model import Model
 from .parse import problem_from_dict, read_json
 from .problem import Problem, ProblemError, shorten
+from .surrogate import surrogate_error_problem
 
 BUILTINS = {"peaks": "peaks.json", "peaks-ann": "peaks-ann-2-10-8-1.json"}
+# name -> the sign of ANN - peaks minimized, the known optimum and its point (an 801 x 801 grid and a
+# local polish; proved to 1e-6 by pbbflow minimize and MAiNGO: spatial_vs_maingo_peaks_ann_error_*.json)
+ERROR_BUILTINS = {
+    "peaks-ann-error-min": (1, -0.08162083068936776, [-3.0, -0.3031954969380638]),
+    "peaks-ann-error-max": (-1, -0.0568754840047907, [-0.08649871132837303, 1.217805459621546]),
+}
 
 
 def builtin_names() -> list[str]:
-    return sorted(BUILTINS)
+    """Every name ``load_problem`` takes for a bundled problem."""
+    return sorted([*BUILTINS, *ERROR_BUILTINS])
 
 
 def load_problem(spec: str) -> Problem:
     """The problem ``spec`` names: a built-in name, a ``.json`` file or a ``.py`` model file."""
     spec = str(spec)
     if spec in BUILTINS:
-        resource = importlib.resources.files(__package__) / "data" / BUILTINS[spec]
-        with importlib.resources.as_file(resource) as path:
-            return _load_json(path, spec, default_name=spec, origin=f"builtin:{spec}")
+        return _from_document(_bundled_json(BUILTINS[spec]), spec, default_name=spec, origin=f"builtin:{spec}")
+    if spec in ERROR_BUILTINS:
+        sign, optimum, x_optimum = ERROR_BUILTINS[spec]
+        network, function = (_bundled_json(BUILTINS[name]) for name in ("peaks-ann", "peaks"))
+        return surrogate_error_problem(network, function, sign, spec, spec, optimum=optimum, x_optimum=x_optimum,
+                                       origin=f"builtin:{spec}")
     path = Path(spec)
     if path.suffix.lower() == ".json":
-        return _load_json(path, path.name, default_name=path.stem, origin=str(path))
+        return _from_document(read_json(path, path.name), path.name, default_name=path.stem, origin=str(path))
     if path.suffix.lower() == ".py":
         return _load_model_file(path)
     raise ProblemError(f"{spec}: not a built-in problem ({', '.join(builtin_names())}) nor a .json or .py file")
 
 
-def _load_json(path: Path, where: str, default_name: str, origin: str) -> Problem:
-    document = read_json(path, where)
+def _bundled_json(file: str) -> dict:
+    """The JSON object of a file in ``spatial/data``."""
+    resource = importlib.resources.files(__package__) / "data" / file
+    with importlib.resources.as_file(resource) as path:
+        return read_json(path, file)
+
+
+def _from_document(document: dict, where: str, default_name: str, origin: str) -> Problem:
     if is_ann(document):
         return ann_problem(document, where, default_name, origin)
     return problem_from_dict(document, where, default_name, origin)

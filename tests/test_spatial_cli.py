@@ -77,3 +77,10 @@ def test_a_python_model_file(capsys, tmp_path):
     out = json.loads(capsys.readouterr().out)
     assert out["problem"] == "ring" and out["status"] == "optimal"
     assert out["lower_bound"] <= -(5**0.5) <= out["objective"] <= -(5**0.5) + 1e-5  # min of x - 2y on the disk
+
+
+def test_the_help_names_every_built_in_problem():
+    from pbbflow.cli.minimize import BUILTIN_NAMES
+    from pbbflow.spatial.load import builtin_names
+
+    assert sorted(BUILTIN_NAMES) == builtin_names()

@@ -79,7 +79,7 @@ def test_the_ann_file_matches_a_numpy_forward_pass_and_its_known_minimum():
 
 
 def test_builtin_problems_are_bundled():
-    assert builtin_names() == ["peaks", "peaks-ann"]
+    assert builtin_names() == ["peaks", "peaks-ann", "peaks-ann-error-max", "peaks-ann-error-min"]
     peaks = load_problem("peaks")
     assert peaks.name == "peaks" and peaks.lower.tolist() == [-3, -3] and peaks.upper.tolist() == [3, 3]
     assert peaks.origin == "builtin:peaks"
@@ -278,7 +278,8 @@ def test_files_are_size_limited_before_reading(tmp_path):
 
 
 def test_load_problem_errors(tmp_path):
-    with pytest.raises(ProblemError, match=r"nope: not a built-in problem \(peaks, peaks-ann\) nor a .json or .py"):
+    builtins = r"\(peaks, peaks-ann, peaks-ann-error-max, peaks-ann-error-min\)"
+    with pytest.raises(ProblemError, match=rf"nope: not a built-in problem {builtins} nor a .json or .py"):
         load_problem("nope")
     with pytest.raises(ProblemError, match="missing.json: no such file"):
         load_problem(str(tmp_path / "missing.json"))
