@@ -7,12 +7,14 @@ on one thread (``parallel=False``, after a warm-up solve that loads its numba co
 within 1e-6, alternating which goes first, ``--repeats`` times; the median seconds are reported
 with nodes, value, certified lower bound and gap, and whether pbbflow's lower bound stays at or
 below the problem's ``optimum`` (a bound above it is a bug).  ``--parallel`` adds pbbflow on every
-core (``pbbflow minimize``'s default), ``--maingo-interval`` MAiNGO with interval bounds alone.
+core, ``--gpu`` pbbflow on the GPU (``minimize_gpu``, ``--gpu-subdomains`` per box, its kernels
+compiled before the runs), ``--maingo-interval`` MAiNGO with interval bounds alone.
 
     pip install maingopy
     python benchmarks/spatial_vs_maingo.py --repeats 3 > benchmarks/results/spatial_vs_maingo.json
     python benchmarks/spatial_vs_maingo.py --repeats 3 --parallel --maingo-interval \
         peaks-ann-error-min peaks-ann-error-max > benchmarks/results/spatial_vs_maingo_peaks_ann_error.json
+    python benchmarks/spatial_vs_maingo.py --repeats 3 --parallel --gpu > benchmarks/results/spatial_vs_maingo_h200.json
 """
 
 from __future__ import annotations
@@ -36,10 +38,14 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial"
 BUILTINS = ("peaks-ann", "peaks-ann-error-min", "peaks-ann-error-max")  # the seed's network and its error
 
 
-def _pbbflow(problem, subdomains: int, time_limit: float, parallel: bool = False) -> dict:
+def _pbbflow(problem, subdomains: int, time_limit: float, parallel: bool = False, gpu: bool = False) -> dict:
     options = MinimizeOptions(subdomains=subdomains, parallel=parallel, time_limit=time_limit)
+    if gpu:
+        from pbbflow.gpu.spatial_bnb import minimize_gpu as solve
+    else:
+        solve = minimize
     started = time.perf_counter()
-    result = minimize(problem, options)
+    result = solve(problem, options)
     seconds = time.perf_counter() - started
     return {**result.to_json(), "seconds": seconds}
 
@@ -54,6 +60,7 @@ def _ours(runs: list[dict], optimum: float | None) -> dict:
         "gap_abs": mine["gap_abs"], "nodes": mine["nodes"], "subdomains": mine["subdomains"],
         "local_solves": mine["local_solves"], "seconds_median": statistics.median(r["seconds"] for r in runs),
         "seconds": [round(r["seconds"], 4) for r in runs], "lower_bound_at_or_below_optimum": valid,
+        **{key: mine[key] for key in ("phases", "device_wait_s") if key in mine},
     }
 
 
@@ -68,9 +75,10 @@ def _theirs(runs: list[dict]) -> dict:
 
 
 def compare(problem, subdomains: int, repeats: int, time_limit: float, parallel: bool = False,
-            maingo_interval: bool = False) -> dict:
+            maingo_interval: bool = False, gpu_subdomains: int | None = None) -> dict:
     """One row: pbbflow on one thread and MAiNGO (McCormick), and on request pbbflow on every core
-    (``pbbflow_parallel``) and MAiNGO with interval bounds (``maingo_interval``); runs alternate order."""
+    (``pbbflow_parallel``), on the GPU (``pbbflow_gpu``, with ``gpu_subdomains``) and MAiNGO with
+    interval bounds (``maingo_interval``); runs alternate order."""
     box = (problem.tape, problem.lower, problem.upper)
     runners = {
         "pbbflow": lambda: _pbbflow(problem, subdomains, time_limit),
@@ -78,6 +86,11 @@ def compare(problem, subdomains: int, repeats: int, time_limit: float, parallel:
     }
     if parallel:
         runners["pbbflow_parallel"] = lambda: _pbbflow(problem, subdomains, time_limit, parallel=True)
+    if gpu_subdomains:
+        from pbbflow.gpu.spatial_bnb import load_code
+
+        load_code(problem, MinimizeOptions(subdomains=gpu_subdomains))  # compile its kernels first
+        runners["pbbflow_gpu"] = lambda: _pbbflow(problem, gpu_subdomains, time_limit, gpu=True)
     if maingo_interval:
         runners["maingo_interval"] = lambda: solve_with_maingo(*box, time_limit=time_limit, lbp_solver="interval")
     runs = {name: [] for name in runners}
@@ -90,6 +103,13 @@ def compare(problem, subdomains: int, repeats: int, time_limit: float, parallel:
     return row
 
 
+def _device() -> str:
+    from numba import cuda
+
+    name = cuda.get_current_device().name
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA, help="folder of problem JSON files")
@@ -98,6 +118,8 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--parallel", action="store_true", help="also pbbflow on every core (its default)")
     parser.add_argument("--maingo-interval", action="store_true", help="also MAiNGO with interval bounds alone")
+    parser.add_argument("--gpu", action="store_true", help="also pbbflow on the GPU")
+    parser.add_argument("--gpu-subdomains", type=int, default=1024, help="per box on the GPU (default: 1024)")
     parser.add_argument("problems", nargs="*",
                         help=f"problem specs (default: every file of --data and {', '.join(BUILTINS)})")
     args = parser.parse_args()
@@ -105,14 +127,15 @@ def main() -> None:
     problems = [load_problem(spec) for spec in specs]
     for parallel in (False, True) if args.parallel else (False,):  # load the numba code first
         minimize(problems[-1], MinimizeOptions(parallel=parallel, node_limit=8))
-    rows = [compare(problem, args.subdomains, args.repeats, args.time_limit, args.parallel, args.maingo_interval)
-            for problem in problems]
+    rows = [compare(problem, args.subdomains, args.repeats, args.time_limit, args.parallel, args.maingo_interval,
+                    args.gpu_subdomains if args.gpu else None) for problem in problems]
     print(json.dumps({
         "benchmark": "spatial_vs_maingo",
         "command": "python benchmarks/spatial_vs_maingo.py " + " ".join(sys.argv[1:]),
         "machine": {"cpus": os.cpu_count(), "processor": platform.processor(), "python": platform.python_version()},
         "settings": {"eps_abs": 1e-6, "eps_rel": 1e-6, "feas_tol": 1e-6, "one_core": not args.parallel,
-                     "subdomains": args.subdomains, "repeats": args.repeats},
+                     "subdomains": args.subdomains, "repeats": args.repeats,
+                     "gpu_subdomains": args.gpu_subdomains if args.gpu else None, "gpu": _device() if args.gpu else None},
         "problems": rows,
     }, indent=1))
 

@@ -137,6 +137,16 @@ def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
     reserve = _Reserve(d)
     lagrangian: tuple[DeviceTape, float] | None = None
     nodes = phases = spills = 0
+    waited = 0.0  # seconds the host waited for the device: the kernels' share, roughly
+
+    def read(array) -> np.ndarray:
+        """A small device array on the host (the wait for the kernels before it is counted)."""
+        nonlocal waited
+        began_read = time.perf_counter()
+        values = array.copy_to_host()
+        waited += time.perf_counter() - began_read
+        return values
+
     next_local = LOCAL_EVERY_SUBDOMAINS
     next_report = began + progress_seconds
 
@@ -167,7 +177,7 @@ def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
             children.threshold, lagrangian is not None, by_l.box_lb, by_l.hull_lo, by_l.hull_hi, slack, eps_abs,
             eps_rel, real, count, children.kept_lb, out.lo, out.hi, out.lb)
         phase.claim[grid, THREADS_PER_BLOCK](n_children, children.candidate, children.kept_lb, real, count)
-        return real.copy_to_host(), count.copy_to_host()
+        return read(real), read(count)
 
     def take_incumbent(reals: np.ndarray, counts: np.ndarray) -> None:
         """The device's incumbent, when one of this phase's children holds it."""
@@ -243,13 +253,13 @@ def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
         phase.branch[blocks(n_open), THREADS_PER_BLOCK](
             n_open, source.lo, source.hi, source.lb, select_lb, selected, scale, eps_abs, eps_rel, real, count,
             target.lo, target.hi, target.lb, children.lo, children.hi)
-        n_children = int(count.copy_to_host()[phase.C_CHILDREN])
+        n_children = int(read(count)[phase.C_CHILDREN])
         phases += 1
         if n_children:
             reals, counts = bound_children(n_children, target)
             take_incumbent(reals, counts)
         else:
-            reals, counts = real.copy_to_host(), count.copy_to_host()
+            reals, counts = read(real), read(count)
         current = 1 - current
         n_open, open_lowest = int(counts[phase.C_OUT]), float(reals[phase.R_OPEN_MIN])
         best_kept = int(counts[phase.C_BEST_KEPT])
@@ -276,7 +286,7 @@ def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
         local_solve_s=0.0 if local is None else local.seconds,
         feas_tol=feas_tol,
         options={"bound": options.bound, "eps_abs": eps_abs, "eps_rel": eps_rel, "contract": options.contract,
-                 "backend": "gpu", "phases": phases, "reserve_spills": spills},
+                 "backend": "gpu", "phases": phases, "reserve_spills": spills, "device_wait_s": round(waited, 6)},
     )
 
 
