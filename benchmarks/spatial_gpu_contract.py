@@ -27,7 +27,7 @@ import numpy as np
 from numba import cuda
 
 from pbbflow.gpu.spatial_contract import contract_boxes_device, contract_boxes_gpu, contracting_kernel, device_tape
-from pbbflow.gpu.spatial_kernels import _cap
+from pbbflow.gpu.spatial_kernels import caps
 from pbbflow.spatial.contract import contract_boxes
 from pbbflow.spatial.load import load_problem
 
@@ -106,7 +106,7 @@ def main() -> None:
     for problem in problems:
         finite_ub = problem.optimum + 1e-3 * (1.0 + abs(problem.optimum))
         rows = [run(problem, count, ub, args.repeats) for count in args.boxes for ub in (math.inf, finite_ub)]
-        kernel = contracting_kernel(_cap(problem.tape.size), _cap(problem.tape.n_vars))
+        kernel = contracting_kernel(*caps(problem.tape)[:2])
         resources = {"registers": sorted(set(kernel.get_regs_per_thread().values())),
                      "local_bytes": sorted(set(kernel.get_local_mem_per_thread().values()))}
         results.append({"problem": problem.name, "slots": problem.tape.size, "vars": problem.tape.n_vars,

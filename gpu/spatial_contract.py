@@ -8,56 +8,41 @@ the library functions (and atanh in the tanh projection) are widened by 2 floats
 the k-th root guesses come from the device's ``pow``: the boxes stay rigorous but may differ from
 the CPU's in the last floats (or, through the stopping rule, by a sweep).
 
-Scratch per thread: ``2 * tape_cap + vars_cap`` float64 in ``cuda.local.array`` (tape_cap and
-vars_cap: the powers of two at or above the tape's size and variables, one compiled kernel per
-combination; the caps of :mod:`.spatial_kernels`).
+The tape is the bounding kernels' :class:`~.spatial_kernels.DeviceTape`; each thread marks the
+slots the outputs depend on itself (:func:`~pbbflow.spatial.contract._mark_needed`, one backward
+pass). Scratch per thread in ``cuda.local.array``: ``2 * tape_cap + vars_cap`` float64 and
+``tape_cap`` flags (tape_cap, vars_cap: the powers of two at or above the tape's size and
+variables, one compiled kernel per combination, within the caps of :mod:`.spatial_kernels`).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
 
 import numpy as np
-from numba import cuda, float64, int64
+from numba import boolean, cuda, float64, int64
 
 from ..spatial import contract as cpu
 from ..spatial.contract import SWEEPS, checked_request
 from ..spatial.tape import Tape
 from . import spatial_interval
 from .spatial_interval import device_twin
-from .spatial_kernels import MAX_OUTPUTS, MAX_TAPE, MAX_VARS, THREADS_PER_BLOCK, TapeTooLarge, _cap
+from .spatial_kernels import THREADS_PER_BLOCK, DeviceTape, blocks, caps
 
 _NAMESPACE = dict(vars(cpu))
 _NAMESPACE["iv"] = spatial_interval
-for _name in ("_forward", "_quotient", "_root_down", "_root_up", "_signed_hull", "_power_operand", "project",
-              "_is_binary", "_sweep", "_contract_into"):
+for _name in ("_mark_needed", "_forward", "_quotient", "_root_down", "_root_up", "_signed_hull", "_power_operand",
+              "project", "_is_binary", "_sweep", "_contract_into"):
     _NAMESPACE[_name] = device_twin(getattr(cpu, _name), _NAMESPACE)
 del _name
+_mark_needed = _NAMESPACE["_mark_needed"]
 _contract_into = _NAMESPACE["_contract_into"]
 
 
-@dataclass(frozen=True)
-class ContractTape:
-    """A tape's arrays on the device for the contractor: ``arrays`` = op, arg0, arg1, const_lo,
-    const_hi, outputs; ``needed``: whether an output depends on each slot."""
-
-    tape: Tape
-    arrays: tuple
-    needed: object
-
-
-def device_tape(tape: Tape) -> ContractTape:
-    """The tape on the device (TapeTooLarge beyond the caps of :mod:`.spatial_kernels`)."""
-    n_outputs = len(tape.outputs)
-    if tape.size > MAX_TAPE or tape.n_vars > MAX_VARS or n_outputs > MAX_OUTPUTS:
-        raise TapeTooLarge(
-            f"the GPU takes tapes of at most {MAX_TAPE} slots, {MAX_VARS} variables and {MAX_OUTPUTS} outputs; "
-            f"this one has {tape.size}, {tape.n_vars} and {n_outputs}")
-    arrays = tuple(cuda.to_device(a) for a in (tape.op, tape.arg0, tape.arg1, tape.const_lo, tape.const_hi,
-                                               tape.outputs))
-    return ContractTape(tape, arrays, cuda.to_device(cpu._needed_slots(tape.op, tape.arg0, tape.arg1, tape.outputs)))
+def device_tape(tape: Tape) -> DeviceTape:
+    """The tape on the device, as the bounding kernels take it (TapeTooLarge beyond their caps)."""
+    return DeviceTape.upload(tape)
 
 
 @functools.lru_cache(maxsize=None)
@@ -66,11 +51,12 @@ def contracting_kernel(tape_cap: int, vars_cap: int):
     when it holds no kept point), for tapes of at most the given slots and variables."""
 
     @cuda.jit
-    def contract(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, needed, box_lo, box_hi, count, ub, feas_tol,
-                 empty):
+    def contract(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, box_lo, box_hi, count, ub, feas_tol, empty):
         box = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
         if box >= count:
             return
+        needed = cuda.local.array(tape_cap, boolean)
+        _mark_needed(op, arg0, arg1, outputs, needed)
         vlo = cuda.local.array(tape_cap, float64)
         vhi = cuda.local.array(tape_cap, float64)
         before = cuda.local.array(vars_cap, float64)
@@ -87,7 +73,7 @@ def contracting_kernel(tape_cap: int, vars_cap: int):
     return contract
 
 
-def contract_boxes_device(tape_arrays: ContractTape, box_lo, box_hi, count: int, ub, feas_tol: float, empty) -> None:
+def contract_boxes_device(tape_arrays: DeviceTape, box_lo, box_hi, count: int, ub, feas_tol: float, empty) -> None:
     """Launch the contraction of rows ``[0, count)`` of the device arrays ``box_lo, box_hi``
     (float64 (capacity, d)) in place, against the incumbent ``ub[0]`` (a device float64 (1,), read
     by the kernel, not NaN); ``empty[b]`` (device bool or uint8 (capacity,)) becomes 1 for a box
@@ -100,9 +86,9 @@ def contract_boxes_device(tape_arrays: ContractTape, box_lo, box_hi, count: int,
         raise ValueError(f"count {count} is beyond the arrays' {box_lo.shape[0]} rows or {empty.shape[0]} flags")
     if count == 0:
         return
-    kernel = contracting_kernel(_cap(tape.size), _cap(tape.n_vars))
-    kernel[-(-count // THREADS_PER_BLOCK), THREADS_PER_BLOCK](*tape_arrays.arrays, tape.n_ineq, tape_arrays.needed,
-                                                              box_lo, box_hi, count, ub, float(feas_tol), empty)
+    kernel = contracting_kernel(*caps(tape)[:2])
+    kernel[blocks(count), THREADS_PER_BLOCK](*tape_arrays.arrays, tape.n_ineq, box_lo, box_hi, count, ub,
+                                             float(feas_tol), empty)
 
 
 def contract_boxes_gpu(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, ub: float = math.inf,

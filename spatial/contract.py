@@ -237,7 +237,16 @@ def project(code: int, k: int, rlo: float, rhi: float, alo: float, ahi: float, b
 @jit
 def _needed_slots(op: np.ndarray, arg0: np.ndarray, arg1: np.ndarray, outputs: np.ndarray) -> np.ndarray:
     """Whether an output depends on each slot."""
-    needed = np.zeros(len(op), dtype=np.bool_)
+    needed = np.empty(len(op), dtype=np.bool_)
+    _mark_needed(op, arg0, arg1, outputs, needed)
+    return needed
+
+
+@jit
+def _mark_needed(op, arg0, arg1, outputs, needed) -> None:
+    """``needed[k]`` (for k < len(op)): whether an output depends on slot k."""
+    for k in range(len(op)):
+        needed[k] = False
     for o in outputs:
         needed[o] = True
     for k in range(len(op) - 1, -1, -1):
@@ -247,7 +256,6 @@ def _needed_slots(op: np.ndarray, arg0: np.ndarray, arg1: np.ndarray, outputs: n
         if op[k] == _ADD or op[k] == _SUB or op[k] == _MUL or op[k] == _DIV or op[k] == _ATAN2 \
                 or op[k] == _MIN or op[k] == _MAX:
             needed[arg1[k]] = True
-    return needed
 
 
 @jit
