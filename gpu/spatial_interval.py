@@ -31,6 +31,7 @@ from ..spatial import interval as cpu
 from .warp import SIMULATED
 
 INF = cpu.INF
+NAN = cpu.NAN
 EMPTY = cpu.EMPTY
 ENTIRE = cpu.ENTIRE
 LIBRARY_ULPS = cpu.LIBRARY_ULPS if SIMULATED else 2
@@ -123,6 +124,9 @@ for _name in _TWINS:
 del _name
 
 is_empty = cpu.is_empty
+step = cpu.step
+widen_down = cpu.widen_down
+widen_up = cpu.widen_up
 intersect = cpu.intersect
 neg = cpu.neg
 abs_ = cpu.abs_

@@ -237,7 +237,16 @@ def project(code: int, k: int, rlo: float, rhi: float, alo: float, ahi: float, b
 @jit
 def _needed_slots(op: np.ndarray, arg0: np.ndarray, arg1: np.ndarray, outputs: np.ndarray) -> np.ndarray:
     """Whether an output depends on each slot."""
-    needed = np.zeros(len(op), dtype=np.bool_)
+    needed = np.empty(len(op), dtype=np.bool_)
+    _mark_needed(op, arg0, arg1, outputs, needed)
+    return needed
+
+
+@jit
+def _mark_needed(op, arg0, arg1, outputs, needed) -> None:
+    """``needed[k]`` (for k < len(op)): whether an output depends on slot k."""
+    for k in range(len(op)):
+        needed[k] = False
     for o in outputs:
         needed[o] = True
     for k in range(len(op) - 1, -1, -1):
@@ -247,7 +256,6 @@ def _needed_slots(op: np.ndarray, arg0: np.ndarray, arg1: np.ndarray, outputs: n
         if op[k] == _ADD or op[k] == _SUB or op[k] == _MUL or op[k] == _DIV or op[k] == _ATAN2 \
                 or op[k] == _MIN or op[k] == _MAX:
             needed[arg1[k]] = True
-    return needed
 
 
 @jit
@@ -317,10 +325,13 @@ def _sweep(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, needed, lo, hi, 
 
 @jit
 def _contract_into(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, needed, lo, hi, ub, feas_tol,
-                   sweeps, vlo, vhi) -> bool:
-    """Contract ``lo, hi`` in place by up to ``sweeps`` sweeps; True when the box holds no kept point."""
+                   sweeps, vlo, vhi, before) -> bool:
+    """Contract ``lo, hi`` in place by up to ``sweeps`` sweeps; True when the box holds no kept point.
+    ``vlo, vhi`` (a value per slot) and ``before`` (per variable) are scratch: nothing is allocated,
+    so the GPU runs this same code (:mod:`pbbflow.gpu.spatial_contract`)."""
     for sweep in range(sweeps):
-        before = hi - lo
+        for i in range(len(lo)):
+            before[i] = hi[i] - lo[i]
         if _sweep(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, needed, lo, hi, ub, feas_tol,
                   sweep == 0, vlo, vhi):
             return True
@@ -339,14 +350,28 @@ def _contract_boxes(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, box_lo,
     needed = _needed_slots(op, arg0, arg1, outputs)
     vlo = np.empty(len(op))
     vhi = np.empty(len(op))
+    before = np.empty(box_lo.shape[1])
     for box in range(box_lo.shape[0]):
         new_lo[box] = box_lo[box]
         new_hi[box] = box_hi[box]
         empty[box] = _contract_into(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, needed,
-                                    new_lo[box], new_hi[box], ub, feas_tol, sweeps, vlo, vhi)
+                                    new_lo[box], new_hi[box], ub, feas_tol, sweeps, vlo, vhi, before)
         if empty[box]:
             new_lo[box] = math.nan
             new_hi[box] = math.nan
+
+
+def checked_request(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, ub: float, feas_tol: float,
+                    sweeps: int = SWEEPS) -> tuple[np.ndarray, np.ndarray]:
+    """The boxes of a :func:`contract_boxes` request as contiguous float64 arrays; ValueError for
+    anything malformed."""
+    box_lo = np.ascontiguousarray(box_lo, dtype=np.float64)
+    box_hi = np.ascontiguousarray(box_hi, dtype=np.float64)
+    if box_lo.ndim != 2 or box_lo.shape != box_hi.shape or box_lo.shape[1] != tape.n_vars:
+        raise ValueError(f"boxes must be two (B, {tape.n_vars}) arrays")
+    if math.isnan(ub) or not (math.isfinite(feas_tol) and feas_tol >= 0) or sweeps < 1:
+        raise ValueError("ub must not be NaN, feas_tol must be finite >= 0, sweeps at least 1")
+    return box_lo, box_hi
 
 
 def contract_boxes(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, ub: float = math.inf,
@@ -354,12 +379,7 @@ def contract_boxes(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, ub: float
     """Contract B boxes ``[box_lo[b], box_hi[b]]`` (float64 (B, d)): ``(new_lo, new_hi, empty)``,
     each new box inside its box and holding every point of it with f <= ub, g <= 0 and
     |h| <= feas_tol; ``empty[b]`` (its new box NaN) when no such point exists."""
-    box_lo = np.ascontiguousarray(box_lo, dtype=np.float64)
-    box_hi = np.ascontiguousarray(box_hi, dtype=np.float64)
-    if box_lo.ndim != 2 or box_lo.shape != box_hi.shape or box_lo.shape[1] != tape.n_vars:
-        raise ValueError(f"boxes must be two (B, {tape.n_vars}) arrays")
-    if math.isnan(ub) or not (math.isfinite(feas_tol) and feas_tol >= 0) or sweeps < 1:
-        raise ValueError("ub must not be NaN, feas_tol must be finite >= 0, sweeps at least 1")
+    box_lo, box_hi = checked_request(tape, box_lo, box_hi, ub, feas_tol, sweeps)
     new_lo = np.empty_like(box_lo)
     new_hi = np.empty_like(box_hi)
     empty = np.empty(box_lo.shape[0], dtype=np.bool_)
