@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 from numba import cuda
 
-from pbbflow.gpu.spatial_contract import contract_boxes_device, contract_boxes_gpu, contracting_kernel, device_tape
-from pbbflow.gpu.spatial_kernels import caps
+from pbbflow.gpu.spatial_contract import contract_boxes_device, contract_boxes_gpu, contracting_kernel
+from pbbflow.gpu.spatial_kernels import DeviceTape, caps
 from pbbflow.spatial.contract import contract_boxes
 from pbbflow.spatial.load import load_problem
 
@@ -70,7 +70,7 @@ def agreement(lo, hi, gpu, cpu) -> dict:
 
 def run(problem, count: int, ub: float, repeats: int) -> dict:
     lo, hi = boxes(problem, count)
-    tape_arrays = device_tape(problem.tape)
+    dtape = DeviceTape.upload(problem.tape)
     d_lo, d_hi = cuda.to_device(lo), cuda.to_device(hi)
     d_ub = cuda.to_device(np.array([ub]))
     empty = cuda.device_array(count, np.bool_)
@@ -80,7 +80,7 @@ def run(problem, count: int, ub: float, repeats: int) -> dict:
         d_hi.copy_to_device(hi)
         cuda.synchronize()
         start = time.perf_counter()
-        contract_boxes_device(tape_arrays, d_lo, d_hi, count, d_ub, 1e-6, empty)
+        contract_boxes_device(dtape, d_lo, d_hi, count, d_ub, 1e-6, empty)
         cuda.synchronize()
         return time.perf_counter() - start
 

@@ -169,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
     line = ProgressLine(sys.stderr) if not args.quiet and sys.stderr.isatty() else None
     with StopSignals() as signals:
         seconds, compiled = load_code(problem, options)
-        if compiled and not args.quiet:
+        if (compiled or gpus) and not args.quiet:  # numba-cuda compiles the kernels in every process
             print(f"pbbflow: {what}: {seconds:.1f} s", file=sys.stderr)
         try:
             result = minimize(problem, options, progress=line, should_stop=signals.stop.is_set)

@@ -30,6 +30,7 @@ from ..spatial.bnb import (BOUNDS, MinimizeOptions, MinimizeResult, Progress, _I
 from ..spatial.lagrangian import lagrangian_bound, multipliers
 from ..spatial.problem import Problem
 from . import spatial_phase as phase
+from .spatial_contract import contract_boxes_device
 from .spatial_kernels import (THREADS_PER_BLOCK, DeviceBoxBounds, DeviceTape, TapeTooLarge, blocks, bound_on_device,
                               caps, fill_edges)
 
@@ -124,7 +125,6 @@ def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
     eps_abs, eps_rel, feas_tol = float(options.eps_abs), float(options.eps_rel), float(options.feas_tol)
     dtape = DeviceTape.upload(tape)
     offer_candidates = phase.candidate_kernel(*caps(tape)[:2])
-    contract = _contractor(dtape) if options.contract else None
     per_phase = max(1, int(phase_subdomains) // n_subdomains)  # boxes bisected per phase at most
     capacity = max(int(capacity), 4 * per_phase)
     lists = [_BoxList(capacity, d), _BoxList(capacity, d)]
@@ -155,9 +155,9 @@ def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
         nonlocal nodes
         nodes += n_children
         grid = blocks(n_children)
-        if contract is not None:
-            contract(children.lo, children.hi, n_children, real[phase.R_UB:phase.R_UB + 1], feas_tol,
-                     children.emptied)
+        if options.contract:
+            contract_boxes_device(dtape, children.lo, children.hi, n_children, real[phase.R_UB:phase.R_UB + 1],
+                                  feas_tol, children.emptied)
         fill_edges[grid, THREADS_PER_BLOCK](n_children, children.lo, children.hi, children.edges)
         slack = lagrangian[1] if lagrangian is not None else 0.0
         phase.fill_levels[grid, THREADS_PER_BLOCK](n_children, real, eps_abs, eps_rel, slack, children.threshold,
@@ -310,13 +310,3 @@ def load_code(problem: Problem, options: MinimizeOptions | None = None) -> tuple
 
             evaluate_float(problem.tape, problem.lower)
     return time.perf_counter() - began, bool(recorder.buffer)
-
-
-def _contractor(dtape: DeviceTape):
-    """The device contractor for the tape: ``(lo, hi, count, ub, feas_tol, emptied)`` launches FBBT."""
-    from .spatial_contract import contract_boxes_device
-
-    def contract(lo, hi, n_boxes, ub, feas_tol, emptied):
-        contract_boxes_device(dtape, lo, hi, n_boxes, ub, feas_tol, emptied)
-
-    return contract

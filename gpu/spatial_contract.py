@@ -4,7 +4,7 @@ Each thread runs the CPU contractor (:func:`pbbflow.spatial.contract._contract_i
 the projections, the stopping rule) compiled for the device with the device interval operations
 of :mod:`.spatial_interval` (:func:`~.spatial_interval.device_twin`), so the GPU contracts by the
 CPU's rules; under the simulator (exact libdevice) the results are the CPU's bit for bit. On a GPU
-the library functions (and atanh in the tanh projection) are widened by 2 floats instead of 4 and
+the library functions (and atanh in the tanh projection) are widened by 3 floats instead of 4 and
 the k-th root guesses come from the device's ``pow``: the boxes stay rigorous but may differ from
 the CPU's in the last floats (or, through the stopping rule, by a sweep).
 
@@ -40,11 +40,6 @@ _mark_needed = _NAMESPACE["_mark_needed"]
 _contract_into = _NAMESPACE["_contract_into"]
 
 
-def device_tape(tape: Tape) -> DeviceTape:
-    """The tape on the device, as the bounding kernels take it (TapeTooLarge beyond their caps)."""
-    return DeviceTape.upload(tape)
-
-
 @functools.lru_cache(maxsize=None)
 def contracting_kernel(tape_cap: int, vars_cap: int):
     """The kernel contracting box ``t`` in thread ``t < count``, in place (NaN and ``empty[t] = 1``
@@ -73,13 +68,13 @@ def contracting_kernel(tape_cap: int, vars_cap: int):
     return contract
 
 
-def contract_boxes_device(tape_arrays: DeviceTape, box_lo, box_hi, count: int, ub, feas_tol: float, empty) -> None:
+def contract_boxes_device(dtape: DeviceTape, box_lo, box_hi, count: int, ub, feas_tol: float, empty) -> None:
     """Launch the contraction of rows ``[0, count)`` of the device arrays ``box_lo, box_hi``
     (float64 (capacity, d)) in place, against the incumbent ``ub[0]`` (a device float64 (1,), read
     by the kernel, not NaN); ``empty[b]`` (device bool or uint8 (capacity,)) becomes 1 for a box
     holding no point with f <= ub, g <= 0, |h| <= feas_tol (the box then NaN), else 0. Rows from
     ``count`` on are untouched. No synchronisation."""
-    tape = tape_arrays.tape
+    tape = dtape.tape
     if box_lo.ndim != 2 or box_lo.shape != box_hi.shape or box_lo.shape[1] != tape.n_vars:
         raise ValueError(f"boxes must be two (capacity, {tape.n_vars}) arrays")
     if not 0 <= count <= min(box_lo.shape[0], empty.shape[0]):
@@ -87,7 +82,7 @@ def contract_boxes_device(tape_arrays: DeviceTape, box_lo, box_hi, count: int, u
     if count == 0:
         return
     kernel = contracting_kernel(*caps(tape)[:2])
-    kernel[blocks(count), THREADS_PER_BLOCK](*tape_arrays.arrays, tape.n_ineq, box_lo, box_hi, count, ub,
+    kernel[blocks(count), THREADS_PER_BLOCK](*dtape.arrays, tape.n_ineq, box_lo, box_hi, count, ub,
                                              float(feas_tol), empty)
 
 
@@ -96,11 +91,11 @@ def contract_boxes_gpu(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, ub: f
     """:func:`pbbflow.spatial.contract.contract_boxes` on the GPU: the same arguments (no
     ``sweeps``: always :data:`~pbbflow.spatial.contract.SWEEPS`), the same ``(new_lo, new_hi, empty)``."""
     box_lo, box_hi = checked_request(tape, box_lo, box_hi, ub, feas_tol)
-    tape_arrays = device_tape(tape)
+    dtape = DeviceTape.upload(tape)
     n_boxes = box_lo.shape[0]
     new_lo = cuda.to_device(box_lo)
     new_hi = cuda.to_device(box_hi)
     empty = cuda.device_array(n_boxes, np.bool_)
-    contract_boxes_device(tape_arrays, new_lo, new_hi, n_boxes, cuda.to_device(np.array([float(ub)])), feas_tol,
+    contract_boxes_device(dtape, new_lo, new_hi, n_boxes, cuda.to_device(np.array([float(ub)])), feas_tol,
                           empty)
     return new_lo.copy_to_host(), new_hi.copy_to_host(), empty.copy_to_host()

@@ -13,7 +13,9 @@ the treatment of pi and of large trigonometric arguments are the CPU's.
   the CPU. Where the CPU widens unconditionally because its error-free transformation could
   underflow (results below 2**-960), the device is one float tighter, still rigorous.
 - **Library functions** (exp, log, tanh, sin, cos, tan, atan2) are the device's ``math`` (libdevice
-  on a GPU, measured tanh error 1.34 ulp on an H200) widened by :data:`LIBRARY_ULPS` = 2 floats.
+  on a GPU, measured tanh error 1.34 ulp on an H200) widened by :data:`LIBRARY_ULPS` = 3 floats:
+  the CUDA Programming Guide bounds sin, cos, tan, atan2 (and atanh, which contraction uses) by
+  2 ulps of the correctly rounded result, so up to 2.5 ulps of the exact value, beyond 2 floats.
   Under numba's CUDA simulator the device ``math`` is the host's libm (glibc tanh 2.05 ulp), so
   there it is 4, the CPU's value, and the results equal the CPU's.
 - The simulator's ``libdevice`` stubs return None: tests install exact stand-ins first.
@@ -34,7 +36,7 @@ INF = cpu.INF
 NAN = cpu.NAN
 EMPTY = cpu.EMPTY
 ENTIRE = cpu.ENTIRE
-LIBRARY_ULPS = cpu.LIBRARY_ULPS if SIMULATED else 2
+LIBRARY_ULPS = cpu.LIBRARY_ULPS if SIMULATED else 3
 
 
 def device_twin(function, namespace: dict):

@@ -53,12 +53,14 @@ def _assert_same_answer(gpu, cpu, options: MinimizeOptions) -> None:
     assert abs(gpu.objective - cpu.objective) <= tolerance
 
 
-@pytest.mark.parametrize("stem", ["C9-st-e01-globallib", "C3-g11-cec2006-g11", "B6-booth"])
-def test_small_problems_get_the_cpus_certified_answers(stem):
+@pytest.mark.parametrize(("stem", "contract"), [("C9-st-e01-globallib", False), ("C9-st-e01-globallib", True),
+                                              ("C3-g11-cec2006-g11", True), ("B6-booth", False)])
+def test_small_problems_get_the_cpus_certified_answers(stem, contract):
     problem = _problem(stem)
-    gpu = minimize_gpu(problem, SMALL, phase_subdomains=64, capacity=64)
-    cpu = minimize(problem, SMALL)
-    _assert_same_answer(gpu, cpu, SMALL)
+    options = MinimizeOptions(subdomains=4, contract=contract)
+    gpu = minimize_gpu(problem, options, phase_subdomains=64, capacity=64)
+    cpu = minimize(problem, options)
+    _assert_same_answer(gpu, cpu, options)
     assert gpu.lower_bound <= problem.optimum + 1e-12 * max(1.0, abs(problem.optimum))
     assert gpu.to_json()["backend"] == "gpu" and gpu.open_boxes == 0
 
@@ -66,9 +68,10 @@ def test_small_problems_get_the_cpus_certified_answers(stem):
 def test_a_host_reserve_takes_the_overflow_and_loses_no_box():
     """Lists of 4 boxes and one box per phase: the open boxes spill to the host and come back."""
     problem = _problem("C3-g11-cec2006-g11")
-    gpu = minimize_gpu(problem, SMALL, phase_subdomains=4, capacity=4)
+    options = MinimizeOptions(subdomains=4)
+    gpu = minimize_gpu(problem, options, phase_subdomains=4, capacity=4)
     assert gpu.options["reserve_spills"] > 0
-    _assert_same_answer(gpu, minimize(problem, SMALL), SMALL)
+    _assert_same_answer(gpu, minimize(problem, options), options)
 
 
 def test_a_limit_leaves_a_certified_bound_and_the_open_boxes():
