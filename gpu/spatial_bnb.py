@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
-from numba import cuda
+from numba import config, cuda
 
 from ..spatial.bnb import (BOUNDS, MinimizeOptions, MinimizeResult, Progress, _Incumbent, _LocalSolver,
                            prune_level, result_status, subdomains_per_dim)
@@ -34,6 +34,7 @@ from .spatial_contract import contract_boxes_device
 from .spatial_kernels import (THREADS_PER_BLOCK, DeviceBoxBounds, DeviceTape, TapeTooLarge, blocks, bound_on_device,
                               caps, fill_edges)
 
+config.CUDA_LOW_OCCUPANCY_WARNINGS = False  # early phases bound few boxes by design
 PHASE_SUBDOMAINS = 1 << 21  # subdomain bounds per phase at most (about 30 ms of an H200 on the peaks ANN)
 CAPACITY = 1 << 20  # open boxes on the device (beyond them, a host reserve)
 LOCAL_EVERY_SUBDOMAINS = 1 << 22  # a local solve per this many subdomains bounded (a schedule by work done)

@@ -28,7 +28,7 @@ from ..spatial.contract import SWEEPS, checked_request
 from ..spatial.tape import Tape
 from . import spatial_interval
 from .spatial_interval import device_twin
-from .spatial_kernels import THREADS_PER_BLOCK, DeviceTape, blocks, caps
+from .spatial_kernels import SOURCE_STAMP, THREADS_PER_BLOCK, DeviceTape, blocks, caps
 
 _NAMESPACE = dict(vars(cpu))
 _NAMESPACE["iv"] = spatial_interval
@@ -45,10 +45,12 @@ def contracting_kernel(tape_cap: int, vars_cap: int):
     """The kernel contracting box ``t`` in thread ``t < count``, in place (NaN and ``empty[t] = 1``
     when it holds no kept point), for tapes of at most the given slots and variables."""
 
-    @cuda.jit
+    stamp = SOURCE_STAMP  # in the closure: the disk cache's key (spatial_kernels.SOURCE_STAMP)
+
+    @cuda.jit(cache=True)
     def contract(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, box_lo, box_hi, count, ub, feas_tol, empty):
         box = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
-        if box >= count:
+        if box >= count or stamp < 0:
             return
         needed = cuda.local.array(tape_cap, boolean)
         _mark_needed(op, arg0, arg1, outputs, needed)

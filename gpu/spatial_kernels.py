@@ -21,8 +21,10 @@ size, its variables and its outputs (one compiled kernel per combination), at mo
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from numba import cuda, float64, int64
@@ -41,6 +43,23 @@ MAX_OUTPUTS = 64
 THREADS_PER_BLOCK = 32 if SIMULATED else 128
 _NO_SUBDOMAIN = np.iinfo(np.int64).max
 
+
+
+def _source_stamp() -> int:
+    """A digest of the files whose code the cached kernels compile besides their own (the CPU
+    bodies and interval operations they twin). It sits in each cached kernel's closure, which
+    numba's disk cache hashes into the entry's key: the cache checks only the kernel's own file,
+    so without it an edited ``spatial/bounds.py`` would run a stale kernel."""
+    digest = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for path in (here.parent / "spatial" / "bounds.py", here.parent / "spatial" / "interval.py",
+                 here.parent / "spatial" / "contract.py", here / "spatial_interval.py", here / "spatial_kernels.py",
+                 here / "spatial_phase.py"):
+        digest.update(path.read_bytes())
+    return int(digest.hexdigest()[:15], 16)
+
+
+SOURCE_STAMP = _source_stamp()
 _NAMESPACE = dict(vars(cpu))
 _NAMESPACE["iv"] = spatial_interval
 for _name in ("_subdomain", "_midpoint", "_unary_derivative", "_binary_derivatives", "_values",
@@ -80,12 +99,14 @@ def bounding_kernel(tape_cap: int, vars_cap: int, outputs_cap: int):
     whose bound is below ``threshold[box]``. Boxes with ``skip[box]`` set are not bounded (all
     their subdomains dropped)."""
 
-    @cuda.jit
+    stamp = SOURCE_STAMP
+
+    @cuda.jit(cache=True)
     def bound_subdomains(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, varying, n_boxes, skip, edges,
                          n_per_dim, n_subdomains, mode, feas_tol, threshold, sub_lb, box_lb, n_kept, n_fallback,
                          cell_lo, cell_hi):
         t = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
-        if t >= n_boxes * n_subdomains:
+        if t >= n_boxes * n_subdomains or stamp < 0:
             return
         box = t // n_subdomains
         s = t % n_subdomains

@@ -24,7 +24,7 @@ import numpy as np
 from numba import cuda, float64, int64
 
 from .spatial_interval import add_down, add_up
-from .spatial_kernels import MAX_VARS, add_nearest, mul_nearest, run_tape
+from .spatial_kernels import MAX_VARS, SOURCE_STAMP, add_nearest, mul_nearest, run_tape
 
 R_UB, R_PRUNED, R_UNSPLIT, R_OPEN_MIN, R_BEST_KEPT = range(5)  # ``real``: incumbent, pruned, unsplittable, ...
 C_OUT, C_CHILDREN, C_SELECTED, C_UNSPLIT, C_BEST_KEPT, C_UB_CHILD = range(6)  # ``count``
@@ -142,11 +142,13 @@ def candidate_kernel(tape_cap: int, vars_cap: int):
     ``candidate[box]`` = f's upper end where the point is feasible (g <= 0, |h| <= feas_tol, f
     defined), else +inf; the incumbent ``real[R_UB]`` is lowered atomically."""
 
-    @cuda.jit
+    stamp = SOURCE_STAMP  # in the closure: the disk cache's key (spatial_kernels.SOURCE_STAMP)
+
+    @cuda.jit(cache=True)
     def offer_candidates(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, varying, n_children, best_point,
                          feas_tol, candidate, real):
         box = _thread()
-        if box >= n_children:
+        if box >= n_children or stamp < 0:
             return
         candidate[box] = math.inf
         n_vars = best_point.shape[1]
