@@ -11,8 +11,8 @@ the CPU's in the last floats (or, through the stopping rule, by a sweep).
 The tape is the bounding kernels' :class:`~.spatial_kernels.DeviceTape`; each thread marks the
 slots the outputs depend on itself (:func:`~pbbflow.spatial.contract._mark_needed`, one backward
 pass). Scratch per thread in ``cuda.local.array``: ``2 * tape_cap + vars_cap`` float64 and
-``tape_cap`` flags (tape_cap, vars_cap: the powers of two at or above the tape's size and
-variables, one compiled kernel per combination, within the caps of :mod:`.spatial_kernels`).
+``tape_cap`` flags (tape_cap, vars_cap: :func:`.spatial_kernels.caps`, one compiled kernel per
+combination).
 """
 
 from __future__ import annotations

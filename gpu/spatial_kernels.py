@@ -13,9 +13,9 @@ so boxes that live on the device are bounded without a transfer (:func:`bound_on
 
 The interpreter's scratch is ``cuda.local.array``s of compile-time sizes: per thread
 ``2 * tape_cap * (1 + vars_cap)`` float64 values and tangents (the peaks ANN: 380 slots, d = 2,
-so tape_cap 512 and vars_cap 2: 24 KiB). The caps are the powers of two at or above the tape's
-size, its variables and its outputs (one compiled kernel per combination), at most
-:data:`MAX_TAPE`, :data:`MAX_VARS` and :data:`MAX_OUTPUTS`; bigger tapes are refused.
+so tape_cap 512 and vars_cap 2: 24 KiB). The caps are the sizes at or above the tape's size
+(64, 128, ..., :data:`MAX_TAPE`), its variables (2, 4, 8 = :data:`MAX_VARS`) and its outputs (4, 16,
+:data:`MAX_OUTPUTS`): one compiled kernel per combination, so few; bigger tapes are refused.
 """
 
 from __future__ import annotations
@@ -78,9 +78,13 @@ class TapeTooLarge(ValueError):
     """A tape beyond the kernel's compile-time caps."""
 
 
-def _cap(n: int) -> int:
-    """The power of two at or above n (at least 1)."""
-    return 1 << max(n - 1, 0).bit_length()
+def _cap(n: int, smallest: int, step: int) -> int:
+    """The size at or above n in smallest, smallest * step, smallest * step^2, ... (few sizes: each
+    compiles its own kernels, 10-40 s on a first run)."""
+    size = smallest
+    while size < n:
+        size *= step
+    return size
 
 
 def blocks(n: int) -> int:
@@ -261,7 +265,7 @@ def check_size(tape: Tape) -> None:
 def caps(tape: Tape) -> tuple[int, int, int]:
     """The compile-time sizes for the tape: slots, variables, outputs (checked against the caps)."""
     check_size(tape)
-    return _cap(tape.size), _cap(tape.n_vars), _cap(len(tape.outputs))
+    return _cap(tape.size, 64, 2), _cap(tape.n_vars, 2, 2), _cap(len(tape.outputs), 4, 4)
 
 
 def kernel_for(tape: Tape):
