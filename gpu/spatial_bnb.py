@@ -4,15 +4,16 @@ The CPU solver's algorithm (:mod:`pbbflow.spatial.bnb`: the same bounds, contrac
 Lagrangian bound, prune rule and certified lower bound) with the tree on the device, after the
 lecture seed's static task lists: two preallocated lists of boxes and their bounds, ``q_in`` read
 and ``q_out`` appended through an atomic tail, swapped each phase (:mod:`.spatial_phase`). A phase
-bisects up to ``phase_subdomains / N^d`` of the lowest-bound open boxes (best first in batches),
+splits up to ``phase_subdomains / N^d`` of the lowest-bound open boxes (best first in batches),
 bounds their children on all their subdomains in one launch, updates the device incumbent with
 an atomic min from rigorously evaluated points and keeps the survivors. The host launches, reads
 two small arrays of counters per phase, and runs the local solves (scipy) whose points it feeds
-into the device incumbent.
+into the device incumbent. A phase costs a dozen launches whatever its size, so while the tree is
+small each box is split into up to 8 children (bisected in up to 3 rounds): fewer, fuller phases.
 
-The lists have a fixed ``capacity``. Before a phase that could overflow ``q_out``, the open boxes
-are sorted and the upper half by bound moves to a host reserve; it comes back, lowest bounds
-first, when the device runs short of work. No box is ever dropped.
+The lists grow on demand up to ``capacity`` boxes. Before a phase that could overflow ``q_out``
+there, the open boxes are sorted and the upper half by bound moves to a host reserve; it comes
+back, lowest bounds first, when the device runs short of work. No box is ever dropped.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from .spatial_kernels import (THREADS_PER_BLOCK, DeviceBoxBounds, DeviceTape, Ta
 
 config.CUDA_LOW_OCCUPANCY_WARNINGS = False  # early phases bound few boxes by design
 PHASE_SUBDOMAINS = 1 << 21  # subdomain bounds per phase at most (about 30 ms of an H200 on the peaks ANN)
+MIN_PHASE_SUBDOMAINS = 1 << 17  # below this a phase splits its boxes into up to 8 (see _levels)
+INITIAL_BOXES = 256  # the lists' and the children's first capacity (they grow fourfold on demand)
 CAPACITY = 1 << 20  # open boxes on the device (beyond them, a host reserve)
 LOCAL_EVERY_SUBDOMAINS = 1 << 22  # a local solve per this many subdomains bounded (a schedule by work done)
 
@@ -68,19 +71,41 @@ class _Reserve:
         return boxes
 
 
-class _BoxList:
-    """One static task list on the device: boxes (capacity, d) and their lower bounds."""
+def _grown(capacity: int, needed: int, largest: int) -> int:
+    """A capacity of at least ``needed`` (at most ``largest``): four times the old one or more."""
+    return min(largest, max(needed, 4 * capacity))
 
-    def __init__(self, capacity: int, n_vars: int):
-        self.lo = cuda.device_array((capacity, n_vars), np.float64)
-        self.hi = cuda.device_array((capacity, n_vars), np.float64)
+
+class _BoxList:
+    """One static task list on the device: boxes (capacity, d) and their lower bounds, grown on
+    demand up to ``largest`` (a run that stays small allocates little)."""
+
+    def __init__(self, capacity: int, largest: int, n_vars: int):
+        self.largest, self.n_vars = largest, n_vars
+        self._allocate(min(capacity, largest))
+
+    def _allocate(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.lo = cuda.device_array((capacity, self.n_vars), np.float64)
+        self.hi = cuda.device_array((capacity, self.n_vars), np.float64)
         self.lb = cuda.device_array(capacity, np.float64)
+
+    def ensure(self, needed: int, keep: int) -> None:
+        """Room for ``needed`` boxes, the first ``keep`` kept."""
+        if needed <= self.capacity:
+            return
+        old = self.lo, self.hi, self.lb
+        self._allocate(_grown(self.capacity, needed, self.largest))
+        if keep:
+            for new, array in zip((self.lo, self.hi, self.lb), old):
+                new[:keep].copy_to_device(array[:keep])
 
     def download(self, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self.lo[:count].copy_to_host(), self.hi[:count].copy_to_host(), self.lb[:count].copy_to_host()
 
     def upload(self, start: int, lo: np.ndarray, hi: np.ndarray, lb: np.ndarray) -> None:
         end = start + len(lb)
+        self.ensure(end, start)
         if end > start:
             self.lo[start:end] = np.ascontiguousarray(lo)
             self.hi[start:end] = np.ascontiguousarray(hi)
@@ -88,10 +113,16 @@ class _BoxList:
 
 
 class _Children:
-    """The device arrays of the boxes bounded in one phase (at most ``capacity``)."""
+    """The device arrays of the boxes bounded in one phase, grown on demand up to ``largest``."""
 
-    def __init__(self, capacity: int, n_vars: int, n_per_dim: int):
-        n_subdomains = n_per_dim**n_vars
+    def __init__(self, capacity: int, largest: int, n_vars: int, n_per_dim: int):
+        self.largest, self.n_vars, self.n_per_dim = largest, n_vars, n_per_dim
+        self.bounds_l: DeviceBoxBounds | None = None  # allocated with the first Lagrangian bound
+        self._allocate(min(capacity, largest))
+
+    def _allocate(self, capacity: int) -> None:
+        n_vars, n_per_dim = self.n_vars, self.n_per_dim
+        self.capacity = capacity
         self.lo = cuda.device_array((capacity, n_vars), np.float64)
         self.hi = cuda.device_array((capacity, n_vars), np.float64)
         self.edges = cuda.device_array((capacity, n_vars, n_per_dim + 1), np.float64)
@@ -100,14 +131,30 @@ class _Children:
         self.threshold_l = cuda.device_array(capacity, np.float64)
         self.candidate = cuda.device_array(capacity, np.float64)
         self.kept_lb = cuda.device_array(capacity, np.float64)
-        self.bounds = DeviceBoxBounds(capacity, n_vars, n_subdomains)
-        self.bounds_l: DeviceBoxBounds | None = None  # allocated with the first Lagrangian bound
+        self.bounds = DeviceBoxBounds(capacity, n_vars, n_per_dim**n_vars)
+        if self.bounds_l is not None:
+            self.bounds_l = DeviceBoxBounds(capacity, n_vars, n_per_dim**n_vars)
+
+    def ensure(self, needed: int) -> None:
+        """Room for ``needed`` children (their contents are not kept)."""
+        if needed > self.capacity:
+            self._allocate(_grown(self.capacity, needed, self.largest))
 
     def lagrangian_bounds(self) -> DeviceBoxBounds:
         if self.bounds_l is None:
-            capacity, n_vars = self.lo.shape
-            self.bounds_l = DeviceBoxBounds(capacity, n_vars, self.bounds.sub_lb.shape[1])
+            self.bounds_l = DeviceBoxBounds(self.capacity, self.n_vars, self.n_per_dim**self.n_vars)
         return self.bounds_l
+
+
+def _levels(selected: int, n_subdomains: int, room: int) -> int:
+    """Bisection rounds per selected box this phase: more while the phase would bound fewer than
+    :data:`MIN_PHASE_SUBDOMAINS` subdomains (a phase costs launches whatever its size, so small
+    trees take fewer, fuller phases), within ``room`` children and :data:`.spatial_phase.MAX_LEVELS`."""
+    target = min(room, max(2 * selected, MIN_PHASE_SUBDOMAINS // n_subdomains))
+    levels = 1
+    while levels < phase.MAX_LEVELS and selected << (levels + 1) <= target:
+        levels += 1
+    return levels
 
 
 def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
@@ -128,8 +175,8 @@ def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
     offer_candidates = phase.candidate_kernel(*caps(tape)[:2])
     per_phase = max(1, int(phase_subdomains) // n_subdomains)  # boxes bisected per phase at most
     capacity = max(int(capacity), 4 * per_phase)
-    lists = [_BoxList(capacity, d), _BoxList(capacity, d)]
-    children = _Children(2 * per_phase, d, n_per_dim)
+    lists = [_BoxList(INITIAL_BOXES, capacity, d), _BoxList(INITIAL_BOXES, capacity, d)]
+    children = _Children(INITIAL_BOXES, 2 * per_phase, d, n_per_dim)
     real = cuda.to_device(np.full(5, np.inf))
     count = cuda.to_device(np.zeros(6, np.int64))
     scale = cuda.to_device(problem.upper - problem.lower)
@@ -237,7 +284,8 @@ def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
             n_open += len(lb)
             open_lowest = min(open_lowest, float(lb.min()))
         selected = min(per_phase, n_open)
-        if n_open + selected > capacity:  # q_out could overflow: the upper half waits on the host
+        levels = _levels(selected, n_subdomains, 2 * per_phase)
+        if n_open + selected * ((1 << levels) - 1) > capacity:  # q_out could overflow: half waits on the host
             lo, hi, lb = source.download(n_open)
             order = np.argsort(lb, kind="stable")
             stay, leave = order[: capacity // 2], order[capacity // 2:]
@@ -245,15 +293,18 @@ def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
             source.upload(0, lo[stay], hi[stay], lb[stay])
             n_open = len(stay)
             selected = min(per_phase, n_open)
+            levels = _levels(selected, n_subdomains, 2 * per_phase)
             spills += 1
         select_lb = math.inf
         if n_open > selected:
             select_lb = float(np.partition(source.lb[:n_open].copy_to_host(), selected - 1)[selected - 1])
         target = lists[1 - current]
+        target.ensure(n_open + selected * ((1 << levels) - 1), 0)
+        children.ensure(selected << levels)
         phase.begin_phase[1, 1](real, count, incumbent.value)
         phase.branch[blocks(n_open), THREADS_PER_BLOCK](
-            n_open, source.lo, source.hi, source.lb, select_lb, selected, scale, eps_abs, eps_rel, real, count,
-            target.lo, target.hi, target.lb, children.lo, children.hi)
+            n_open, source.lo, source.hi, source.lb, select_lb, selected, levels, scale, eps_abs, eps_rel, real,
+            count, target.lo, target.hi, target.lb, children.lo, children.hi)
         n_children = int(read(count)[phase.C_CHILDREN])
         phases += 1
         if n_children:

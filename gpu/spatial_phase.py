@@ -79,13 +79,32 @@ def begin_phase(real, count, host_ub):
     count[C_UB_CHILD] = NONE
 
 
+MAX_LEVELS = 3  # bisections per box and phase at most (8 children)
+
+
+@cuda.jit(device=True)
+def _widest_side(lo, hi, c, scale):
+    """The side of box ``c`` of ``lo, hi`` to bisect: the widest relative to ``scale`` whose middle
+    lies strictly inside (the lowest index on ties, as the CPU's ``_bisect``); -1 when none."""
+    side = -1
+    widest = 0.0
+    for i in range(scale.shape[0]):
+        width = (hi[c, i] - lo[c, i]) / scale[i] if scale[i] > 0 else 0.0
+        middle = lo[c, i] + 0.5 * (hi[c, i] - lo[c, i])
+        if width > widest and lo[c, i] < middle < hi[c, i]:
+            side = i
+            widest = width
+    return side
+
+
 @cuda.jit
-def branch(n_in, in_lo, in_hi, in_lb, select_lb, n_select, scale, eps_abs, eps_rel, real, count, out_lo, out_hi,
-           out_lb, child_lo, child_hi):
+def branch(n_in, in_lo, in_hi, in_lb, select_lb, n_select, levels, scale, eps_abs, eps_rel, real, count, out_lo,
+           out_hi, out_lb, child_lo, child_hi):
     """Per open box: pruned at the level; else, when its bound is at most ``select_lb`` and one of
-    the first ``n_select`` to ask, bisected across its widest side relative to ``scale`` into two
-    children (kept open for good, as unsplittable, when no side splits in floating point); else
-    carried over to ``q_out``."""
+    the first ``n_select`` to ask, split into up to ``2 ** levels`` children (``levels`` <=
+    :data:`MAX_LEVELS` rounds in which every piece is bisected across its widest side relative to
+    ``scale``; the CPU's rule when ``levels`` is 1), kept open for good as unsplittable when no
+    side splits in floating point; else carried over to ``q_out``."""
     box = _thread()
     if box >= n_in:
         return
@@ -95,26 +114,33 @@ def branch(n_in, in_lo, in_hi, in_lb, select_lb, n_select, scale, eps_abs, eps_r
         return
     n_vars = in_lo.shape[1]
     if lb <= select_lb and cuda.atomic.add(count, C_SELECTED, 1) < n_select:
-        side = -1
-        widest = 0.0
+        lo = cuda.local.array((1 << MAX_LEVELS, MAX_VARS), float64)
+        hi = cuda.local.array((1 << MAX_LEVELS, MAX_VARS), float64)
         for i in range(n_vars):
-            width = (in_hi[box, i] - in_lo[box, i]) / scale[i] if scale[i] > 0 else 0.0
-            middle = in_lo[box, i] + 0.5 * (in_hi[box, i] - in_lo[box, i])
-            if width > widest and in_lo[box, i] < middle < in_hi[box, i]:
-                side = i
-                widest = width
-        if side < 0:
+            lo[0, i] = in_lo[box, i]
+            hi[0, i] = in_hi[box, i]
+        pieces = 1
+        for _ in range(levels):
+            for c in range(pieces):
+                side = _widest_side(lo, hi, c, scale)
+                if side < 0:
+                    continue
+                for i in range(n_vars):
+                    lo[pieces, i] = lo[c, i]
+                    hi[pieces, i] = hi[c, i]
+                middle = lo[c, side] + 0.5 * (hi[c, side] - lo[c, side])
+                hi[c, side] = middle
+                lo[pieces, side] = middle
+                pieces += 1
+        if pieces == 1:
             cuda.atomic.add(count, C_UNSPLIT, 1)
             cuda.atomic.min(real, R_UNSPLIT, lb)
             return
-        first = cuda.atomic.add(count, C_CHILDREN, 2)
-        for c in range(first, first + 2):
+        first = cuda.atomic.add(count, C_CHILDREN, pieces)
+        for c in range(pieces):
             for i in range(n_vars):
-                child_lo[c, i] = in_lo[box, i]
-                child_hi[c, i] = in_hi[box, i]
-        middle = in_lo[box, side] + 0.5 * (in_hi[box, side] - in_lo[box, side])
-        child_hi[first, side] = middle
-        child_lo[first + 1, side] = middle
+                child_lo[first + c, i] = lo[c, i]
+                child_hi[first + c, i] = hi[c, i]
         return
     slot = cuda.atomic.add(count, C_OUT, 1)
     for i in range(n_vars):

@@ -143,7 +143,7 @@ def test_candidates_are_evaluated_as_the_cpu_evaluates_points(stem, points):
 
 
 def test_branching_bisects_as_the_cpu_and_keeps_unsplittable_boxes():
-    """branch: pruned at the level, the first ``n_select`` at or below ``select_lb`` bisected like
+    """branch, one round: pruned at the level, the first ``n_select`` at or below ``select_lb`` bisected like
     the CPU's ``_bisect`` (boxes of width 0 or one float along a side included), the rest carried."""
     rng = np.random.default_rng(8)
     scale = np.array([1.0, 4.0, 0.0])
@@ -161,7 +161,7 @@ def test_branching_bisects_as_the_cpu_and_keeps_unsplittable_boxes():
     child = [cuda.device_array((24, 3)), cuda.device_array((24, 3))]
     select_lb = np.sort(lb[lb < 8])[7]  # at most 8 boxes ask; 6 may be bisected
     phase.branch[blocks(12), THREADS_PER_BLOCK](12, cuda.to_device(lo), cuda.to_device(hi), cuda.to_device(lb),
-                                                select_lb, 6, cuda.to_device(scale), 1e-6, 1e-6, d_real, d_count,
+                                                select_lb, 6, 1, cuda.to_device(scale), 1e-6, 1e-6, d_real, d_count,
                                                 *out, *child)
     counts, reals = d_count.copy_to_host(), d_real.copy_to_host()
     n_children, n_out = counts[phase.C_CHILDREN], counts[phase.C_OUT]
@@ -184,6 +184,37 @@ def test_branching_bisects_as_the_cpu_and_keeps_unsplittable_boxes():
     assert all(lb[b] <= select_lb for b in bisected)
     assert len(carried) + len(bisected) + counts[phase.C_UNSPLIT] + 1 == 12
     assert reals[phase.R_OPEN_MIN] == min(carried)
+
+
+@pytest.mark.parametrize("levels", [2, 3])
+def test_multisection_tiles_each_box_exactly(levels):
+    """Up to 2**levels children per box: inside it, pairwise without common interior, their
+    volumes summing to its own (so together exactly the box); sides that cannot split stay whole."""
+    rng = np.random.default_rng(levels)
+    lo = rng.uniform(-1, 1, (5, 3)) + 10.0 * np.arange(5)[:, None]  # disjoint boxes
+    hi = lo + rng.uniform(0.5, 2, (5, 3))
+    hi[1, 2] = lo[1, 2]  # flat along x2
+    hi[2] = np.nextafter(lo[2], np.inf)  # no side splits: unsplittable, no children
+    scale = np.ones(3)
+    d_real, d_count = cuda.to_device(np.full(5, np.inf)), cuda.to_device(np.zeros(6, np.int64))
+    phase.begin_phase[1, 1](d_real, d_count, math.inf)
+    child = [cuda.device_array((40, 3)), cuda.device_array((40, 3))]
+    out = [cuda.device_array((5, 3)), cuda.device_array((5, 3)), cuda.device_array(5)]
+    lb = np.arange(5.0)
+    phase.branch[1, THREADS_PER_BLOCK](5, cuda.to_device(lo), cuda.to_device(hi), cuda.to_device(lb), math.inf, 5,
+                                       levels, cuda.to_device(scale), 1e-6, 1e-6, d_real, d_count, *out, *child)
+    n_children = int(d_count.copy_to_host()[phase.C_CHILDREN])
+    c_lo, c_hi = child[0].copy_to_host()[:n_children], child[1].copy_to_host()[:n_children]
+    assert n_children == 4 * 2**levels and d_count.copy_to_host()[phase.C_UNSPLIT] == 1
+    for b in (0, 1, 3, 4):
+        mine = [k for k in range(n_children) if np.all(c_lo[k] >= lo[b]) and np.all(c_hi[k] <= hi[b])]
+        widths = np.where(hi[b] > lo[b], hi[b] - lo[b], 1.0)
+        volumes = [np.prod(np.where(hi[b] > lo[b], c_hi[k] - c_lo[k], 1.0)) for k in mine]
+        assert math.isclose(sum(volumes), np.prod(widths), rel_tol=1e-12)
+        for j, k in enumerate(mine):
+            for m in mine[j + 1:]:
+                overlap = np.minimum(c_hi[k], c_hi[m]) - np.maximum(c_lo[k], c_lo[m])
+                assert np.any(overlap[hi[b] > lo[b]] <= 0)
 
 
 # ---------------------------------------------------------------- the command line
