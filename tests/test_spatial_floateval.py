@@ -1,6 +1,7 @@
-"""Float64 evaluation and its forward-mode Jacobian (``evaluate_float_gradients``): exact
-derivatives on simple cases, the conventions at kinks and domain edges, agreement with central
-differences on random expressions and on every problem file."""
+"""Float64 evaluation and its forward-mode Jacobian (``evaluate_float_gradients``), and the local
+solver that uses it: exact derivatives on simple cases, the conventions at kinks and domain edges,
+agreement with central differences on random expressions and on every problem file, and B&B
+results unchanged against finite-difference local solves."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from pbbflow.spatial import Model, atan2, cos, exp, log, maximum, minimum, relu, sigmoid, sin, sqrt, tan, tanh
 from pbbflow.spatial import abs as abs_
+from pbbflow.spatial.bnb import MinimizeOptions, _Incumbent, _LocalSolver, minimize
 from pbbflow.spatial.floateval import evaluate_float, evaluate_float_gradients, float_gradients
 from pbbflow.spatial.load import load_problem
 from pbbflow.spatial.tape import Op, TapeBuilder
@@ -175,3 +177,62 @@ def test_problem_jacobians_match_central_differences(spec):
         points.append(np.asarray(problem.x_optimum, dtype=np.float64))
     checked = sum(_check_against_differences(problem.tape, x) for x in points)
     assert checked >= 0.9 * len(points)
+
+
+# ---------------------------------------------------------------- the local solver
+
+
+def _constrained():
+    """min (x - 2)^2 + (y - 1)^2 with x^2 - y <= 0 and x + y = 2: (1, 1), value 1."""
+    m = Model("constrained")
+    x, y = m.variable(-3, 3), m.variable(-3, 3)
+    m.minimize((x - 2) ** 2 + (y - 1) ** 2)
+    m.subject_to(x**2 - y <= 0)
+    m.subject_to(x + y - 2 == 0)
+    return m.problem(optimum=1.0)
+
+
+def test_the_local_solver_evaluates_each_point_once_with_analytic_gradients():
+    problem = _constrained()
+    local = _LocalSolver(problem, _Incumbent(problem, 1e-6))
+    points = []
+    evaluate = local.gradients
+
+    def counting(x):
+        points.append(np.array(x, dtype=np.float64))
+        return evaluate(x)
+
+    local.gradients = counting
+    optimum = local.run(np.array([-2.0, 2.5]))
+    assert optimum is not None and np.allclose(optimum, [1.0, 1.0], atol=1e-7)
+    assert local.fallbacks == 0 and local.incumbent.value == pytest.approx(1.0, abs=1e-6)
+    assert points and all(not np.array_equal(a, b) for a, b in zip(points, points[1:]))
+
+
+def test_a_gradient_that_is_not_finite_redoes_the_solve_with_finite_differences():
+    m = Model("sqrt edge")
+    x, y = m.variable(0, 4), m.variable(-1, 1)
+    m.minimize(sqrt(x) + (y - 0.5) ** 2)  # the optimum sits where sqrt' is +inf
+    problem = m.problem()
+    local = _LocalSolver(problem, _Incumbent(problem, 1e-6))
+    optimum = local.run(np.array([0.0, -1.0]))
+    assert local.fallbacks == 1
+    assert optimum is not None and optimum[0] == pytest.approx(0.0, abs=1e-6)
+    assert optimum[1] == pytest.approx(0.5, abs=1e-3)
+    result = minimize(problem, MinimizeOptions(parallel=False))
+    assert result.status == "optimal" and result.objective == pytest.approx(0.0, abs=1e-6)
+
+
+@needs_data
+@pytest.mark.parametrize("name", ["C1", "C3", "C9", "C17", "B20", "peaks-ann"])
+def test_bnb_results_match_finite_difference_local_solves(name, monkeypatch):
+    spec = "peaks-ann" if name == "peaks-ann" else str(next(DATA.glob(f"{name}-*.json")))
+    problem = load_problem(spec)
+    options = MinimizeOptions(parallel=False)
+    analytic = minimize(problem, options)
+    monkeypatch.setattr(_LocalSolver, "_solve", lambda self, start, margin: self._slsqp(start, margin, analytic=False))
+    numeric = minimize(problem, options)
+    tolerance = max(options.eps_abs, options.eps_rel * abs(problem.optimum))
+    assert analytic.status == numeric.status == "optimal"
+    assert abs(analytic.objective - numeric.objective) <= tolerance
+    assert analytic.lower_bound <= problem.optimum + 1e-12 * max(1.0, abs(problem.optimum))
