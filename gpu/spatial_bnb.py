@@ -349,7 +349,7 @@ def load_code(problem: Problem, options: MinimizeOptions | None = None) -> tuple
     from numba.core import event
 
     from ..spatial.bounds import evaluate_point
-    from ..spatial.floateval import evaluate_float
+    from ..spatial.floateval import evaluate_float, evaluate_float_gradients
 
     options = options or MinimizeOptions()
     began = time.perf_counter()
@@ -361,4 +361,5 @@ def load_code(problem: Problem, options: MinimizeOptions | None = None) -> tuple
             import scipy.optimize  # noqa: F401 (its import, 0.1 s, is not the search's)
 
             evaluate_float(problem.tape, problem.lower)
+            evaluate_float_gradients(problem.tape, problem.lower)
     return time.perf_counter() - began, bool(recorder.buffer)

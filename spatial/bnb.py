@@ -11,7 +11,7 @@ limit (``limit``).
 Upper bounds come only from points checked rigorously (:func:`.bounds.evaluate_point`): the
 objective's enclosure's upper end, at a point whose inequalities' enclosures are <= 0 and whose
 equalities' lie within ``feas_tol``.  Candidates are each bounded box's best subdomain midpoint
-and local solves (scipy SLSQP) started from the best box bounded, one per
+and local solves (scipy SLSQP, analytic gradients) started from the best box bounded, one per
 ``LOCAL_EVERY_SUBDOMAINS`` subdomains (a schedule by work done, not by time, so that a run repeats); a local optimum that sits on an
 inequality is pulled inside it by a small margin until it verifies.
 
@@ -192,30 +192,79 @@ class _Incumbent:
         return True
 
 
+class _NonFiniteJacobian(Exception):
+    """The analytic Jacobian is not finite where SLSQP asked for it (a kink of sqrt or log at 0,
+    a point where a function is undefined)."""
+
+
 class _LocalSolver:
-    """SLSQP from a start point within the domain; every result is offered to the incumbent."""
+    """SLSQP from a start point within the domain; every result is offered to the incumbent.
+
+    Derivatives are analytic (:func:`.floateval.float_gradients`): one forward pass per
+    distinct point gives the objective, the constraints and all their gradients, cached for the
+    calls SLSQP makes at that point.  A solve that asks for a gradient that is not finite is
+    redone from its start with scipy's finite differences (``fallbacks`` counts them)."""
 
     def __init__(self, problem: Problem, incumbent: _Incumbent):
-        from .floateval import evaluate_float
+        from .floateval import evaluate_float, float_gradients
 
         self.problem, self.incumbent, self.evaluate = problem, incumbent, evaluate_float
+        self.gradients = float_gradients(problem.tape)
         self.count = 0
+        self.fallbacks = 0
         self.seconds = 0.0
         self.bounds = list(zip(problem.lower.tolist(), problem.upper.tolist()))
+        n_ineq = problem.tape.n_ineq
+        self._ineq, self._eq = slice(1, 1 + n_ineq), slice(1 + n_ineq, None)
+        self._key: bytes | None = None  # the last point evaluated, its outputs and their Jacobian
+        self._values = self._jacobian = None
+
+    def _at(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The outputs (f, g..., h...) at ``x`` and their Jacobian, evaluated once per point."""
+        key = np.asarray(x, dtype=np.float64).tobytes()
+        if key != self._key:
+            self._values, self._jacobian = self.gradients(x)
+            self._key = key
+        return self._values, self._jacobian
+
+    def _rows(self, x: np.ndarray, rows) -> np.ndarray:
+        """Rows of the Jacobian at ``x``; raises _NonFiniteJacobian unless they are all finite."""
+        jacobian = self._at(x)[1][rows]
+        if not np.all(np.isfinite(jacobian)):
+            raise _NonFiniteJacobian
+        return jacobian
 
     def _solve(self, start: np.ndarray, margin: float) -> np.ndarray | None:
+        try:
+            return self._slsqp(start, margin, analytic=True)
+        except _NonFiniteJacobian:
+            self.fallbacks += 1
+            return self._slsqp(start, margin, analytic=False)
+
+    def _slsqp(self, start: np.ndarray, margin: float, analytic: bool) -> np.ndarray | None:
         from scipy.optimize import minimize
 
         tape = self.problem.tape
+        ineq, eq = self._ineq, self._eq
         constraints = []
-        if tape.n_ineq:
-            constraints.append({"type": "ineq", "fun": lambda x: -self.evaluate(tape, x)[1] - margin})
-        if tape.n_eq:
-            constraints.append({"type": "eq", "fun": lambda x: self.evaluate(tape, x)[2]})
+        if analytic:
+            if tape.n_ineq:
+                constraints.append({"type": "ineq", "fun": lambda x: -self._at(x)[0][ineq] - margin,
+                                    "jac": lambda x: -self._rows(x, ineq)})
+            if tape.n_eq:
+                constraints.append({"type": "eq", "fun": lambda x: self._at(x)[0][eq].copy(),
+                                    "jac": lambda x: self._rows(x, eq).copy()})
+            objective, gradient = (lambda x: float(self._at(x)[0][0])), (lambda x: self._rows(x, 0).copy())
+        else:
+            if tape.n_ineq:
+                constraints.append({"type": "ineq", "fun": lambda x: -self.evaluate(tape, x)[1] - margin})
+            if tape.n_eq:
+                constraints.append({"type": "eq", "fun": lambda x: self.evaluate(tape, x)[2]})
+            objective, gradient = (lambda x: self.evaluate(tape, x)[0]), None
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             try:
-                found = minimize(lambda x: self.evaluate(tape, x)[0], start, method="SLSQP", bounds=self.bounds,
+                found = minimize(objective, start, method="SLSQP", jac=gradient, bounds=self.bounds,
                                  constraints=constraints, options={"maxiter": 200, "ftol": 1e-12})
             except (ValueError, ArithmeticError):  # a start where the functions are undefined
                 return None
@@ -299,9 +348,10 @@ def load_code(problem: Problem, options: MinimizeOptions | None = None) -> tuple
         if options.local_solves:
             import scipy.optimize  # noqa: F401 (its import, 0.1 s, is not the search's)
 
-            from .floateval import evaluate_float
+            from .floateval import evaluate_float, evaluate_float_gradients
 
             evaluate_float(problem.tape, problem.lower)
+            evaluate_float_gradients(problem.tape, problem.lower)
     return time.perf_counter() - began, bool(recorder.buffer)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .floateval import evaluate_float
+from .floateval import evaluate_float_gradients
 from .tape import BINARY, Op, Tape, TapeBuilder
 
 ACTIVE = 1e-6  # inequalities within this of 0 at the point take part in the multiplier estimate
@@ -30,32 +30,17 @@ class LagrangianBound:
     slack: float
 
 
-def _gradients(tape: Tape, x: np.ndarray) -> np.ndarray:
-    """Central-difference gradients (rows: f, g..., h...) at ``x`` in float64."""
-    rows = []
-    for i in range(len(x)):
-        step = 1e-7 * max(1.0, abs(x[i]))
-        up, down = x.copy(), x.copy()
-        up[i] += step
-        down[i] -= step
-        f_up, g_up, h_up = evaluate_float(tape, up)
-        f_down, g_down, h_down = evaluate_float(tape, down)
-        rows.append((np.concatenate([[f_up], g_up, h_up]) - np.concatenate([[f_down], g_down, h_down])) / (2 * step))
-    return np.array(rows).T
-
-
 def multipliers(tape: Tape, x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """Weights (mu >= 0 for the inequalities, lam for the equalities) that make the gradient of L
     smallest at ``x`` in least squares, over the equalities and the inequalities active there;
-    None where the functions are not finite at ``x``."""
+    None where the functions or their gradients (analytic, in float64) are not finite at ``x``."""
     from scipy.optimize import nnls
 
-    x = np.asarray(x, dtype=np.float64)
-    _, g, _ = evaluate_float(tape, x)
-    gradients = _gradients(tape, x)
-    if not np.all(np.isfinite(gradients)):
+    values, gradients = evaluate_float_gradients(tape, np.asarray(x, dtype=np.float64))  # rows: f, g..., h...
+    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(gradients))):
         return None
     n_ineq = tape.n_ineq
+    g = values[1 : 1 + n_ineq]
     active = [i for i in range(n_ineq) if g[i] >= -ACTIVE]
     g_rows = gradients[1 : 1 + n_ineq][active]
     h_rows = gradients[1 + n_ineq :]

@@ -1,0 +1,238 @@
+"""Float64 evaluation and its forward-mode Jacobian (``evaluate_float_gradients``), and the local
+solver that uses it: exact derivatives on simple cases, the conventions at kinks and domain edges,
+agreement with central differences on random expressions and on every problem file, and B&B
+results unchanged against finite-difference local solves."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pbbflow.spatial import Model, atan2, cos, exp, log, maximum, minimum, relu, sigmoid, sin, sqrt, tan, tanh
+from pbbflow.spatial import abs as abs_
+from pbbflow.spatial.bnb import MinimizeOptions, _Incumbent, _LocalSolver, minimize
+from pbbflow.spatial.floateval import evaluate_float, evaluate_float_gradients, float_gradients
+from pbbflow.spatial.load import load_problem
+from pbbflow.spatial.tape import Op, TapeBuilder
+
+from spatial_helpers import random_expression
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial"
+PROBLEM_FILES = sorted(DATA.glob("[BC]*.json"))
+needs_data = pytest.mark.skipif(not PROBLEM_FILES, reason="../shared/data/spatial not present")
+BUILTINS = ["peaks", "peaks-ann", "peaks-ann-error-min", "peaks-ann-error-max"]
+
+
+def _tape(build, d: int = 2, lower=-2.0, upper=2.0):
+    """The tape of a one-objective model: build(x) gives its expression over d variables."""
+    m = Model("t")
+    x = [m.variable(lower, upper) for _ in range(d)]
+    m.minimize(build(*x))
+    return m.problem().tape
+
+
+def _gradient(build, point, d: int = 2) -> np.ndarray:
+    return evaluate_float_gradients(_tape(build, d), np.asarray(point, dtype=np.float64))[1][0]
+
+
+def _outputs(tape, x) -> np.ndarray:
+    f, g, h = evaluate_float(tape, x)
+    return np.concatenate([[f], g, h])
+
+
+@np.errstate(all="ignore")
+def _central(tape, x: np.ndarray, step: float) -> np.ndarray:
+    """Central differences of every output (rows) in every variable (columns)."""
+    columns = []
+    for i in range(len(x)):
+        h = step * max(1.0, abs(x[i]))
+        up, down = x.copy(), x.copy()
+        up[i] += h
+        down[i] -= h
+        columns.append((_outputs(tape, up) - _outputs(tape, down)) / (up[i] - down[i]))
+    return np.array(columns).T
+
+
+def _check_against_differences(tape, x: np.ndarray, rtol: float = 1e-5) -> bool:
+    """Whether x was checked: the values equal evaluate_float's bit for bit, and where central
+    differences are stable (two steps agree, so x is not near a kink, a pole or a domain edge)
+    the Jacobian matches them.  False when they are not stable there."""
+    values, jacobian = evaluate_float_gradients(tape, x)
+    np.testing.assert_array_equal(values, _outputs(tape, x))
+    assert jacobian.shape == (len(values), len(x))
+    coarse, fine = _central(tape, x, 1e-5), _central(tape, x, 1e-6)
+    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(coarse)) and np.all(np.isfinite(fine))):
+        return False
+    # relative to the derivative, or to what the differences' rounding leaves of a small one
+    scale = np.maximum(np.abs(fine), 1e-4 * np.maximum(1.0, np.abs(values))[:, None])
+    if np.any(np.abs(coarse - fine) > 1e-6 * scale):
+        return False
+    assert np.all(np.abs(jacobian - fine) <= rtol * scale), (x, jacobian, fine)
+    return True
+
+
+# ---------------------------------------------------------------- exact derivatives and conventions
+
+
+def test_exact_derivatives_of_simple_expressions():
+    x, y = 0.7, -1.3
+    assert _gradient(lambda a, b: a * b, [x, y]).tolist() == [y, x]
+    assert _gradient(lambda a, b: a - b, [x, y]).tolist() == [1.0, -1.0]
+    assert _gradient(lambda a, b: -a + b, [x, y]).tolist() == [-1.0, 1.0]
+    assert _gradient(lambda a, b: a / b, [x, y]).tolist() == pytest.approx([1 / y, -x / y**2], rel=1e-15)
+    assert _gradient(lambda a, b: a**3 * b**-2, [x, y]).tolist() == pytest.approx(
+        [3 * x**2 * y**-2, -2 * x**3 * y**-3], rel=1e-15)
+    assert _gradient(lambda a, b: a**0 + b, [x, y]).tolist() == [0.0, 1.0]
+    for function, derivative in [(sin, math.cos), (cos, lambda t: -math.sin(t)), (exp, math.exp),
+                                 (tanh, lambda t: 1 - math.tanh(t) ** 2), (tan, lambda t: 1 + math.tan(t) ** 2),
+                                 (sigmoid, lambda t: math.exp(-t) / (1 + math.exp(-t)) ** 2)]:
+        assert _gradient(lambda a, b: function(a), [x, y])[0] == pytest.approx(derivative(x), rel=1e-14)
+    assert _gradient(lambda a, b: sqrt(a) + log(a), [x, y])[0] == pytest.approx(0.5 / math.sqrt(x) + 1 / x, rel=1e-15)
+    r2 = x * x + y * y
+    assert _gradient(lambda a, b: atan2(a, b), [x, y]).tolist() == pytest.approx([y / r2, -x / r2], rel=1e-14)
+    assert _gradient(lambda a, b: abs_(a) + abs_(b), [x, y]).tolist() == [1.0, -1.0]
+    assert _gradient(lambda a, b: relu(a) + relu(b), [x, y]).tolist() == [1.0, 0.0]
+    assert _gradient(lambda a, b: minimum(a, b), [x, y]).tolist() == [0.0, 1.0]
+    assert _gradient(lambda a, b: maximum(a, b), [x, y]).tolist() == [1.0, 0.0]
+    assert _gradient(lambda a, b: sin(a * b) * exp(b), [x, y]).tolist() == pytest.approx(
+        [y * math.cos(x * y) * math.exp(y), (x * math.cos(x * y) + math.sin(x * y)) * math.exp(y)], rel=1e-14)
+
+
+def test_kinks_take_one_side_and_domain_edges_give_inf_or_nan():
+    assert _gradient(lambda a, b: abs_(a), [0.0, 1.0]).tolist() == [1.0, 0.0]
+    assert _gradient(lambda a, b: abs_(a), [-0.0, 1.0]).tolist() == [1.0, 0.0]
+    assert _gradient(lambda a, b: relu(a), [0.0, 1.0]).tolist() == [0.0, 0.0]
+    assert _gradient(lambda a, b: minimum(a, b), [1.0, 1.0]).tolist() == [1.0, 0.0]  # a tie: the first
+    assert _gradient(lambda a, b: maximum(a, b), [1.0, 1.0]).tolist() == [1.0, 0.0]
+    assert _gradient(lambda a, b: sqrt(a), [0.0, 1.0]).tolist() == [math.inf, 0.0]
+    assert _gradient(lambda a, b: sqrt(a), [-0.0, 1.0]).tolist() == [math.inf, 0.0]
+    assert _gradient(lambda a, b: log(a), [0.0, 1.0]).tolist() == [math.inf, 0.0]
+    assert _gradient(lambda a, b: a**-1, [0.0, 1.0])[0] == -math.inf
+    gradient = _gradient(lambda a, b: sqrt(a) + b, [-1.0, 1.0])  # the value is nan: so is its derivative
+    assert math.isnan(gradient[0]) and math.isnan(gradient[1])
+    assert all(math.isnan(v) for v in _gradient(lambda a, b: atan2(a, b), [0.0, 0.0]))
+
+
+def test_slots_that_do_not_depend_on_a_variable_keep_a_zero_derivative():
+    builder = TapeBuilder(2)
+    zero = builder.const(0.0)
+    x, y = builder.var(0), builder.var(1)
+    total = builder.binary(Op.ADD, builder.unary(Op.SQRT, zero), x)  # sqrt(0) has derivative inf, but in nothing
+    total = builder.binary(Op.ADD, total, builder.binary(Op.MUL, builder.unary(Op.LOG, zero), y))  # -inf * y
+    tape = builder.build(total, [builder.binary(Op.MUL, x, x)], [builder.unary(Op.SQRT, y)])
+    values, jacobian = evaluate_float_gradients(tape, np.array([3.0, 0.5]))
+    assert values.tolist() == [-math.inf, 9.0, math.sqrt(0.5)]
+    assert jacobian[0].tolist() == [1.0, -math.inf] and jacobian[1].tolist() == [6.0, 0.0]
+    assert jacobian[2].tolist() == [0.0, pytest.approx(0.5 / math.sqrt(0.5), rel=1e-15)]
+    assert evaluate_float_gradients(tape, np.array([3.0, 0.0]))[1][2].tolist() == [0.0, math.inf]
+
+
+def test_saturating_functions_keep_their_small_derivatives():
+    for t in (-30.0, -12.0, 12.0, 30.0):
+        assert _gradient(lambda a, b: tanh(a), [t, 0.0])[0] == pytest.approx(1 / math.cosh(t) ** 2, rel=1e-13)
+        assert _gradient(lambda a, b: sigmoid(a), [t, 0.0])[0] == pytest.approx(
+            math.exp(-abs(t)) / (1 + math.exp(-abs(t))) ** 2, rel=1e-13)
+
+
+def test_a_zero_partial_derivative_drops_an_operand_s_inf_or_nan():
+    assert _gradient(lambda a, b: sqrt(a) ** 0 + b, [-1.0, 1.0]).tolist() == [0.0, 1.0]  # 1 even at nan
+    assert _gradient(lambda a, b: minimum(sqrt(a), b), [0.0, -1.0]).tolist() == [0.0, 1.0]
+    assert _gradient(lambda a, b: maximum(sqrt(a), b), [0.0, -1.0]).tolist() == [math.inf, 0.0]
+    assert _gradient(lambda a, b: relu(-sqrt(a)) + b, [0.0, 1.0]).tolist() == [0.0, 1.0]
+
+
+def test_the_point_must_match_the_tape():
+    tape = _tape(lambda a, b: a * b)
+    with pytest.raises(ValueError):
+        evaluate_float_gradients(tape, [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError):
+        float_gradients(tape)([1.0])
+
+
+# ---------------------------------------------------------------- central differences
+
+
+def test_random_expressions_match_central_differences():
+    rng = np.random.default_rng(15)
+    checked = 0
+    for trial in range(200):
+        n_vars = int(rng.integers(1, 4))
+        builder, slot = random_expression(rng, n_vars, int(rng.integers(3, 14)))
+        tape = builder.build(slot)
+        for x in rng.uniform(-3, 3, (5, n_vars)):
+            checked += _check_against_differences(tape, x)
+    assert checked >= 800  # of 1,000 points: the rest sit where differences are unstable or values undefined
+
+
+@needs_data
+@pytest.mark.parametrize("spec", [*PROBLEM_FILES, *BUILTINS], ids=lambda p: getattr(p, "stem", p))
+def test_problem_jacobians_match_central_differences(spec):
+    problem = load_problem(str(spec))
+    rng = np.random.default_rng(3)
+    points = [*rng.uniform(problem.lower, problem.upper, (20, problem.dimension))]
+    if problem.x_optimum is not None:
+        points.append(np.asarray(problem.x_optimum, dtype=np.float64))
+    checked = sum(_check_against_differences(problem.tape, x) for x in points)
+    assert checked >= 0.9 * len(points)
+
+
+# ---------------------------------------------------------------- the local solver
+
+
+def _constrained():
+    """min (x - 2)^2 + (y - 1)^2 with x^2 - y <= 0 and x + y = 2: (1, 1), value 1."""
+    m = Model("constrained")
+    x, y = m.variable(-3, 3), m.variable(-3, 3)
+    m.minimize((x - 2) ** 2 + (y - 1) ** 2)
+    m.subject_to(x**2 - y <= 0)
+    m.subject_to(x + y - 2 == 0)
+    return m.problem(optimum=1.0)
+
+
+def test_the_local_solver_evaluates_each_point_once_with_analytic_gradients():
+    problem = _constrained()
+    local = _LocalSolver(problem, _Incumbent(problem, 1e-6))
+    points = []
+    evaluate = local.gradients
+
+    def counting(x):
+        points.append(np.array(x, dtype=np.float64))
+        return evaluate(x)
+
+    local.gradients = counting
+    optimum = local.run(np.array([-2.0, 2.5]))
+    assert optimum is not None and np.allclose(optimum, [1.0, 1.0], atol=1e-7)
+    assert local.fallbacks == 0 and local.incumbent.value == pytest.approx(1.0, abs=1e-6)
+    assert points and all(not np.array_equal(a, b) for a, b in zip(points, points[1:]))
+
+
+def test_a_gradient_that_is_not_finite_redoes_the_solve_with_finite_differences():
+    m = Model("sqrt edge")
+    x, y = m.variable(0, 4), m.variable(-1, 1)
+    m.minimize(sqrt(x) + (y - 0.5) ** 2)  # the optimum sits where sqrt' is +inf
+    problem = m.problem()
+    local = _LocalSolver(problem, _Incumbent(problem, 1e-6))
+    optimum = local.run(np.array([0.0, -1.0]))
+    assert local.fallbacks == 1
+    assert optimum is not None and optimum[0] == pytest.approx(0.0, abs=1e-6)
+    assert optimum[1] == pytest.approx(0.5, abs=1e-3)
+    result = minimize(problem, MinimizeOptions(parallel=False))
+    assert result.status == "optimal" and result.objective == pytest.approx(0.0, abs=1e-6)
+
+
+@needs_data
+@pytest.mark.parametrize("name", ["C1", "C3", "C9", "C17", "B20", "peaks-ann"])
+def test_bnb_results_match_finite_difference_local_solves(name, monkeypatch):
+    spec = "peaks-ann" if name == "peaks-ann" else str(next(DATA.glob(f"{name}-*.json")))
+    problem = load_problem(spec)
+    options = MinimizeOptions(parallel=False)
+    analytic = minimize(problem, options)
+    monkeypatch.setattr(_LocalSolver, "_solve", lambda self, start, margin: self._slsqp(start, margin, analytic=False))
+    numeric = minimize(problem, options)
+    tolerance = max(options.eps_abs, options.eps_rel * abs(problem.optimum))
+    assert analytic.status == numeric.status == "optimal"
+    assert abs(analytic.objective - numeric.objective) <= tolerance
+    assert analytic.lower_bound <= problem.optimum + 1e-12 * max(1.0, abs(problem.optimum))
