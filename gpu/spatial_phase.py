@@ -79,7 +79,8 @@ def begin_phase(real, count, host_ub):
     count[C_UB_CHILD] = NONE
 
 
-MAX_LEVELS = 3  # bisections per box and phase at most (8 children)
+MAX_LEVELS = 3  # bisections per box and phase at most
+MAX_PIECES = 1 << MAX_LEVELS  # children per box and phase at most (a constant: local array sizes)
 
 
 @cuda.jit(device=True)
@@ -114,8 +115,8 @@ def branch(n_in, in_lo, in_hi, in_lb, select_lb, n_select, levels, scale, eps_ab
         return
     n_vars = in_lo.shape[1]
     if lb <= select_lb and cuda.atomic.add(count, C_SELECTED, 1) < n_select:
-        lo = cuda.local.array((1 << MAX_LEVELS, MAX_VARS), float64)
-        hi = cuda.local.array((1 << MAX_LEVELS, MAX_VARS), float64)
+        lo = cuda.local.array((MAX_PIECES, MAX_VARS), float64)
+        hi = cuda.local.array((MAX_PIECES, MAX_VARS), float64)
         for i in range(n_vars):
             lo[0, i] = in_lo[box, i]
             hi[0, i] = in_hi[box, i]
