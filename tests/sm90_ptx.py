@@ -1,0 +1,83 @@
+"""Compile every spatial GPU kernel to sm_90 PTX without a GPU (NVVM only), as a script.
+
+The tests run it in a subprocess without ``NUMBA_ENABLE_CUDASIM`` (the simulator, which the test
+process uses, accepts code that numba-cuda refuses to type, e.g. a local array sized by an
+expression). ``python tests/sm90_ptx.py OUT_DIR``: prints ``SKIP <reason>`` when there is no CUDA
+toolchain to compile with; otherwise compiles each kernel (a typing or compile error exits 1 with
+its traceback), writes ``OUT_DIR/<kernel>.ptx`` and prints ``ok <kernel>``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numba.cuda.dispatcher
+from numba import cuda
+
+A1, A2, A3 = "float64[::1]", "float64[:, ::1]", "float64[:, :, ::1]"
+I1, I2, B1 = "int64[::1]", "int64[:, ::1]", "boolean[::1]"
+TAPE = "int32[::1], int32[::1], int32[::1], float64[::1], float64[::1], int32[::1], int64"
+
+
+class _Device:  # device functions ask the current device for its compute capability: no driver here
+    compute_capability = (9, 0)
+
+
+def _without_a_driver() -> None:
+    try:
+        from numba.cuda.cudadrv import nvrtc
+
+        nvrtc.get_supported_ccs()
+    except Exception:  # NVRTC only picks the closest architecture; we name sm_90 ourselves
+        from numba.cuda import cuda_paths
+
+        nvrtc.get_supported_ccs = lambda: ((9, 0),)
+        cuda_paths._get_nvrtc_path = lambda: ("none", None)
+    numba.cuda.dispatcher.get_current_device = _Device
+
+
+def _kernels() -> dict:
+    from pbbflow.gpu import spatial_contract, spatial_kernels, spatial_phase
+
+    return {
+        "bound_subdomains": (spatial_kernels.bounding_kernel(512, 2, 4),
+                             f"({TAPE}, {B1}, int64, {B1}, {A3}, int64, int64, int64, float64, {A1}, {A2}, {A1}, "
+                             f"{I1}, {I1}, {I2}, {I2})"),
+        "fill_edges": (spatial_kernels.fill_edges, f"(int64, {A2}, {A2}, {A3})"),
+        "reset_boxes": (spatial_kernels._reset_boxes, f"(int64, int64, {A1}, {I1}, {I1}, {I2}, {I2}, {I1})"),
+        "first_best": (spatial_kernels._first_best, f"(int64, {A2}, {A1}, {I1})"),
+        "finish_boxes": (spatial_kernels._finish_boxes, f"(int64, {A3}, int64, {I1}, {I2}, {I2}, {A2}, {A2}, {A2})"),
+        "contract": (spatial_contract.contracting_kernel(64, 2),
+                     f"({TAPE}, {A2}, {A2}, int64, {A1}, float64, {B1})"),
+        "begin_phase": (spatial_phase.begin_phase, f"({A1}, {I1}, float64)"),
+        "branch": (spatial_phase.branch, f"(int64, {A2}, {A2}, {A1}, float64, int64, int64, {A1}, float64, float64, "
+                                         f"{A1}, {I1}, {A2}, {A2}, {A1}, {A2}, {A2})"),
+        "fill_levels": (spatial_phase.fill_levels, f"(int64, {A1}, float64, float64, float64, {A1}, {A1})"),
+        "offer_candidates": (spatial_phase.candidate_kernel(64, 2), f"({TAPE}, {B1}, int64, {A2}, float64, {A1}, {A1})"),
+        "keep": (spatial_phase.keep, f"(int64, {A2}, {A2}, {B1}, {A1}, {A2}, {A2}, {A1}, boolean, {A1}, {A2}, {A2}, "
+                                     f"float64, float64, float64, {A1}, {I1}, {A1}, {A2}, {A2}, {A1})"),
+        "claim": (spatial_phase.claim, f"(int64, {A1}, {A1}, {A1}, {I1})"),
+    }
+
+
+def main(out: Path) -> None:
+    _without_a_driver()
+
+    def trivial(x):
+        x[0] = 1.0
+
+    try:
+        cuda.compile_ptx(trivial, f"({A1},)", cc=(9, 0))
+    except Exception as error:  # no NVVM, no CUDA headers: nothing to compile with here
+        print(f"SKIP {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    for name, (kernel, signature) in _kernels().items():
+        ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0))
+        (out / f"{name}.ptx").write_text(ptx)
+        print(f"ok {name}")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
