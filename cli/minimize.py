@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
                               node_limit=args.node_limit, parallel=not args.serial)  # fmt: skip
     if gpus:
         from ..gpu.spatial_bnb import load_code, minimize_gpu as minimize
-        what = "compiling the GPU kernels (each run)"
+        what = "loading the GPU kernels (compiled on a machine's first run, then from numba's cache)"
     else:
         from ..spatial.bnb import load_code, minimize
         what = "compiling, first run only"

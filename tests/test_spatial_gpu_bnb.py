@@ -87,6 +87,22 @@ def test_a_limit_leaves_a_certified_bound_and_the_open_boxes():
     assert result.lower_bound <= problem.optimum
 
 
+def test_a_stop_request_ends_with_a_certified_bound_and_progress_was_reported():
+    """should_stop (Ctrl-C in the CLI) is checked between phases; progress lines come meanwhile."""
+    problem = _problem("C3-g11-cec2006-g11")
+    seen, asked = [], []
+
+    def stop() -> bool:
+        asked.append(True)
+        return len(asked) > 2
+
+    result = minimize_gpu(problem, SMALL, phase_subdomains=16, capacity=64, progress=seen.append,
+                          progress_seconds=0.0, should_stop=stop)
+    assert result.status == "limit" and result.open_boxes > 0 and result.lower_bound <= problem.optimum
+    assert len(seen) >= 3 and all(p.lower_bound <= problem.optimum for p in seen)
+    assert [p.nodes for p in seen] == sorted(p.nodes for p in seen)
+
+
 def test_an_infeasible_problem_is_proved_infeasible():
     m = Model("none")
     x = m.variable(0, 1)
@@ -233,7 +249,7 @@ def test_minimize_runs_on_the_gpu_when_asked(capsys, one_gpu):
     out = json.loads(captured.out)
     assert out["status"] == "optimal" and out["backend"] == "gpu" and out["subdomains"] == 4
     assert out["lower_bound"] <= -6.666666666666667 <= out["objective"] + 1e-12
-    assert "compiling the GPU kernels" in captured.err
+    assert "loading the GPU kernels" in captured.err
 
 
 def test_the_gpu_is_the_default_when_one_is_visible(capsys, one_gpu, monkeypatch):
