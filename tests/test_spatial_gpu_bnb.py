@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,11 +23,21 @@ from pbbflow.gpu.warp import SIMULATED
 from pbbflow.spatial import Model
 from pbbflow.spatial.bnb import MinimizeOptions, _bisect, minimize
 from pbbflow.spatial.bounds import evaluate_point, is_feasible
-from pbbflow.spatial.load import load_problem
+from pbbflow.spatial.parse import problem_from_dict
 
 pytestmark = pytest.mark.gpu
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial"
+# Three problems of ../shared/data/spatial, as written there (so the tests need no shared data).
+DOCUMENTS = {
+    "C9-st-e01-globallib": {"name": "st_e01", "variables": 2, "domain": [[0, 6], [0, 4]],
+                            "objective": "((-x[0]) - x[1])", "inequalities": ["((x[0] * x[1]) - 4)"],
+                            "optimum": -6.666666666666667},
+    "C3-g11-cec2006-g11": {"name": "g11", "variables": 2, "domain": [[-1, 1], [-1, 1]],
+                           "objective": "((x[0] ** 2) + ((x[1] - 1) ** 2))", "equalities": ["(x[1] - (x[0] ** 2))"],
+                           "optimum": 0.7500000000000001},
+    "B6-booth": {"name": "booth", "variables": 2, "domain": [[-10, 10], [-10, 10]],
+                 "objective": "((((x[0] + (2 * x[1])) - 7) ** 2) + ((((2 * x[0]) + x[1]) - 5) ** 2))", "optimum": 0.0},
+}
 SMALL = MinimizeOptions(subdomains=4, contract=False)
 
 
@@ -45,7 +54,19 @@ def _libdevice():
 
 
 def _problem(stem: str):
-    return load_problem(str(DATA / f"{stem}.json"))
+    return problem_from_dict(DOCUMENTS[stem], stem)
+
+
+@pytest.fixture
+def problem_file(tmp_path):
+    """The path of a problem file written from DOCUMENTS."""
+
+    def write(stem: str) -> str:
+        path = tmp_path / f"{stem}.json"
+        path.write_text(json.dumps(DOCUMENTS[stem]))
+        return str(path)
+
+    return write
 
 
 def _assert_same_answer(gpu, cpu, options: MinimizeOptions) -> None:
@@ -242,8 +263,8 @@ def one_gpu(monkeypatch):
     monkeypatch.setattr("pbbflow.gpu.gpu_count", lambda: 1)
 
 
-def test_minimize_runs_on_the_gpu_when_asked(capsys, one_gpu):
-    assert main(["minimize", str(DATA / "C9-st-e01-globallib.json"), "--gpus", "1", "--subdomains", "4",
+def test_minimize_runs_on_the_gpu_when_asked(capsys, one_gpu, problem_file):
+    assert main(["minimize", problem_file("C9-st-e01-globallib"), "--gpus", "1", "--subdomains", "4",
                  "--json"]) == 0  # fmt: skip
     captured = capsys.readouterr()
     out = json.loads(captured.out)
@@ -252,11 +273,11 @@ def test_minimize_runs_on_the_gpu_when_asked(capsys, one_gpu):
     assert "loading the GPU kernels" in captured.err
 
 
-def test_the_gpu_is_the_default_when_one_is_visible(capsys, one_gpu, monkeypatch):
+def test_the_gpu_is_the_default_when_one_is_visible(capsys, one_gpu, monkeypatch, problem_file):
     monkeypatch.setattr(minimize_cli, "GPU_SUBDOMAINS", 4)
-    assert main(["minimize", str(DATA / "B6-booth.json"), "--quiet"]) == 0
+    assert main(["minimize", problem_file("B6-booth"), "--quiet"]) == 0
     assert "on the GPU" in capsys.readouterr().out
-    assert main(["minimize", str(DATA / "B6-booth.json"), "--serial", "--quiet"]) == 0
+    assert main(["minimize", problem_file("B6-booth"), "--serial", "--quiet"]) == 0
     assert "on the CPU" in capsys.readouterr().out
 
 
@@ -270,19 +291,19 @@ def test_gpu_requests_it_cannot_serve_are_one_line_errors(capsys, one_gpu, argum
     assert message in err and err.count("\n") == 1
 
 
-def test_no_visible_gpu_is_a_one_line_error_or_the_cpu(capsys, monkeypatch):
+def test_no_visible_gpu_is_a_one_line_error_or_the_cpu(capsys, monkeypatch, problem_file):
     monkeypatch.setattr("pbbflow.gpu.gpu_count", lambda: 0)
     assert main(["minimize", "peaks", "--gpus", "all"]) == 2
     assert "no GPU is visible" in capsys.readouterr().err
-    assert main(["minimize", str(DATA / "B6-booth.json"), "--quiet"]) == 0
+    assert main(["minimize", problem_file("B6-booth"), "--quiet"]) == 0
     assert "on the CPU" in capsys.readouterr().out
 
 
-def test_a_tape_beyond_the_kernels_caps_runs_on_the_cpu_unless_the_gpu_was_asked(capsys, one_gpu, monkeypatch):
+def test_a_tape_beyond_the_kernels_caps_runs_on_the_cpu_unless_the_gpu_was_asked(capsys, one_gpu, monkeypatch, problem_file):
     monkeypatch.setattr("pbbflow.gpu.spatial_kernels.MAX_TAPE", 4)
-    assert main(["minimize", str(DATA / "B6-booth.json")]) == 0
+    assert main(["minimize", problem_file("B6-booth")]) == 0
     captured = capsys.readouterr()
     assert "pbbflow: on the CPU: the GPU bounds tapes of at most 4 slots" in captured.err
     assert "on the CPU" in captured.out
-    assert main(["minimize", str(DATA / "B6-booth.json"), "--gpus", "1"]) == 2
+    assert main(["minimize", problem_file("B6-booth"), "--gpus", "1"]) == 2
     assert "use --gpus 0" in capsys.readouterr().err
