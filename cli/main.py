@@ -434,7 +434,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:  # after the start-up handler (cli/__init__.py), before any command ran
+        print("pbbflow: interrupted while starting; nothing was changed", file=sys.stderr)
+        return EXIT_LIMIT
     exit_without_final_gc()
     command = {"solve": _solve, "resume": _resume, "info": _info, "heuristic": _heuristic, "plot": _plot,
                "minimize": minimize.run}[args.command]

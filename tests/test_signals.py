@@ -275,3 +275,16 @@ def test_ctrl_c_stops_minimize_with_its_certified_bounds(tmp_path):
     code = terminal.finish(30)
     assert code == 3, terminal.output[-3000:]
     assert "status       limit" in terminal.output and "Traceback" not in terminal.output
+
+
+def test_an_interrupt_while_the_parser_is_built_ends_quietly(capsys, monkeypatch):
+    """Ctrl-C after the start-up handler is gone but before a command runs: exit 3, one line."""
+    from pbbflow.cli import main as cli_main
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_main, "build_parser", interrupted)
+    assert cli_main.main(["info", "nothing.zarr"]) == 3
+    err = capsys.readouterr().err
+    assert err == "pbbflow: interrupted while starting; nothing was changed\n"
