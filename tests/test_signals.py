@@ -279,7 +279,9 @@ def test_ctrl_c_stops_minimize_with_its_certified_bounds(tmp_path):
 
 def test_an_interrupt_while_the_parser_is_built_ends_quietly(capsys, monkeypatch):
     """Ctrl-C after the start-up handler is gone but before a command runs: exit 3, one line."""
-    from pbbflow.cli import main as cli_main
+    import importlib
+
+    cli_main = importlib.import_module("pbbflow.cli.main")
 
     def interrupted():
         raise KeyboardInterrupt
