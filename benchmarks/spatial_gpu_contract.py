@@ -26,30 +26,16 @@ from pathlib import Path
 import numpy as np
 from numba import cuda
 
-from pbbflow.gpu.spatial_contract import contract_boxes_device, contract_boxes_gpu, contracting_kernel
-from pbbflow.gpu.spatial_kernels import DeviceTape, caps
-from pbbflow.spatial.contract import contract_boxes
-from pbbflow.spatial.load import load_problem
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from spatial_gpu_bounds import boxes, median_seconds  # noqa: E402
+
+from pbbflow.gpu.spatial_contract import contract_boxes_device, contract_boxes_gpu, contracting_kernel  # noqa: E402
+from pbbflow.gpu.spatial_kernels import DeviceTape, caps  # noqa: E402
+from pbbflow.spatial.contract import contract_boxes  # noqa: E402
+from pbbflow.spatial.load import load_problem  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial"
 BOXES = (1, 256, 4096, 65536)
-
-
-def boxes(problem, count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The root box and ``count - 1`` random sub-boxes of it."""
-    rng = np.random.default_rng(seed)
-    lower, upper = np.asarray(problem.lower, float), np.asarray(problem.upper, float)
-    ends = np.sort(lower + (upper - lower) * rng.random((count - 1, 2, len(lower))), axis=1)
-    return np.vstack([lower, ends[:, 0]]), np.vstack([upper, ends[:, 1]])
-
-
-def median_seconds(call, repeats: int) -> tuple[float, object]:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
 
 
 def agreement(lo, hi, gpu, cpu) -> dict:

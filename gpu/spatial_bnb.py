@@ -27,7 +27,7 @@ import numpy as np
 from numba import config, cuda
 
 from ..spatial.bnb import (BOUNDS, MinimizeOptions, MinimizeResult, Progress, _Incumbent, _LocalSolver,
-                           prune_level, result_status, subdomains_per_dim)
+                           load_host_code, make_result, prune_level, subdomains_per_dim)
 from ..spatial.lagrangian import lagrangian_bound, multipliers
 from ..spatial.problem import Problem
 from . import spatial_phase as phase
@@ -177,8 +177,8 @@ def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
     capacity = max(int(capacity), 4 * per_phase)
     lists = [_BoxList(INITIAL_BOXES, capacity, d), _BoxList(INITIAL_BOXES, capacity, d)]
     children = _Children(INITIAL_BOXES, 2 * per_phase, d, n_per_dim)
-    real = cuda.to_device(np.full(5, np.inf))
-    count = cuda.to_device(np.zeros(6, np.int64))
+    real = cuda.to_device(np.full(phase.N_REAL, np.inf))
+    count = cuda.to_device(np.zeros(phase.N_COUNT, np.int64))
     scale = cuda.to_device(problem.upper - problem.lower)
     incumbent = _Incumbent(problem, feas_tol)
     local = _LocalSolver(problem, incumbent) if options.local_solves else None
@@ -324,22 +324,9 @@ def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
     open_below = unsplittable + int(np.count_nonzero(reserve.lb < level))
     if n_open:
         open_below += int(np.count_nonzero(lists[current].lb[:n_open].copy_to_host() < level))
-    return MinimizeResult(
-        problem=problem.name,
-        status=status or result_status(unsplittable, incumbent.x is not None, lower_bound),
-        objective=None if incumbent.x is None else incumbent.value,
-        x=None if incumbent.x is None else incumbent.x.tolist(),
-        lower_bound=lower_bound,
-        nodes=nodes,
-        subdomains=n_subdomains,
-        elapsed_s=time.perf_counter() - began,
-        open_boxes=open_below,
-        local_solves=0 if local is None else local.count,
-        local_solve_s=0.0 if local is None else local.seconds,
-        feas_tol=feas_tol,
-        options={"bound": options.bound, "eps_abs": eps_abs, "eps_rel": eps_rel, "contract": options.contract,
-                 "backend": "gpu", "phases": phases, "reserve_spills": spills, "device_wait_s": round(waited, 6)},
-    )
+    return make_result(problem, options, incumbent, local, status, unsplittable, lower_bound, nodes, n_subdomains,
+                       began, open_below, backend="gpu", phases=phases, reserve_spills=spills,
+                       device_wait_s=round(waited, 6))
 
 
 def load_code(problem: Problem, options: MinimizeOptions | None = None) -> tuple[float, bool]:
@@ -348,18 +335,10 @@ def load_code(problem: Problem, options: MinimizeOptions | None = None) -> tuple
     Called first, it keeps compilation out of the search's time."""
     from numba.core import event
 
-    from ..spatial.bounds import evaluate_point
-    from ..spatial.floateval import evaluate_float, evaluate_float_gradients
-
     options = options or MinimizeOptions()
     began = time.perf_counter()
     with event.install_recorder("numba:compile") as recorder:
         tiny = replace(options, node_limit=3, time_limit=None, local_solves=False)
         minimize_gpu(problem, tiny, phase_subdomains=1, capacity=1)
-        evaluate_point(problem.tape, problem.lower)
-        if options.local_solves:
-            import scipy.optimize  # noqa: F401 (its import, 0.1 s, is not the search's)
-
-            evaluate_float(problem.tape, problem.lower)
-            evaluate_float_gradients(problem.tape, problem.lower)
+        load_host_code(problem, options)
     return time.perf_counter() - began, bool(recorder.buffer)

@@ -26,8 +26,9 @@ from numba import cuda, float64, int64
 from .spatial_interval import add_down, add_up
 from .spatial_kernels import MAX_VARS, SOURCE_STAMP, add_nearest, mul_nearest, run_tape
 
-R_UB, R_PRUNED, R_UNSPLIT, R_OPEN_MIN, R_BEST_KEPT = range(5)  # ``real``: incumbent, pruned, unsplittable, ...
-C_OUT, C_CHILDREN, C_SELECTED, C_UNSPLIT, C_BEST_KEPT, C_UB_CHILD = range(6)  # ``count``
+N_REAL, N_COUNT = 5, 6  # the lengths of ``real`` and ``count``
+R_UB, R_PRUNED, R_UNSPLIT, R_OPEN_MIN, R_BEST_KEPT = range(N_REAL)  # incumbent, pruned, unsplittable, ...
+C_OUT, C_CHILDREN, C_SELECTED, C_UNSPLIT, C_BEST_KEPT, C_UB_CHILD = range(N_COUNT)
 NONE = np.iinfo(np.int64).max  # no child named
 _LOWEST = -sys.float_info.max
 

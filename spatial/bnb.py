@@ -162,6 +162,30 @@ def result_status(unsplittable: int, found: bool, lower_bound: float) -> str:
     return "optimal" if lower_bound > -math.inf else "limit"
 
 
+def make_result(problem: Problem, options: MinimizeOptions, incumbent: _Incumbent, local: _LocalSolver | None,
+                status: str | None, unsplittable: int, lower_bound: float, nodes: int, subdomains: int,
+                began: float, open_boxes: int, **details) -> MinimizeResult:
+    """The result of a search (CPU or GPU) that ended with ``status`` (None: ran to its end, see
+    :func:`result_status`); ``details`` (the backend and its counters) join the options."""
+    found = incumbent.x is not None
+    return MinimizeResult(
+        problem=problem.name,
+        status=status or result_status(unsplittable, found, lower_bound),
+        objective=incumbent.value if found else None,
+        x=incumbent.x.tolist() if found else None,
+        lower_bound=lower_bound,
+        nodes=nodes,
+        subdomains=subdomains,
+        elapsed_s=time.perf_counter() - began,
+        open_boxes=open_boxes,
+        local_solves=0 if local is None else local.count,
+        local_solve_s=0.0 if local is None else local.seconds,
+        feas_tol=options.feas_tol,
+        options={"bound": options.bound, "eps_abs": options.eps_abs, "eps_rel": options.eps_rel,
+                 "contract": options.contract, **details},
+    )
+
+
 def subdomains_per_dim(budget: int, d: int) -> int:
     """The largest N with N^d <= budget (at least 1)."""
     n = max(1, int(round(budget ** (1.0 / d))))
@@ -344,15 +368,21 @@ def load_code(problem: Problem, options: MinimizeOptions | None = None) -> tuple
         if options.contract:
             contract_boxes(problem.tape, lo, hi, math.inf, options.feas_tol)
         bound_boxes(problem.tape, lo, hi, 1, int(BOUNDS[options.bound]), options.feas_tol, options.parallel)
-        evaluate_point(problem.tape, problem.lower)
-        if options.local_solves:
-            import scipy.optimize  # noqa: F401 (its import, 0.1 s, is not the search's)
-
-            from .floateval import evaluate_float, evaluate_float_gradients
-
-            evaluate_float(problem.tape, problem.lower)
-            evaluate_float_gradients(problem.tape, problem.lower)
+        load_host_code(problem, options)
     return time.perf_counter() - began, bool(recorder.buffer)
+
+
+def load_host_code(problem: Problem, options: MinimizeOptions) -> None:
+    """Load (or compile) what both backends run on the host: the rigorous point evaluation and,
+    with local solves, scipy and the float evaluators."""
+    evaluate_point(problem.tape, problem.lower)
+    if options.local_solves:
+        import scipy.optimize  # noqa: F401 (its import, 0.1 s, is not the search's)
+
+        from .floateval import evaluate_float, evaluate_float_gradients
+
+        evaluate_float(problem.tape, problem.lower)
+        evaluate_float_gradients(problem.tape, problem.lower)
 
 
 def _bisect(lo: np.ndarray, hi: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -508,19 +538,5 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
             if found.lb[best] < current_level():
                 solve_locally(found.best_point[best])
     lower_bound = min(open_boxes.lowest(), pruned_lb, unsplittable_lb)
-    return MinimizeResult(
-        problem=problem.name,
-        status=status or result_status(unsplittable, incumbent.x is not None, lower_bound),
-        objective=None if incumbent.x is None else incumbent.value,
-        x=None if incumbent.x is None else incumbent.x.tolist(),
-        lower_bound=lower_bound,
-        nodes=nodes,
-        subdomains=n_per_dim**d,
-        elapsed_s=time.perf_counter() - began,
-        open_boxes=open_boxes.count_below(current_level()) + unsplittable,
-        local_solves=0 if local is None else local.count,
-        local_solve_s=0.0 if local is None else local.seconds,
-        feas_tol=options.feas_tol,
-        options={"bound": options.bound, "eps_abs": options.eps_abs, "eps_rel": options.eps_rel,
-                 "contract": options.contract, "backend": "cpu"},
-    )
+    return make_result(problem, options, incumbent, local, status, unsplittable, lower_bound, nodes, n_per_dim**d,
+                       began, open_boxes.count_below(current_level()) + unsplittable, backend="cpu")

@@ -24,20 +24,15 @@ import numba
 import numpy as np
 
 from . import interval as iv
-from .tape import Op, Tape
+from .opcodes import (_VAR, _CONST, _ADD, _SUB, _MUL, _DIV, _NEG, _POWI, _SQRT, _EXP, _LOG, _TANH, _SIN,
+                      _COS, _TAN, _ABS, _ATAN2, _MIN, _MAX, _SIGMOID)
+from .tape import Tape
 
 LANES = 64  # subdomains per interpreter chunk (8, 16, 32, 64, 128 measured on the peaks ANN: 32 and 64 tie)
 MAX_SUBDOMAINS = 2**40
 
 jit = numba.njit(cache=True, nogil=True)
 
-_VAR, _CONST, _ADD, _SUB, _MUL, _DIV, _NEG = (int(Op.VAR), int(Op.CONST), int(Op.ADD), int(Op.SUB),
-                                               int(Op.MUL), int(Op.DIV), int(Op.NEG))
-_POWI, _SQRT, _EXP, _LOG, _TANH, _SIN, _COS = (int(Op.POWI), int(Op.SQRT), int(Op.EXP), int(Op.LOG),
-                                               int(Op.TANH), int(Op.SIN), int(Op.COS))
-_TAN, _ABS, _ATAN2, _MIN, _MAX, _SIGMOID, _RELU = (int(Op.TAN), int(Op.ABS), int(Op.ATAN2),
-                                                   int(Op.MIN), int(Op.MAX), int(Op.SIGMOID),
-                                                   int(Op.RELU))
 
 
 _NIE = 1

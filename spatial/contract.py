@@ -25,7 +25,9 @@ import numba
 import numpy as np
 
 from . import interval as iv
-from .tape import Op, Tape
+from .opcodes import (_VAR, _CONST, _ADD, _SUB, _MUL, _DIV, _NEG, _POWI, _SQRT, _EXP, _LOG, _TANH, _SIN,
+                      _COS, _TAN, _ABS, _ATAN2, _MIN, _MAX, _SIGMOID, _RELU)
+from .tape import Tape
 
 SWEEPS = 4  # forward-backward sweeps per box at most
 MIN_SHRINK = 0.05  # another sweep only when a side lost more than this share of its width
@@ -33,13 +35,6 @@ ROOT_TRIES = 64  # outward steps (doubling) when verifying a k-th root
 
 jit = numba.njit(cache=True, nogil=True)
 
-_VAR, _CONST, _ADD, _SUB, _MUL, _DIV, _NEG = (int(Op.VAR), int(Op.CONST), int(Op.ADD), int(Op.SUB),
-                                               int(Op.MUL), int(Op.DIV), int(Op.NEG))
-_POWI, _SQRT, _EXP, _LOG, _TANH, _SIN, _COS = (int(Op.POWI), int(Op.SQRT), int(Op.EXP), int(Op.LOG),
-                                               int(Op.TANH), int(Op.SIN), int(Op.COS))
-_TAN, _ABS, _ATAN2, _MIN, _MAX, _SIGMOID, _RELU = (int(Op.TAN), int(Op.ABS), int(Op.ATAN2),
-                                                   int(Op.MIN), int(Op.MAX), int(Op.SIGMOID),
-                                                   int(Op.RELU))
 
 
 # ---------------------------------------------------------------- forward

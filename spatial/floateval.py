@@ -21,13 +21,10 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
-from .tape import Op, Tape
+from .opcodes import (_VAR, _CONST, _ADD, _SUB, _MUL, _DIV, _NEG, _POWI, _SQRT, _EXP, _LOG, _TANH, _SIN,
+                      _COS, _TAN, _ABS, _ATAN2, _MIN, _MAX, _SIGMOID)
+from .tape import Tape
 
-_VAR, _CONST, _ADD, _SUB, _MUL, _DIV, _NEG, _POWI = (int(Op.VAR), int(Op.CONST), int(Op.ADD), int(Op.SUB),
-                                                     int(Op.MUL), int(Op.DIV), int(Op.NEG), int(Op.POWI))
-_SQRT, _EXP, _LOG, _TANH, _SIN, _COS, _TAN, _ABS = (int(Op.SQRT), int(Op.EXP), int(Op.LOG), int(Op.TANH),
-                                                    int(Op.SIN), int(Op.COS), int(Op.TAN), int(Op.ABS))
-_ATAN2, _MIN, _MAX, _SIGMOID, _RELU = int(Op.ATAN2), int(Op.MIN), int(Op.MAX), int(Op.SIGMOID), int(Op.RELU)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

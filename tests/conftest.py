@@ -45,6 +45,21 @@ def _no_hang():
     faulthandler.cancel_dump_traceback_later()
 
 
+@pytest.fixture(scope="module")
+def simulated_libdevice():
+    """Under the CUDA simulator, whose libdevice stubs return None, exact directed rounding instead
+    (``libdevice_shim``) for a test module's kernels; nothing on a GPU."""
+    from pbbflow.gpu.warp import SIMULATED
+
+    if not SIMULATED:
+        yield
+        return
+    from libdevice_shim import exact_libdevice
+
+    with exact_libdevice():
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _fast_simulator_barriers(request):
     """Tests marked ``gpu``: the simulator's barriers hand the GIL around between its threads;

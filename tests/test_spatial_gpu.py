@@ -43,7 +43,7 @@ from pbbflow.spatial.bounds import BoxBounds, Mode, bound_boxes
 from pbbflow.spatial.load import load_problem
 from pbbflow.spatial.tape import Op, TapeBuilder
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("simulated_libdevice")]
 
 MODES = (Mode.NIE, Mode.MVF, Mode.BOTH)
 TINY = 2.0**-900  # below this the CPU may widen by one more float than the exact directed rounding
@@ -57,18 +57,6 @@ BINARY = {
     Op.ATAN2: (iv.atan2, giv.atan2), Op.MIN: (iv.min_, giv.min_), Op.MAX: (iv.max_, giv.max_),
 }
 EXACT = {Op.NEG, Op.SQRT, Op.ABS, Op.RELU, Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MIN, Op.MAX, Op.POWI}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _libdevice():
-    """The simulator's libdevice stubs return None: exact directed rounding instead."""
-    if not SIMULATED:
-        yield
-        return
-    from libdevice_shim import exact_libdevice
-
-    with exact_libdevice():
-        yield
 
 
 @pytest.fixture(autouse=True)

@@ -19,13 +19,12 @@ from pbbflow.cli.main import main
 from pbbflow.gpu import spatial_phase as phase
 from pbbflow.gpu.spatial_bnb import minimize_gpu
 from pbbflow.gpu.spatial_kernels import THREADS_PER_BLOCK, DeviceTape, blocks, caps
-from pbbflow.gpu.warp import SIMULATED
 from pbbflow.spatial import Model
 from pbbflow.spatial.bnb import MinimizeOptions, _bisect, minimize
 from pbbflow.spatial.bounds import evaluate_point, is_feasible
 from pbbflow.spatial.parse import problem_from_dict
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("simulated_libdevice")]
 
 # Three problems of ../shared/data/spatial, as written there (so the tests need no shared data).
 DOCUMENTS = {
@@ -39,18 +38,6 @@ DOCUMENTS = {
                  "objective": "((((x[0] + (2 * x[1])) - 7) ** 2) + ((((2 * x[0]) + x[1]) - 5) ** 2))", "optimum": 0.0},
 }
 SMALL = MinimizeOptions(subdomains=4, contract=False)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _libdevice():
-    """The simulator's libdevice stubs return None: exact directed rounding instead."""
-    if not SIMULATED:
-        yield
-        return
-    from libdevice_shim import exact_libdevice
-
-    with exact_libdevice():
-        yield
 
 
 def _problem(stem: str):
@@ -167,7 +154,7 @@ def test_candidates_are_evaluated_as_the_cpu_evaluates_points(stem, points):
     points[1] = np.nan  # no best point: no candidate
     dtape = DeviceTape.upload(problem.tape)
     candidate = cuda.device_array(len(points))
-    real = cuda.to_device(np.full(5, np.inf))
+    real = cuda.to_device(np.full(phase.N_REAL, np.inf))
     kernel = phase.candidate_kernel(*caps(problem.tape)[:2])
     kernel[blocks(len(points)), THREADS_PER_BLOCK](*dtape.arrays, problem.tape.n_ineq, dtape.varying, len(points),
                                                    cuda.to_device(points), 1e-6, candidate, real)
@@ -190,9 +177,9 @@ def test_branching_bisects_as_the_cpu_and_keeps_unsplittable_boxes():
     hi[4, 0] = lo[4, 0]  # width 0 along x0
     lb = rng.uniform(-5, 5, 12)
     lb[5] = 10.0  # at or above the level: pruned
-    real = np.full(5, np.inf)
+    real = np.full(phase.N_REAL, np.inf)
     real[phase.R_UB] = 8.0
-    d_real, d_count = cuda.to_device(real), cuda.to_device(np.zeros(6, np.int64))
+    d_real, d_count = cuda.to_device(real), cuda.to_device(np.zeros(phase.N_COUNT, np.int64))
     phase.begin_phase[1, 1](d_real, d_count, math.inf)
     out = [cuda.device_array((12, 3)), cuda.device_array((12, 3)), cuda.device_array(12)]
     child = [cuda.device_array((24, 3)), cuda.device_array((24, 3))]
@@ -233,7 +220,7 @@ def test_multisection_tiles_each_box_exactly(levels):
     hi[1, 2] = lo[1, 2]  # flat along x2
     hi[2] = np.nextafter(lo[2], np.inf)  # no side splits: unsplittable, no children
     scale = np.ones(3)
-    d_real, d_count = cuda.to_device(np.full(5, np.inf)), cuda.to_device(np.zeros(6, np.int64))
+    d_real, d_count = cuda.to_device(np.full(phase.N_REAL, np.inf)), cuda.to_device(np.zeros(phase.N_COUNT, np.int64))
     phase.begin_phase[1, 1](d_real, d_count, math.inf)
     child = [cuda.device_array((40, 3)), cuda.device_array((40, 3))]
     out = [cuda.device_array((5, 3)), cuda.device_array((5, 3)), cuda.device_array(5)]

@@ -34,24 +34,12 @@ from pbbflow.spatial.contract import contract_boxes
 from pbbflow.spatial.load import load_problem
 from pbbflow.spatial.tape import Op, TapeBuilder
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("simulated_libdevice")]
 
 SPATIAL_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial"
 CONSTRAINED = ("C1-g06-cec2006-g06-floudas-pardalos", "C3-g11-cec2006-g11", "C9-st-e01-globallib",
                "C17-hs071-hock-schittkowski-71")
 FEAS_TOL = 1e-6
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _libdevice():
-    """The simulator's libdevice stubs return None: exact directed rounding instead."""
-    if not SIMULATED:
-        yield
-        return
-    from libdevice_shim import exact_libdevice
-
-    with exact_libdevice():
-        yield
 
 
 def _problem(name: str):
