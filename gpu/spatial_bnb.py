@@ -272,9 +272,7 @@ def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
             next_report = now + progress_seconds
         if (n_open == 0 and not len(reserve)) or lowest >= level:
             break
-        if (options.time_limit is not None and now - began >= options.time_limit) or (
-            options.node_limit is not None and nodes >= options.node_limit) or (
-            should_stop is not None and should_stop()):  # fmt: skip
+        if options.limit_reached(now - began, nodes) or (should_stop is not None and should_stop()):
             status = "limit"
             break
         source = lists[current]

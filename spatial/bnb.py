@@ -78,6 +78,11 @@ class MinimizeOptions:
         if self.node_limit is not None and self.node_limit < 1:
             raise ValueError("node_limit must be at least 1")
 
+    def limit_reached(self, elapsed_s: float, nodes: int) -> bool:
+        """Whether a search that ran ``elapsed_s`` seconds and bounded ``nodes`` boxes must stop."""
+        return (self.time_limit is not None and elapsed_s >= self.time_limit) or (
+            self.node_limit is not None and nodes >= self.node_limit)
+
 
 @dataclass
 class MinimizeResult:
@@ -507,9 +512,7 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
             next_report = now + progress_seconds
         if not open_boxes or open_boxes.lowest() >= current_level():
             break
-        if (options.time_limit is not None and now - began >= options.time_limit) or (
-            options.node_limit is not None and nodes >= options.node_limit) or (
-            should_stop is not None and should_stop()):  # fmt: skip
+        if options.limit_reached(now - began, nodes) or (should_stop is not None and should_stop()):
             status = "limit"
             break
         taken, diving = open_boxes.take(batch)
