@@ -129,7 +129,7 @@ def explorer_task(run: str, explorer: str, p: np.ndarray, bound: str, branch: st
                     capacity=engine.capacity, **progress)  # fmt: skip
 
     def report(makespan: int, permutation: list[int]) -> None:
-        call("pbbflow_improve", best=makespan, permutation=permutation)
+        call("pbbflow_improve", best=makespan, solution=permutation)
 
     def waiting() -> bool:
         return call("pbbflow_waiting", explorer=explorer)["waiting"] > 0
@@ -148,7 +148,7 @@ def explorer_task(run: str, explorer: str, p: np.ndarray, bound: str, branch: st
         totals["nodes"] += nodes
         totals["leaves"] += leaves
         totals["explorations"] += 1
-        improvement = {} if best is None else {"best": best[0], "permutation": best[1]}
+        improvement = {} if best is None else {"best": best[0], "solution": best[1]}
         reply = checkpoint(engine.remaining(), nodes=nodes, leaves=leaves, **improvement)
     return totals
 
@@ -164,7 +164,7 @@ def heuristic_task(run: str, p: np.ndarray, seed: int) -> dict:
         return sync(worker.loop, getattr(worker.scheduler, handler), run=run, **kwargs)
 
     def improved(makespan: int, permutation: np.ndarray) -> None:
-        call("pbbflow_improve", best=makespan, permutation=[int(j) for j in permutation])
+        call("pbbflow_improve", best=makespan, solution=[int(j) for j in permutation])
 
     def stopping() -> bool:
         nonlocal next_poll
