@@ -1,27 +1,29 @@
-"""The seam between the workflow and a family of problems: what the coordinator needs of work.
+"""The seam between the workflow and a family of problems.
 
-The ledger and the coordinator hand out, split, count and measure work through two protocols
-and know no family:
+The ledger, the coordinator and the tasks hand out, split, count, measure and explore work
+through these protocols and know no family:
 
 - a :class:`WorkSet` is a family's unit of work, made of pieces (flow shop: intervals of
   [0, n!), ``search.packed.PackedUnit``; spatial B&B: boxes with their lower bounds);
 - a :class:`WorkSpace` is the space those sets live in: it decodes their wire format (bytes,
-  never a pickle), forms unions, and measures what is left.
+  never a pickle), forms unions, and measures what is left;
+- an :class:`Engine` explores a work set held in a worker between checkpoints;
+- a :class:`Family` (a module) names its space, makes engines and runs its side heuristic.
 
-A family's space is found by its run kind in ``SPACES`` (module and class, imported on first
-use), so that a scheduler builds it from a message naming the kind and the space's parameters
-(``WorkSpace.params``, JSON-able).  A third family adds a line there and its two classes.
+A family is found by its run kind in ``FAMILIES`` (a module, imported on first use), so that a
+scheduler or a worker builds what it needs from a message naming the kind and plain parameters
+(``WorkSpace.params``, the run's options).  A third family adds a line there and that module.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
-from typing import Protocol, Self
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, Self, cast
 
-# run kind -> "module:class" of its WorkSpace (a class whose constructor takes the params)
-SPACES = {
-    "flowshop": "pbbflow.search.packed:PermutationSpace",
+# run kind -> the module of its family (a Family)
+FAMILIES = {
+    "flowshop": "pbbflow.search.family",
 }
 
 
@@ -80,10 +82,45 @@ class WorkSpace(Protocol):
         """log10 of that share (None when the sets are empty): readable where it is tiny."""
 
 
+class Engine(Protocol):
+    """Explores a work set held in a worker, from one checkpoint to the next."""
+
+    capacity: int  # the pieces it works on at once (threads, IVMs)
+
+    def load(self, data: bytes) -> None:
+        """Explore this set (the wire format) from now on."""
+
+    def run(self, ub: Any, seconds: float, report: Callable[[Any, Any], None],
+            waiting: Callable[[], bool]) -> tuple[int, int, tuple[Any, Any] | None]:  # fmt: skip
+        """Explore for about ``seconds`` below ``ub``, or until ``waiting()`` says others wait; may
+        send improvements early through ``report(value, solution)``.  Returns the nodes and leaves
+        of this call and the best ``(value, solution)`` it found (None if none)."""
+
+    def remaining(self) -> bytes:
+        """What is left of its set (the wire format)."""
+
+
+class Family(Protocol):
+    """What a family's module provides."""
+
+    Space: Callable[..., WorkSpace]  # its WorkSpace, built from ``params()``
+
+    def make_engine(self, options: dict, *, gpu: bool, threads: int) -> Engine:
+        """An engine for the run's ``options`` on a GPU worker or on ``threads`` CPU threads."""
+
+    def side_heuristic(self, options: dict, seed: int, improved: Callable[[Any, Any], None],
+                       stopping: Callable[[], bool]) -> dict:  # fmt: skip
+        """Look for better solutions until ``stopping()``, each through ``improved(value, solution)``."""
+
+
+def family(kind: str) -> Family:
+    """The family of run kind ``kind``; ``ValueError`` for an unknown kind."""
+    module = FAMILIES.get(kind)
+    if module is None:
+        raise ValueError(f"unknown run kind {kind!r} (known: {', '.join(sorted(FAMILIES))})")
+    return cast(Family, importlib.import_module(module))
+
+
 def work_space(kind: str, params: dict) -> WorkSpace:
-    """The space of run kind ``kind`` with ``params``; ``ValueError`` for an unknown kind."""
-    where = SPACES.get(kind)
-    if where is None:
-        raise ValueError(f"unknown run kind {kind!r} (known: {', '.join(sorted(SPACES))})")
-    module, name = where.split(":")
-    return getattr(importlib.import_module(module), name)(**params)
+    """The work space of run kind ``kind`` with ``params``; ``ValueError`` for an unknown kind."""
+    return family(kind).Space(**params)

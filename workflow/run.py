@@ -149,6 +149,7 @@ class _Session:
         client.register_plugin(Coordinator())
         info = client.scheduler_info()["workers"]
         space = PermutationSpace(store.n)
+        self.kind = space.kind
         self.call("pbbflow_open", kind=space.kind, space=space.params(), work=self.start.remaining.to_bytes(), ub=ub,
                   nodes=self.start.nodes, leaves=self.start.leaves, pieces=max(1, len(info)),
                   label=store.instance_name, client=client.id)  # fmt: skip
@@ -187,17 +188,23 @@ class _Session:
         options = self.store.options
         explorer = f"{self.run}-{self.explorers}"
         self.futures.append(self.client.submit(
-            explorer_task, self.run, explorer, self.store.p, options["bound"], options["branch"], self.budget_s,
-            self.ivms, key=f"pbbflow-explorer-{explorer}", workers=[worker], allow_other_workers=True, pure=False,
+            explorer_task, self.run, explorer, self.kind, self.engine_options(), self.budget_s,
+            key=f"pbbflow-explorer-{explorer}", workers=[worker], allow_other_workers=True, pure=False,
         ))  # fmt: skip
         self.explorers += 1
 
     def _submit_heuristic(self, worker: str) -> None:
         self.futures.append(self.client.submit(
-            heuristic_task, self.run, self.store.p, self.heuristics, key=f"pbbflow-heuristic-{self.run}-{self.heuristics}",
-            workers=[worker], allow_other_workers=True, pure=False,
+            heuristic_task, self.run, self.kind, self.engine_options(), self.heuristics,
+            key=f"pbbflow-heuristic-{self.run}-{self.heuristics}", workers=[worker], allow_other_workers=True,
+            pure=False,
         ))  # fmt: skip
         self.heuristics += 1
+
+    def engine_options(self) -> dict:
+        """The run's options for its family's engines and side heuristic."""
+        options = self.store.options
+        return {"p": self.store.p, "bound": options["bound"], "branch": options["branch"], "ivms": self.ivms}
 
     def call(self, op: str, **kwargs) -> dict:
         """The coordinator's ``op`` for this run; TimeoutError after ``CALL_SECONDS`` (a scheduler
