@@ -636,6 +636,41 @@ def test_the_progress_line_fits_the_terminal(monkeypatch, columns, fields):
     assert all(field in line for field in fields)
 
 
+@pytest.mark.parametrize("tty", [True, False])
+def test_the_dashboard_link_is_printed_once_when_it_comes(monkeypatch, tty):
+    """A link found during the search: one whole line (in place of the bar, drawn again below it
+    with the link), and none before it is known."""
+    import io
+
+    from pbbflow.cli.main import _Watch
+    from pbbflow.cli.progress import ProgressBar
+    from pbbflow.workflow.run import Progress
+
+    monkeypatch.setenv("COLUMNS", "200")
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    startup = type("Startup", (), {"link": None})()
+    bar = ProgressBar(stream, every=0) if tty else None
+    watch = _Watch(startup, bar)
+    watch.announce()
+    watch(Progress(**BIG_PROGRESS))
+    startup.link = "http://127.0.0.1:8787/pbbflow"
+    for _ in range(2):
+        watch(Progress(**BIG_PROGRESS))
+    if bar is not None:
+        bar.close()
+    rows = stream.getvalue().split("\n")
+    assert stream.getvalue().count("watch the run at") == 1
+    if tty:  # what each terminal row shows in the end: the text after its last carriage return
+        (bar_drawn, *_), shown = rows[0][1:].split("\r"), [row.rsplit("\r", 1)[-1] for row in rows]
+        assert "http://" not in bar_drawn and len(shown[0]) >= len(bar_drawn)  # the bar blanked
+        assert shown[0].rstrip() == "pbbflow: watch the run at http://127.0.0.1:8787/pbbflow"
+        assert shown[1].startswith("[") and shown[1].rstrip().endswith("http://127.0.0.1:8787/pbbflow")
+        assert shown[2:] == [""]
+    else:
+        assert rows == ["pbbflow: watch the run at http://127.0.0.1:8787/pbbflow", ""]
+
+
 def test_a_shorter_progress_line_blanks_the_longer_one_before_it(monkeypatch):
     import io
 
