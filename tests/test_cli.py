@@ -537,7 +537,7 @@ def _command() -> list[str]:
     "argv, code",
     [
         (["solve", "ta001", "--json"], 0),
-        (["solve", "ta021", "--node-limit", "2000", "--json"], 3),
+        (["solve", "ta021", "--time-limit", "3", "--json"], 3),
         (["solve", "ta121"], 2),
         (["solve", "ta001", "--ub", "0"], 2),
     ],
@@ -547,12 +547,15 @@ def test_console_script_exit_codes(argv, code, tmp_path):
     proc = subprocess.run(_command() + argv, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == code, (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr
-    if code == 0:
+    watch = re.findall(r"watch the run at (\S+)", proc.stderr)
+    if code == 0:  # shorter than DASHBOARD_DELAY_S after start-up: no dashboard, no link
         result = json.loads(proc.stdout)
         assert result["status"] == "optimal" and result["makespan"] == TA001_OPT
-        assert re.search(r"watch the run at http://127\.0\.0\.1:\d+/pbbflow", proc.stderr)  # the dashboard page
-    elif code == 3:
-        assert json.loads(proc.stdout)["status"] == "limit"
+        assert watch == [] and result["startup"].get("dashboard_s") is None
+    elif code == 3:  # the dashboard comes during the search: its link once, the pbbflow page
+        result = json.loads(proc.stdout)
+        assert result["status"] == "limit" and result["startup"]["dashboard_s"] > 0
+        assert len(watch) == 1 and re.fullmatch(r"http://127\.0\.0\.1:\d+/pbbflow", watch[0]), proc.stderr
     else:
         assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
         expected = "pbbflow: error:" if argv[1] == "ta121" else "pbbflow solve: error: argument --ub"
