@@ -35,7 +35,7 @@ from ..workflow.cluster import (
     slurm_job_script,
 )
 from ..workflow.fastexit import exit_without_final_gc
-from ..workflow.run import RunFailed, create_run, drive, first_schedule, result_of
+from ..workflow.run import Progress, RunFailed, create_run, drive, first_schedule, result_of
 from . import minimize
 from .progress import ProgressBar, format_rate, format_share
 from .signals import StopSignals
@@ -284,21 +284,45 @@ def _report_failure(store: RunStore, failure: RunFailed) -> int:
     return EXIT_INTERNAL
 
 
+class _Watch:
+    """Prints the dashboard's link once it is known, before or during the search (``startup``
+    finds it), and draws the progress bar, if any: the run's ``on_progress``."""
+
+    def __init__(self, startup: Startup, bar: ProgressBar | None) -> None:
+        self.startup, self.bar, self.link = startup, bar, None
+
+    def announce(self) -> None:
+        """Print the link, once, if it is known by now; the bar shows it from then on."""
+        if self.link is not None or self.startup.link is None:
+            return
+        self.link = self.startup.link
+        line = f"pbbflow: watch the run at {self.link}"
+        if self.bar is None:
+            print(line, file=sys.stderr)
+        else:
+            self.bar.print(line)
+            self.bar.dashboard = self.link
+
+    def __call__(self, progress: Progress) -> None:
+        self.announce()
+        if self.bar is not None:
+            self.bar(progress)
+
+
 def _drive(store: RunStore, args: argparse.Namespace, startup: Startup, signals: StopSignals) -> int:
     """Run ``store`` on the cluster ``startup`` opens; ``signals`` stop it gracefully."""
     client = startup.ready()
     compiling = startup.compile_seconds()
     if compiling and not args.quiet:
         print(f"pbbflow: compiling, first run only: {compiling:.1f} s", file=sys.stderr)
-    bar, link = None, startup.link
-    if link and not args.quiet:
-        print(f"pbbflow: watch the run at {link}", file=sys.stderr)
-    if not args.quiet and sys.stderr.isatty():
-        bar = ProgressBar(sys.stderr, link)
+    bar = ProgressBar(sys.stderr) if not args.quiet and sys.stderr.isatty() else None
+    watch = None if args.quiet else _Watch(startup, bar)
+    if watch is not None:
+        watch.announce()
     try:
         result = drive(store, client, time_limit=args.time_limit, node_limit=args.node_limit,
                        checkpoint_every=args.checkpoint_every, stop=signals.stop, hurry=signals.hurry,
-                       on_progress=bar, ivms=args.ivms, heuristics=args.heuristic_workers,
+                       on_progress=watch, ivms=args.ivms, heuristics=args.heuristic_workers,
                        timings=startup.times)  # fmt: skip
     except RunFailed as failure:  # reported once the cluster is closed
         result = failure

@@ -70,7 +70,7 @@ class ProgressBar:
     the rate and the UB."""
 
     def __init__(self, stream: TextIO = sys.stderr, dashboard: str | None = None, every: float = 0.5) -> None:
-        self.stream, self.dashboard, self.every = stream, dashboard, every
+        self.stream, self.dashboard, self.every = stream, dashboard, every  # the link may be set later
         self.last = 0.0
         self.drawn = False
         self.shown = 0  # the length of the line drawn last
@@ -99,6 +99,13 @@ class ProgressBar:
         self.stream.flush()
         self.shown = len(line)
         self.drawn = True
+
+    def print(self, text: str) -> None:
+        """Write the line ``text`` in place of the bar, which is drawn again below it at the next progress."""
+        width = terminal_columns(self.stream) - 1
+        self.stream.write(("\r" + text.ljust(min(self.shown, width)) if self.drawn else text) + "\n")
+        self.stream.flush()
+        self.last, self.drawn, self.shown = 0.0, False, 0
 
     def close(self) -> None:
         if self.drawn:

@@ -3,10 +3,14 @@
 The cluster opens on a thread, whose workers then load (or compile) their numba code, while
 the client loads its own and prepares the run; the seconds of every phase go into the JSON
 output as ``startup``.  The thread's phases (``cluster_s``, then ``workers_code_s``, which
-includes checking the dashboard link) overlap the client's (``client_code_s``,
-``initial_heuristic_s``); ``wait_s`` is how long the client then waited for the thread.  The
-thread blocks the signals that stop a run (``signals.SIGNALS``), and so do the cluster's threads
-and the worker processes it starts: those signals are for the driver.
+includes checking the dashboard link of a scheduler that serves its dashboard already) overlap
+the client's (``client_code_s``, ``initial_heuristic_s``); ``wait_s`` is how long the client then
+waited for the thread.  The local clusters of one process start without their dashboard (Bokeh:
+0.35 s of Python holding the GIL); a run still going ``DASHBOARD_DELAY_S`` after the cluster is
+ready gets it then, on the thread, beside the search: ``dashboard_s`` (absent for shorter runs)
+times adding it and checking its link.  The thread blocks the signals that stop a run
+(``signals.SIGNALS``), and so do the cluster's threads and the worker processes it starts: those
+signals are for the driver.
 ``compile_s`` is the longest code load that compiled (0 when numba's cache held everything);
 the search's ``elapsed_s`` and nodes/s never include it.
 """
@@ -14,6 +18,7 @@ the search's ``elapsed_s`` and nodes/s never include it.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 import time
@@ -23,9 +28,12 @@ from contextlib import AbstractContextManager
 import numpy as np
 from distributed import Client
 
-from ..workflow.cluster import dashboard_link
+from ..workflow.cluster import attach_dashboard, dashboard_link, dashboard_pending
 from ..workflow.warmup import CodeLoad, loaded_code, submit_warm_workers, warm_client
 from .signals import block_in_this_thread
+
+DASHBOARD_DELAY_S = 1.0  # runs shorter than this after start-up start no dashboard
+logger = logging.getLogger(__name__)
 
 
 def process_age() -> float | None:
@@ -39,7 +47,8 @@ def process_age() -> float | None:
 
 
 class Startup:
-    """A cluster opening on a thread, then loading its workers' code; a context manager that closes it."""
+    """A cluster opening on a thread, then loading its workers' code, then adding its dashboard
+    where the run lasts; a context manager that closes it.  ``link`` is the dashboard's, once known."""
 
     def __init__(self, cluster: Callable[[], AbstractContextManager[Client]], p: np.ndarray, bound: str,
                  branch: str) -> None:  # fmt: skip
@@ -51,6 +60,8 @@ class Startup:
         self._context: AbstractContextManager[Client] | None = None
         self._error: BaseException | None = None
         self._opened = threading.Event()
+        self._ready = threading.Event()
+        self._closing = threading.Event()
         self._thread = threading.Thread(target=self._open, args=(cluster, branch), name="pbbflow-startup", daemon=True)
         self._thread.start()
 
@@ -64,12 +75,28 @@ class Startup:
             self._opened.set()
             with self.phase("workers_code_s"):
                 loads = submit_warm_workers(self.client, self.p, self.bound, branch)
-                self.link = dashboard_link(self.client)
+                deferred = dashboard_pending(self.client)
+                if not deferred:
+                    self.link = dashboard_link(self.client)
                 self.loads += loaded_code(loads).values()
         except BaseException as error:  # noqa: BLE001 (raised again by ready(), in the caller's thread)
             self._error = error
+            return
         finally:
             self._opened.set()
+            self._ready.set()
+        if deferred and not self._closing.wait(DASHBOARD_DELAY_S):
+            self._add_dashboard()
+
+    def _add_dashboard(self) -> None:
+        """Serve the dashboard of the cluster opened here and find its link, timed as ``dashboard_s``;
+        the run goes on without it where that fails."""
+        try:
+            with self.phase("dashboard_s"):
+                attach_dashboard(self.client)
+                self.link = dashboard_link(self.client)
+        except Exception:  # noqa: BLE001 (the dashboard is for watching; the search does not need it)
+            logger.warning("the Dask dashboard could not be started", exc_info=True)
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -96,7 +123,7 @@ class Startup:
     def ready(self) -> Client:
         """The client, once the cluster is open and its workers' code loaded; raises what failed there."""
         with self.phase("wait_s"):
-            self._thread.join()
+            self._ready.wait()
         if self._error is not None:
             raise self._error
         return self.client
@@ -106,7 +133,9 @@ class Startup:
         return max((load.seconds for load in self.loads if load.compiled), default=0.0)
 
     def close(self) -> None:
-        """Close the cluster (once the thread is done), timed as ``close_s``."""
+        """Close the cluster once the thread is done (a dashboard not started yet never starts),
+        timed as ``close_s``."""
+        self._closing.set()
         self._thread.join()
         context, self._context = self._context, None
         if context is not None:

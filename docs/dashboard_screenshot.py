@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from browser import screenshot  # noqa: E402
 
 from pbbflow.flowshop.taillard import taillard_instance  # noqa: E402
-from pbbflow.workflow.cluster import dashboard_link, open_cluster  # noqa: E402
+from pbbflow.workflow.cluster import attach_dashboard, dashboard_link, open_cluster  # noqa: E402
 from pbbflow.workflow.run import create_run, drive  # noqa: E402
 
 
@@ -32,6 +32,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "dashboard.png")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder, open_cluster("local", workers=3, threads_per_worker=1) as client:
+        attach_dashboard(client)
         store = create_run(Path(folder) / "ta021.zarr", taillard_instance(21), ub=None, bound="lb1", branch="minmin",
                            initial="neh")  # fmt: skip
         stop = threading.Event()

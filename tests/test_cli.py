@@ -537,7 +537,7 @@ def _command() -> list[str]:
     "argv, code",
     [
         (["solve", "ta001", "--json"], 0),
-        (["solve", "ta021", "--node-limit", "2000", "--json"], 3),
+        (["solve", "ta021", "--time-limit", "3", "--json"], 3),
         (["solve", "ta121"], 2),
         (["solve", "ta001", "--ub", "0"], 2),
     ],
@@ -547,12 +547,15 @@ def test_console_script_exit_codes(argv, code, tmp_path):
     proc = subprocess.run(_command() + argv, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == code, (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr
-    if code == 0:
+    watch = re.findall(r"watch the run at (\S+)", proc.stderr)
+    if code == 0:  # shorter than DASHBOARD_DELAY_S after start-up: no dashboard, no link
         result = json.loads(proc.stdout)
         assert result["status"] == "optimal" and result["makespan"] == TA001_OPT
-        assert re.search(r"watch the run at http://127\.0\.0\.1:\d+/pbbflow", proc.stderr)  # the dashboard page
-    elif code == 3:
-        assert json.loads(proc.stdout)["status"] == "limit"
+        assert watch == [] and result["startup"].get("dashboard_s") is None
+    elif code == 3:  # the dashboard comes during the search: its link once, the pbbflow page
+        result = json.loads(proc.stdout)
+        assert result["status"] == "limit" and result["startup"]["dashboard_s"] > 0
+        assert len(watch) == 1 and re.fullmatch(r"http://127\.0\.0\.1:\d+/pbbflow", watch[0]), proc.stderr
     else:
         assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
         expected = "pbbflow: error:" if argv[1] == "ta121" else "pbbflow solve: error: argument --ub"
@@ -634,6 +637,41 @@ def test_the_progress_line_fits_the_terminal(monkeypatch, columns, fields):
     everything = ["[####", "left", "nodes/s", "UB", "100:00:00", "explorers", "http://"]
     assert [f for f in everything if f in line] == [f for f in everything if any(f in g for g in fields)]
     assert all(field in line for field in fields)
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_the_dashboard_link_is_printed_once_when_it_comes(monkeypatch, tty):
+    """A link found during the search: one whole line (in place of the bar, drawn again below it
+    with the link), and none before it is known."""
+    import io
+
+    from pbbflow.cli.main import _Watch
+    from pbbflow.cli.progress import ProgressBar
+    from pbbflow.workflow.run import Progress
+
+    monkeypatch.setenv("COLUMNS", "200")
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    startup = type("Startup", (), {"link": None})()
+    bar = ProgressBar(stream, every=0) if tty else None
+    watch = _Watch(startup, bar)
+    watch.announce()
+    watch(Progress(**BIG_PROGRESS))
+    startup.link = "http://127.0.0.1:8787/pbbflow"
+    for _ in range(2):
+        watch(Progress(**BIG_PROGRESS))
+    if bar is not None:
+        bar.close()
+    rows = stream.getvalue().split("\n")
+    assert stream.getvalue().count("watch the run at") == 1
+    if tty:  # what each terminal row shows in the end: the text after its last carriage return
+        (bar_drawn, *_), shown = rows[0][1:].split("\r"), [row.rsplit("\r", 1)[-1] for row in rows]
+        assert "http://" not in bar_drawn and len(shown[0]) >= len(bar_drawn)  # the bar blanked
+        assert shown[0].rstrip() == "pbbflow: watch the run at http://127.0.0.1:8787/pbbflow"
+        assert shown[1].startswith("[") and shown[1].rstrip().endswith("http://127.0.0.1:8787/pbbflow")
+        assert shown[2:] == [""]
+    else:
+        assert rows == ["pbbflow: watch the run at http://127.0.0.1:8787/pbbflow", ""]
 
 
 def test_a_shorter_progress_line_blanks_the_longer_one_before_it(monkeypatch):

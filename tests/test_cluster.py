@@ -8,6 +8,9 @@ import ipaddress
 import os
 import shutil
 import subprocess
+import sys
+import textwrap
+import urllib.request
 
 import pytest
 from distributed import Client, LocalCluster
@@ -15,6 +18,7 @@ from pbbflow.viz.dashboard import register_page
 from pbbflow.workflow.cluster import (
     ClusterError,
     SlurmOptions,
+    attach_dashboard,
     dashboard_link,
     gpu_count,
     open_cluster,
@@ -96,8 +100,41 @@ def test_local_cluster_two_workers():
         assert listening and all(ipaddress.ip_address(ip).is_loopback for ip, _ in listening), listening
         done = [client.submit(sum, [i, 1], workers=[a], pure=False) for i, a in enumerate(workers)]
         assert client.gather(done) == [1, 2]
-        assert dashboard_link(client).startswith("http://127.0.0.1:") and dashboard_link(client).endswith("/pbbflow")
+        assert dashboard_link(client) is None  # no dashboard until attached
+        attach_dashboard(client)
+        attach_dashboard(client)  # once is enough
+        link = dashboard_link(client)
+        assert link.startswith("http://127.0.0.1:") and link.endswith("/pbbflow")
+        for url in (link, link.replace("/pbbflow", "/status")):
+            with urllib.request.urlopen(url, timeout=30) as response:
+                assert response.status == 200
+        assert _listening_sockets() == listening  # on the scheduler's loopback HTTP server, no new port
     assert client.status == "closed"
+
+
+@pytest.mark.parametrize("gpus", [0, 1])
+def test_the_in_process_clusters_start_without_bokeh_on_the_loopback(tmp_path, gpus):
+    """The CPU cluster and the one-GPU one (no GPU needed to start it): no Bokeh imported, and the
+    scheduler's and the workers' HTTP servers on 127.0.0.1 only (a fresh interpreter: this one
+    has Bokeh)."""
+    code = f"""
+        import sys
+        from distributed.comm.utils import get_tcp_server_addresses
+        from pbbflow.workflow import cluster
+
+        cluster.resolve_gpus = lambda gpus: gpus
+        with cluster.open_cluster("local", workers=2, threads_per_worker=1, gpus={gpus}) as client:
+            local = client.cluster
+            servers = [local.scheduler.http_server] + [w.http_server for w in local.workers.values()]
+            print(sorted({{ip for s in servers for ip, *_ in get_tcp_server_addresses(s)}}), len(servers))
+            print(sorted({{m.split(".")[0] for m in sys.modules if m.split(".")[0] == "bokeh"
+                           or m.startswith("distributed.dashboard")}}))
+    """
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    addresses, modules = proc.stdout.splitlines()
+    assert addresses == f"['127.0.0.1'] {3 - gpus}" and modules == "[]"
 
 
 def test_existing_scheduler_survives_client():

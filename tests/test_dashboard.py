@@ -16,7 +16,7 @@ from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.search.intervals import WorkUnit
 from pbbflow.search.packed import PackedUnit
 from pbbflow.viz.dashboard import page_url, pbbflow_doc
-from pbbflow.workflow.cluster import SlurmOptions, dashboard_link, gpu_count, open_cluster
+from pbbflow.workflow.cluster import SlurmOptions, attach_dashboard, dashboard_link, gpu_count, open_cluster
 from pbbflow.workflow.coordinator import PLUGIN_NAME
 from pbbflow.workflow.history import RunHistory
 from pbbflow.workflow.ledger import Ledger
@@ -123,6 +123,7 @@ def test_page_on_a_local_cluster_with_a_chromium_screenshot(tmp_path):
         assert image.std() > 0.05 and len(colours) > 50  # drawn plots, not a blank page
 
     with open_cluster("local", workers=2, threads_per_worker=1) as client:
+        attach_dashboard(client)
         live_page(client, tmp_path, check)
     if chromium() is None:
         pytest.skip("chromium not installed (.ci/run installs it): the screenshot was not taken")
@@ -132,6 +133,7 @@ def test_a_cluster_without_a_run_shows_an_empty_page():
     with open_cluster("local", workers=1, threads_per_worker=1) as client:
         data = sources(client.cluster.scheduler)
         assert all(len(v) == 0 for d in data.values() for v in d.values())
+        attach_dashboard(client)
         with urllib.request.urlopen(dashboard_link(client), timeout=30) as response:
             assert response.status == 200
 
@@ -153,6 +155,7 @@ def test_page_on_a_slurm_cluster(tmp_path):
 def test_page_on_a_local_cuda_cluster(tmp_path):
     """ta023 (about 25 s on an H200): long enough to be watched live."""
     with open_cluster("local", gpus=1) as client:
+        attach_dashboard(client)
         live_page(client, tmp_path, lambda url: assert_page_is_served(client, url, workers=1), number=23, ub=2326)
 
 
@@ -204,4 +207,5 @@ def test_an_external_scheduler_serves_the_page_with_the_preload():
 
 def test_without_the_preload_the_link_is_the_dask_dashboard():
     with external_scheduler() as (address, dashboard), open_cluster("address", scheduler=address) as client:
+        attach_dashboard(client)  # a scheduler in another process: left alone
         assert dashboard_link(client) == f"http://127.0.0.1:{dashboard}/status"

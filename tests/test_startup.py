@@ -10,16 +10,18 @@ import sys
 import textwrap
 import threading
 import time
+import urllib.request
 
 import pytest
 from distributed import Client, LocalCluster
 
 from pbbflow.cli import startup as startup_module
 from pbbflow.cli.main import main
-from pbbflow.cli.startup import process_age
+from pbbflow.cli.startup import Startup, process_age
 from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.search import ivm
 from pbbflow.workflow import warmup
+from pbbflow.workflow.cluster import open_cluster
 from pbbflow.workflow.run import create_run, drive
 from pbbflow.workflow.warmup import CodeLoad, warm_workers
 
@@ -176,3 +178,26 @@ def test_a_busy_worker_does_not_hold_the_warm_up(monkeypatch):
         loads = warm_workers(client, instance.p, "lb1", "minmin")
         assert loads == {} and time.monotonic() - started < 2.5
         busy.result()
+
+
+def test_the_dashboard_comes_only_to_runs_that_last(monkeypatch):
+    """The local cluster's dashboard starts ``DASHBOARD_DELAY_S`` after start-up, timed as
+    ``dashboard_s``; a run closed before that starts none."""
+    monkeypatch.setattr(startup_module, "DASHBOARD_DELAY_S", 0.3)
+    instance = taillard_instance(1)
+
+    def cluster():
+        return open_cluster("local", workers=1, threads_per_worker=1)
+
+    with Startup(cluster, instance.p, "lb1", "minmin") as short:
+        short.ready()
+    assert short.link is None and "dashboard_s" not in short.times
+    with Startup(cluster, instance.p, "lb1", "minmin") as long:
+        long.ready()
+        deadline = time.monotonic() + 60
+        while long.link is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert long.link.startswith("http://127.0.0.1:") and long.link.endswith("/pbbflow")
+        with urllib.request.urlopen(long.link, timeout=30) as response:
+            assert response.status == 200
+    assert long.times["dashboard_s"] > 0

@@ -4,10 +4,11 @@ It shows the run opened last on the cluster, from the coordinator's history (sam
 scheduler every second): the remaining share of [0, n!) on a log scale, nodes/s, the
 incumbent, and the busy share of each worker's explorers (threads or IVMs) over time.
 
-The page must be registered before the scheduler starts, in the scheduler's process:
-:func:`register_page` does it for the clusters pbbflow starts (local, local CUDA, Slurm: their
-schedulers run in the client's process).  An external scheduler gets it with
-``dask scheduler --preload pbbflow.viz.preload``.
+The page must be registered before the scheduler's dashboard starts, in the scheduler's
+process: :func:`register_page` does it for the clusters pbbflow starts (their schedulers run in
+the client's process): before a Slurm or local CUDA cluster starts, and on the scheduler's loop
+when a local cluster of one process gets its dashboard later (``workflow.cluster.attach_dashboard``).
+An external scheduler gets it with ``dask scheduler --preload pbbflow.viz.preload``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ IMAGE_COLUMNS = 512  # time columns of the activity image at most (1,000 workers
 
 
 def register_page() -> None:
-    """Add the page to the dashboards of schedulers started from now on in this process."""
+    """Add the page to the scheduler dashboards started from now on in this process."""
     from distributed.dashboard import scheduler as dashboard
 
     dashboard.applications.setdefault(ROUTE, pbbflow_doc)

@@ -23,13 +23,15 @@ from pathlib import Path
 
 import dask.config
 from dask.utils import parse_bytes
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, Worker
+from distributed.utils import sync
 
 from ..gpu import gpu_count
 
 KINDS = ("local", "address", "slurm")
 LOOPBACK = "127.0.0.1"
 CONNECT_SECONDS = 10.0  # how long a connection to a running scheduler may take
+HTTP_PREFIX = "/"  # the http_prefix of the schedulers started here (Dask's default)
 logger = logging.getLogger(__name__)
 
 
@@ -160,10 +162,48 @@ def _close_cluster(cluster) -> None:
         logger.warning("closing the Dask cluster failed", exc_info=True)
 
 
+def _local_scheduler(client: Client):
+    """The scheduler of ``client``'s cluster when it runs in this process, else None."""
+    return getattr(getattr(client, "cluster", None), "scheduler", None)
+
+
+def dashboard_pending(client: Client) -> bool:
+    """Whether ``client``'s scheduler runs in this process without its dashboard (the local
+    clusters start so: see :func:`attach_dashboard`)."""
+    scheduler = _local_scheduler(client)
+    if scheduler is None:
+        return False
+    bokeh = sys.modules.get("bokeh.server.tornado")  # not imported: no dashboard anywhere in this process
+    applications = scheduler.http_application.applications
+    return bokeh is None or not any(isinstance(app, bokeh.BokehTornado) for app in applications)
+
+
+def attach_dashboard(client: Client) -> None:
+    """Serve the Dask dashboard, with the pbbflow page, from the HTTP server of ``client``'s
+    scheduler where it runs in this process without one; other schedulers are left alone.
+    Bokeh loads in the calling thread; the scheduler's event loop only connects the pages."""
+    if not dashboard_pending(client):
+        return
+    import distributed.dashboard.scheduler as dashboard
+
+    from ..viz.dashboard import register_page
+
+    scheduler = _local_scheduler(client)
+
+    async def connect() -> None:
+        if dashboard_pending(client):  # checked again on the loop: attached once, whoever calls
+            register_page()
+            dashboard.connect(scheduler.http_application, scheduler.http_server, scheduler, prefix=HTTP_PREFIX)
+
+    sync(scheduler.loop, connect)
+
+
 def dashboard_link(client: Client) -> str | None:
     """The URL of the pbbflow page on ``client``'s scheduler's dashboard, or of the Dask dashboard
     when the scheduler does not serve the page (one started elsewhere without the preload
-    ``pbbflow.viz.preload``); None when it has no dashboard."""
+    ``pbbflow.viz.preload``); None when it has no dashboard (yet: :func:`dashboard_pending`)."""
+    if dashboard_pending(client):
+        return None
     try:
         link = client.dashboard_link or None
         if link and client.scheduler.address.startswith("inproc://"):  # Dask names the host, not the loopback
@@ -176,7 +216,7 @@ def dashboard_link(client: Client) -> str | None:
     page = page_url(link)
     if page is None:
         return None
-    try:  # the page answers only where it was registered before the scheduler started
+    try:  # the page answers only where it was registered before the dashboard started
         with urllib.request.urlopen(page, timeout=10) as response:
             return page if response.status == 200 else link
     except OSError:
@@ -200,6 +240,22 @@ def resolve_gpus(gpus: int | str | None) -> int:
     return gpus
 
 
+class _PlainWorker(Worker):
+    """A worker whose HTTP server (on its ``dashboard_address``) serves no Bokeh pages: LocalCluster
+    turns them on for any worker dashboard address, and without one the server listens on the
+    host's address, not the loopback."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **{**kwargs, "dashboard": False})
+
+
+def _in_process_cluster(dashboard_address: str, **options) -> LocalCluster:
+    """A LocalCluster of worker threads in this process whose HTTP servers listen on the loopback
+    and start no Bokeh (0.35 s of the start-up: :func:`attach_dashboard` adds it later)."""
+    return LocalCluster(processes=False, dashboard_address=dashboard_address, scheduler_kwargs={"dashboard": False},
+                        worker_class=_PlainWorker, worker_dashboard_address=f"{LOOPBACK}:0", **options)  # fmt: skip
+
+
 def _local_gpu_cluster(gpus: int, dashboard_address: str):
     """One GPU: a LocalCluster whose one worker (the resource GPU=1, two threads: the GPU
     explorer's and one for iterated greedy beside it) runs in this process on the first visible
@@ -208,8 +264,7 @@ def _local_gpu_cluster(gpus: int, dashboard_address: str):
     GPU, same resources, speaking TLS with credentials made for this cluster alone, so that no
     other local user can connect to it and run code."""
     if gpus == 1:
-        return LocalCluster(processes=False, n_workers=1, threads_per_worker=2, resources={"GPU": 1},
-                            dashboard_address=dashboard_address, worker_dashboard_address=f"{LOOPBACK}:0")
+        return _in_process_cluster(dashboard_address, n_workers=1, threads_per_worker=2, resources={"GPU": 1})
     from dask_cuda import LocalCUDACluster
     from distributed.security import Security
 
@@ -225,9 +280,8 @@ def _local_cpu_cluster(workers: int | None, threads_per_worker: int | None, dash
     core; the numba code releases the GIL): it starts in a fraction of a second, and it talks over
     an in-memory transport, so it listens on no port that another local user could reach."""
     n = workers or max(1, usable_cores() // (threads_per_worker or 1))
-    return LocalCluster(processes=False, n_workers=n, threads_per_worker=threads_per_worker or
-                        max(1, usable_cores() // n), dashboard_address=dashboard_address,
-                        worker_dashboard_address=f"{LOOPBACK}:0")  # fmt: skip (else their pages listen on every interface)
+    return _in_process_cluster(dashboard_address, n_workers=n,
+                               threads_per_worker=threads_per_worker or max(1, usable_cores() // n))
 
 
 async def _identity(address: str, timeout: float) -> dict:
@@ -309,7 +363,8 @@ def open_cluster(
       ``connect_timeout`` seconds); only the client is closed.
     - ``"slurm"``: submit ``slurm.jobs`` Slurm jobs of workers and wait for the first worker.
     ``dashboard_address`` is where a scheduler started here serves its dashboard (port 0: any
-    free port; see :func:`dashboard_link`).
+    free port; see :func:`dashboard_link`); the local clusters of one process serve it only once
+    :func:`attach_dashboard` has added it.
     """
     _check(kind, workers, threads_per_worker, scheduler, slurm)
     slurm = slurm or SlurmOptions()
@@ -317,13 +372,14 @@ def open_cluster(
         if kind == "address":
             client = _connect(scheduler, connect_timeout)
         else:
-            from ..viz.dashboard import register_page
-
-            register_page()  # the scheduler starts here, in this process: serve the pbbflow page
             # An in-process cluster's batched comms log their closing at INFO, with a traceback, after
             # LocalCluster has put back the log level it lowered: seen at the end of successful runs.
             logging.getLogger("distributed.batched").setLevel(logging.WARNING)
             devices = resolve_gpus(gpus) if kind == "local" else 0
+            if kind == "slurm" or devices > 1:  # their schedulers start here with the dashboard: add the page
+                from ..viz.dashboard import register_page
+
+                register_page()
             if devices:
                 cluster = _local_gpu_cluster(devices, dashboard_address)
             elif kind == "local":
