@@ -55,6 +55,9 @@ class CpuEngine:
     def remaining(self) -> bytes:
         return self.unit.to_bytes()
 
+    def extras(self) -> dict:
+        return {}
+
 
 class GpuEngine:
     """A ``GpuExplorer`` whose IVMs stay on the device from one checkpoint to the next."""
@@ -90,6 +93,9 @@ class GpuEngine:
 
     def remaining(self) -> bytes:
         return self.gpu.remaining().to_bytes()
+
+    def extras(self) -> dict:
+        return {}
 
 
 def side_heuristic(options: dict, seed: int, improved: Callable[[int, list[int]], None],

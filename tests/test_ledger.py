@@ -2,6 +2,7 @@
 loss), then its scheduler plugin on a gen_cluster."""
 
 import asyncio
+import math
 
 import pytest
 from distributed.utils_test import gen_cluster
@@ -202,3 +203,14 @@ def test_pieces_are_cut_and_taken_from_the_pool_by_size_not_by_order():
     ledger = Ledger(unit((0, 10), (20, 400)), ub=100, pieces=3)  # the large interval is cut, twice
     assert [len(p) for p in ledger.pool] == [1, 1, 1] and ledger.remaining() == unit((0, 10), (20, 400))
     assert [int(p.size) for p in ledger.pool] == [10, 190, 190]
+
+
+def test_the_settled_bound_is_the_lowest_reported_and_survives_a_reopening():
+    coordinator = Coordinator()
+    coordinator.open_run("r", **SPACE, work=unit((0, 100)).to_bytes(), ub=100, settled=7.5)
+    coordinator.checkpoint("r", "e", "w", b"")
+    assert coordinator.state("r")["settled"] == 7.5
+    coordinator.checkpoint("r", "e", "w", unit((50, 100)).to_bytes(), settled=3.25)
+    coordinator.checkpoint("r", "e", "w", unit((60, 100)).to_bytes(), settled=9.0)
+    assert coordinator.state("r")["settled"] == 3.25
+    assert Ledger(FULL, ub=100).settled == math.inf  # flow shop reports none

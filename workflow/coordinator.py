@@ -11,6 +11,8 @@ permutation; an objective and a point).
 
 from __future__ import annotations
 
+import math
+
 from distributed.diagnostics.plugin import SchedulerPlugin
 from tornado.ioloop import PeriodicCallback
 
@@ -77,7 +79,7 @@ class Coordinator(SchedulerPlugin):
 
     # ------------------------------------------------------------------ handlers
     def open_run(self, run: str, kind: str, space: dict, work: bytes, ub, solution=None, nodes: int = 0,
-                 leaves: int = 0, pieces: int = 1, min_split: int = 2, label: str = "",
+                 leaves: int = 0, settled: float = math.inf, pieces: int = 1, min_split: int = 2, label: str = "",
                  client: str | None = None) -> dict:  # fmt: skip
         """Start a run's ledger (refused if the run id is in use): ``kind`` and ``space`` name its work
         space (``family.work_space``); ``label`` names it on the dashboard; the run closes when
@@ -87,22 +89,22 @@ class Coordinator(SchedulerPlugin):
         unassigned = work_space(kind, space).decode(work)
         if client is not None:
             self.clients[run] = client
-        self.runs[run] = Ledger(unassigned, ub=ub, solution=solution, nodes=nodes, leaves=leaves, pieces=pieces,
-                                min_split=min_split)  # fmt: skip
+        self.runs[run] = Ledger(unassigned, ub=ub, solution=solution, nodes=nodes, leaves=leaves, settled=settled,
+                                pieces=pieces, min_split=min_split)  # fmt: skip
         self.histories[run] = RunHistory(label or run)
         self.histories[run].record(self.runs[run])
         return {"run": run}
 
     def checkpoint(self, run: str, explorer: str, worker: str, remaining: bytes, nodes: int = 0, leaves: int = 0,
-                   capacity: int = 1, best=None, solution=None) -> dict:
-        """An explorer's checkpoint (with its best solution, if any): returns action, work (bytes, with
-        REPLACE only) and the UB to prune with."""
+                   capacity: int = 1, best=None, solution=None, settled: float = math.inf) -> dict:
+        """An explorer's checkpoint (with its best solution, if any; ``settled`` as ``Ledger.checkpoint``):
+        returns action, work (bytes, with REPLACE only) and the UB to prune with."""
         ledger = self.runs.get(run)
         if ledger is None:  # the run was closed (or never opened here): nothing to do
             return {"action": "stop", "work": None, "ub": 0, "hurry": False}
         if best is not None:
             ledger.improve(best, solution)
-        reply = ledger.checkpoint(explorer, worker, ledger.space.decode(remaining), nodes, leaves, capacity)
+        reply = ledger.checkpoint(explorer, worker, ledger.space.decode(remaining), nodes, leaves, capacity, settled)
         work = reply.work.to_bytes() if reply.action == REPLACE else None
         return {"action": reply.action, "work": work, "ub": reply.ub, "hurry": reply.hurry}
 
@@ -134,6 +136,7 @@ class Coordinator(SchedulerPlugin):
             "leaves": ledger.leaves,
             "ub": ledger.ub,
             "solution": ledger.solution,
+            "settled": ledger.settled,
             "remaining_fraction": ledger.remaining_fraction(),
             "remaining_log10": ledger.remaining_log10(),
             "active_explorers": len(ledger.active),

@@ -99,6 +99,9 @@ class Engine(Protocol):
     def remaining(self) -> bytes:
         """What is left of its set (the wire format)."""
 
+    def extras(self) -> dict:
+        """More of its checkpoint (``Ledger.checkpoint``'s keywords, e.g. ``settled``); may be empty."""
+
 
 class Family(Protocol):
     """What a family's module provides."""

@@ -18,6 +18,7 @@ piece by size: about half its work), so no part is explored twice and node count
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +51,7 @@ class Ledger:
         nodes: int = 0,
         leaves: int = 0,
         min_split: int = 2,
+        settled: float = math.inf,
     ) -> None:
         self.space = unassigned.space
         self.pool: deque[WorkSet] = deque(_cut(unassigned.pieces(), pieces))  # one-piece sets, handed out in order
@@ -61,6 +63,7 @@ class Ledger:
         self.solution = solution  # the incumbent (a schedule, a point) found below the initial bound, if any
         self.nodes = nodes
         self.leaves = leaves
+        self.settled = settled  # a lower bound of all the work discarded without being explored to its end
         self.min_split = max(2, min_split)
         self.stopping = False
         self.stopped: set[str] = set()  # explorers told to stop (after ``stop``)
@@ -111,14 +114,18 @@ class Ledger:
         nodes: int = 0,
         leaves: int = 0,
         capacity: int = 1,
+        settled: float = math.inf,
     ) -> Reply:
         """Record an explorer's progress and decide what it does next.
 
-        ``capacity``: how many pieces the explorer can work on at once (its threads or IVMs).
+        ``capacity``: how many pieces the explorer can work on at once (its threads or IVMs);
+        ``settled``: a lower bound of what it discarded since its last checkpoint without exploring
+        it to the end (spatial B&B: boxes pruned within the tolerance; +inf where a family has none).
         """
         self.checkpoints += 1
         self.nodes += nodes
         self.leaves += leaves
+        self.settled = min(self.settled, settled)
         self.worker_of[explorer] = worker
         self.capacity_of[explorer] = max(1, capacity)
         copy = self.active.get(explorer)

@@ -79,7 +79,7 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
         totals["leaves"] += leaves
         totals["explorations"] += 1
         improvement = {} if best is None else {"best": best[0], "solution": best[1]}
-        reply = checkpoint(engine.remaining(), nodes=nodes, leaves=leaves, **improvement)
+        reply = checkpoint(engine.remaining(), nodes=nodes, leaves=leaves, **engine.extras(), **improvement)
     return totals
 
 
