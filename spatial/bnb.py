@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .bounds import Mode, bound_boxes, evaluate_point, is_feasible
+from .boxes import bisect
 from .lagrangian import LagrangianBound, lagrangian_bound, multipliers
 from .contract import contract_boxes
 from .problem import Problem
@@ -390,23 +391,6 @@ def load_host_code(problem: Problem, options: MinimizeOptions) -> None:
         evaluate_float_gradients(problem.tape, problem.lower)
 
 
-def _bisect(lo: np.ndarray, hi: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """The two halves of [lo, hi] across its widest side relative to ``scale``; None when no side
-    can be split in floating point."""
-    widths = np.where(scale > 0, (hi - lo) / np.where(scale > 0, scale, 1.0), 0.0)
-    for i in np.argsort(-widths, kind="stable"):
-        if widths[i] <= 0:
-            break
-        middle = lo[i] + 0.5 * (hi[i] - lo[i])
-        if lo[i] < middle < hi[i]:
-            halves_lo = np.stack([lo, lo])
-            halves_hi = np.stack([hi, hi])
-            halves_hi[0, i] = middle
-            halves_lo[1, i] = middle
-            return halves_lo, halves_hi
-    return None
-
-
 def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
              progress: Callable[[Progress], None] | None = None, progress_seconds: float = 0.5,
              should_stop: Callable[[], bool] | None = None) -> MinimizeResult:  # fmt: skip
@@ -522,7 +506,7 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
             if lb >= level:
                 pruned_lb = min(pruned_lb, lb)
                 continue
-            halves = _bisect(lo, hi, scale)
+            halves = bisect(lo, hi, scale)
             if halves is None:
                 unsplittable += 1
                 unsplittable_lb = min(unsplittable_lb, lb)
