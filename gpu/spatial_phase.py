@@ -87,7 +87,7 @@ MAX_PIECES = 1 << MAX_LEVELS  # children per box and phase at most (a constant: 
 @cuda.jit(device=True)
 def _widest_side(lo, hi, c, scale):
     """The side of box ``c`` of ``lo, hi`` to bisect: the widest relative to ``scale`` whose middle
-    lies strictly inside (the lowest index on ties, as the CPU's ``_bisect``); -1 when none."""
+    lies strictly inside (the lowest index on ties, as the CPU's ``spatial.boxes.bisect``); -1 when none."""
     side = -1
     widest = 0.0
     for i in range(scale.shape[0]):

@@ -18,12 +18,14 @@ inequality is pulled inside it by a small margin until it verifies.
 Memory is bounded: above ``max_open`` open boxes the search dives (depth first from the box it
 took) until the dive is done, then goes on best first.  The certified lower bound is the min of
 the open boxes' bounds and of the bounds of the boxes pruned on the way.
+
+The search itself is :class:`.explorer.Exploration` (resumable, shareable); this module holds its
+options, rules and parts (the incumbent, the local solver) and ``minimize``, which runs one over
+the whole domain.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import math
 import sys
 import time
@@ -34,7 +36,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .bounds import Mode, bound_boxes, evaluate_point, is_feasible
-from .lagrangian import LagrangianBound, lagrangian_bound, multipliers
 from .contract import contract_boxes
 from .problem import Problem
 
@@ -320,46 +321,6 @@ class _LocalSolver:
             self.seconds += time.perf_counter() - began
 
 
-class _OpenBoxes:
-    """Open boxes: a heap by lower bound, and a depth-first dive stack used above ``max_open``."""
-
-    def __init__(self, max_open: int):
-        self.max_open = max_open
-        self.heap: list[tuple[float, int, np.ndarray, np.ndarray]] = []
-        self.dive: list[tuple[float, int, np.ndarray, np.ndarray]] = []
-        self._order = itertools.count()
-
-    def __len__(self) -> int:
-        return len(self.heap) + len(self.dive)
-
-    def push(self, lb: float, lo: np.ndarray, hi: np.ndarray, diving: bool) -> None:
-        entry = (lb, -next(self._order), lo, hi)  # ties: the newest first (depth first, e.g. at -inf)
-        if diving:
-            self.dive.append(entry)
-        else:
-            heapq.heappush(self.heap, entry)
-
-    def count_below(self, level: float) -> int:
-        """Open boxes whose bound is below ``level`` (the others are pruned by it)."""
-        return sum(entry[0] < level for entry in (*self.heap, *self.dive))
-
-    def lowest(self) -> float:
-        """The lowest lower bound of an open box (inf when none is open)."""
-        heap_min = self.heap[0][0] if self.heap else math.inf
-        return min([heap_min, *(entry[0] for entry in self.dive)])
-
-    def take(self, count: int) -> tuple[list[tuple[float, np.ndarray, np.ndarray]], bool]:
-        """Up to ``count`` boxes: the dive's last one, else the heap's lowest; and whether to dive."""
-        if self.dive:
-            lb, _, lo, hi = self.dive.pop()
-            return [(lb, lo, hi)], True
-        taken = []
-        while self.heap and len(taken) < count:
-            lb, _, lo, hi = heapq.heappop(self.heap)
-            taken.append((lb, lo, hi))
-        return taken, len(self.heap) + 2 * len(taken) > self.max_open
-
-
 def load_code(problem: Problem, options: MinimizeOptions | None = None) -> tuple[float, bool]:
     """Load (or compile, the first time on a machine) the numba code ``minimize`` runs for
     ``problem``: (seconds, whether anything was compiled).  Called before ``minimize``, it keeps
@@ -390,156 +351,20 @@ def load_host_code(problem: Problem, options: MinimizeOptions) -> None:
         evaluate_float_gradients(problem.tape, problem.lower)
 
 
-def _bisect(lo: np.ndarray, hi: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """The two halves of [lo, hi] across its widest side relative to ``scale``; None when no side
-    can be split in floating point."""
-    widths = np.where(scale > 0, (hi - lo) / np.where(scale > 0, scale, 1.0), 0.0)
-    for i in np.argsort(-widths, kind="stable"):
-        if widths[i] <= 0:
-            break
-        middle = lo[i] + 0.5 * (hi[i] - lo[i])
-        if lo[i] < middle < hi[i]:
-            halves_lo = np.stack([lo, lo])
-            halves_hi = np.stack([hi, hi])
-            halves_hi[0, i] = middle
-            halves_lo[1, i] = middle
-            return halves_lo, halves_hi
-    return None
-
-
 def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
              progress: Callable[[Progress], None] | None = None, progress_seconds: float = 0.5,
              should_stop: Callable[[], bool] | None = None) -> MinimizeResult:  # fmt: skip
-    """Minimize ``problem`` by spatial B&B on the CPU; see the module docstring."""
+    """Minimize ``problem`` by spatial B&B on the CPU: an :class:`.explorer.Exploration` of the
+    whole domain run to its end or to a limit; see the module docstring."""
+    from .explorer import Exploration  # it builds on this module
+
     options = options or MinimizeOptions()
     began = time.perf_counter()
-    tape, d = problem.tape, problem.dimension
-    n_per_dim = subdomains_per_dim(options.subdomains, d)
-    mode = int(BOUNDS[options.bound])
-    scale = problem.upper - problem.lower
-    incumbent = _Incumbent(problem, options.feas_tol)
-    local = _LocalSolver(problem, incumbent) if options.local_solves else None
-    open_boxes = _OpenBoxes(options.max_open)
-    batch = max(1, BATCH_SUBDOMAINS // (2 * n_per_dim**d))
-    pruned_lb = math.inf  # the lowest bound of a box pruned by the incumbent
-    unsplittable_lb = math.inf  # boxes too small to split in floating point, kept open for good
-    unsplittable = 0
-    nodes = 0
-    next_local = LOCAL_EVERY_SUBDOMAINS
-    next_report = began + progress_seconds
-
-    def current_level() -> float:
-        return prune_level(incumbent.value, options)
-
-    def bound(lo: np.ndarray, hi: np.ndarray, diving: bool):
-        """Contract boxes (those proved to hold no point with f <= UB go: pruned at UB, or
-        infeasible without one), bound them, offer their best points, and keep each shrunk to the
-        hull of its subdomains below the prune level (the rest holds nothing below that level).
-        The bounds, or None when contraction left no box."""
-        nonlocal nodes, pruned_lb
-        nodes += len(lo)
-        if options.contract:
-            ub = incumbent.value
-            lo, hi, empty = contract_boxes(tape, lo, hi, ub, options.feas_tol)
-            if np.any(empty):
-                pruned_lb = min(pruned_lb, ub)
-                lo, hi = lo[~empty], hi[~empty]
-        if not len(lo):
-            return None
-        level = current_level()
-        found = bound_boxes(tape, lo, hi, n_per_dim, mode, options.feas_tol, options.parallel,
-                            threshold=np.full(len(lo), level))  # fmt: skip
-        for point in found.best_point:
-            if np.all(np.isfinite(point)):
-                incumbent.offer(point)
-        lb, hull_lo, hull_hi = found.lb, found.hull_lo, found.hull_hi
-        if lagrangian is not None:
-            lb, hull_lo, hull_hi = with_lagrangian(lagrangian, lo, hi, level, lb, hull_lo, hull_hi)
-        for b in np.flatnonzero(lb < math.inf):  # +inf: proved infeasible; -inf: unbounded so far, kept
-            box_lo, box_hi = lo[b], hi[b]
-            if np.all(np.isfinite(hull_lo[b])):
-                cut_lo = np.maximum(box_lo, hull_lo[b])
-                cut_hi = np.minimum(box_hi, hull_hi[b])
-                if np.any(cut_lo > cut_hi):  # f's and L's hulls do not meet: nothing below the level
-                    pruned_lb = min(pruned_lb, level)
-                    continue
-                if np.any(cut_lo > box_lo) or np.any(cut_hi < box_hi):
-                    pruned_lb = min(pruned_lb, level)  # cut subdomains: feasible ones have lb >= level
-                    box_lo, box_hi = cut_lo, cut_hi
-            keep(float(lb[b]), box_lo, box_hi, diving)
-        return found
-
-    def with_lagrangian(bound_l: LagrangianBound, lo, hi, level, lb, hull_lo, hull_hi):
-        """The bounds and hulls of f sharpened by L's (both are valid: the larger bound, the
-        intersection of the hulls; a box whose L-hull is empty has nothing below the level)."""
-        threshold = math.nextafter(level + bound_l.slack, math.inf)
-        by_l = bound_boxes(bound_l.tape, lo, hi, n_per_dim, mode, options.feas_tol, options.parallel,
-                           threshold=np.full(len(lo), threshold))  # fmt: skip
-        lb_l = np.where(by_l.lb < np.inf, np.nextafter(by_l.lb - bound_l.slack, -np.inf), np.inf)  # rounded down
-        lb = np.maximum(lb, lb_l)
-        none_below = np.isnan(by_l.hull_lo[:, 0]) & (lb < math.inf)
-        lb = np.where(none_below, np.maximum(lb, level), lb)  # every subdomain's L-bound is at or above it
-        return lb, np.fmax(hull_lo, by_l.hull_lo), np.fmin(hull_hi, by_l.hull_hi)
-
-    def keep(lb: float, lo: np.ndarray, hi: np.ndarray, diving: bool) -> None:
-        nonlocal pruned_lb
-        if lb >= current_level():
-            pruned_lb = min(pruned_lb, lb)
-        else:
-            open_boxes.push(lb, lo, hi, diving)
-
-    def solve_locally(start: np.ndarray) -> None:
-        """A local solve; one that improves the incumbent of a constrained problem brings a
-        Lagrangian bound with the multipliers at its optimum."""
-        nonlocal lagrangian
-        optimum = local.run(start)
-        if optimum is not None and (tape.n_ineq or tape.n_eq):
-            weights = multipliers(tape, optimum)
-            if weights is not None:
-                lagrangian = lagrangian_bound(tape, *weights, options.feas_tol)
-
-    lagrangian: LagrangianBound | None = None
-    root = bound(problem.lower[None, :].copy(), problem.upper[None, :].copy(), diving=False)
-    if root is not None and local is not None and np.all(np.isfinite(root.best_point[0])):
-        solve_locally(root.best_point[0])
-    status = None
-    while status is None:
-        now = time.perf_counter()
-        if progress is not None and now >= next_report:
-            objective = None if incumbent.x is None else incumbent.value
-            lowest = min(open_boxes.lowest(), pruned_lb, unsplittable_lb)
-            progress(Progress(lowest, objective, len(open_boxes), nodes, now - began))
-            next_report = now + progress_seconds
-        if not open_boxes or open_boxes.lowest() >= current_level():
-            break
-        if options.limit_reached(now - began, nodes) or (should_stop is not None and should_stop()):
-            status = "limit"
-            break
-        taken, diving = open_boxes.take(batch)
-        level = current_level()
-        children_lo, children_hi = [], []
-        for lb, lo, hi in taken:
-            if lb >= level:
-                pruned_lb = min(pruned_lb, lb)
-                continue
-            halves = _bisect(lo, hi, scale)
-            if halves is None:
-                unsplittable += 1
-                unsplittable_lb = min(unsplittable_lb, lb)
-                continue
-            children_lo.append(halves[0])
-            children_hi.append(halves[1])
-        if not children_lo:
-            continue
-        children_lo, children_hi = np.concatenate(children_lo), np.concatenate(children_hi)
-        found = bound(children_lo, children_hi, diving)
-        if found is None:
-            continue
-        if local is not None and nodes * n_per_dim**d >= next_local:
-            next_local += LOCAL_EVERY_SUBDOMAINS
-            best = int(np.argmin(found.lb))
-            if found.lb[best] < current_level():
-                solve_locally(found.best_point[best])
-    lower_bound = min(open_boxes.lowest(), pruned_lb, unsplittable_lb)
-    return make_result(problem, options, incumbent, local, status, unsplittable, lower_bound, nodes, n_per_dim**d,
-                       began, open_boxes.count_below(current_level()) + unsplittable, backend="cpu")
+    exploration = Exploration(problem, options)
+    time_limit = None if options.time_limit is None else options.time_limit - (time.perf_counter() - began)
+    node_limit = None if options.node_limit is None else options.node_limit - exploration.nodes
+    report = exploration.run(should_stop, time_limit, node_limit, progress=progress, progress_seconds=progress_seconds)
+    return make_result(problem, options, exploration.incumbent, exploration.local, None if report.done else "limit",
+                       report.unsplittable, report.lower_bound, report.total_nodes,
+                       exploration.n_per_dim**problem.dimension, began, report.open_boxes + report.unsplittable,
+                       backend="cpu")

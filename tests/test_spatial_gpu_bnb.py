@@ -20,7 +20,8 @@ from pbbflow.gpu import spatial_phase as phase
 from pbbflow.gpu.spatial_bnb import minimize_gpu
 from pbbflow.gpu.spatial_kernels import THREADS_PER_BLOCK, DeviceTape, blocks, caps
 from pbbflow.spatial import Model
-from pbbflow.spatial.bnb import MinimizeOptions, _bisect, minimize
+from pbbflow.spatial.bnb import MinimizeOptions, minimize
+from pbbflow.spatial.boxes import bisect
 from pbbflow.spatial.bounds import evaluate_point, is_feasible
 from pbbflow.spatial.parse import problem_from_dict
 
@@ -168,7 +169,7 @@ def test_candidates_are_evaluated_as_the_cpu_evaluates_points(stem, points):
 
 def test_branching_bisects_as_the_cpu_and_keeps_unsplittable_boxes():
     """branch, one round: pruned at the level, the first ``n_select`` at or below ``select_lb`` bisected like
-    the CPU's ``_bisect`` (boxes of width 0 or one float along a side included), the rest carried."""
+    the CPU's ``bisect`` (boxes of width 0 or one float along a side included), the rest carried."""
     rng = np.random.default_rng(8)
     scale = np.array([1.0, 4.0, 0.0])
     lo = rng.uniform(-1, 1, (12, 3))
@@ -196,7 +197,7 @@ def test_branching_bisects_as_the_cpu_and_keeps_unsplittable_boxes():
     for b in range(12):
         if lb[b] >= 8:
             continue
-        halves = _bisect(lo[b], hi[b], scale)
+        halves = bisect(lo[b], hi[b], scale)
         pair = None if halves is None else [(halves[0][k], halves[1][k]) for k in range(2)]
         if pair is not None and any(np.array_equal(c[0], pair[0][0]) and np.array_equal(c[1], pair[0][1])
                                     for c in children):  # fmt: skip

@@ -1,0 +1,160 @@
+"""Work units of the spatial family: sets of boxes of the domain with certified lower bounds.
+
+A :class:`BoxSet` holds ``k`` boxes ``[lo[i], hi[i]]`` (``k x d`` float64, finite, ``lo <= hi``)
+and their bounds ``lb`` (``k`` float64, never NaN): no point of box ``i`` that is feasible has an
+objective below ``lb[i]`` (``-inf``: not bounded yet, or unbounded so far; ``+inf``: no feasible
+point). It is immutable; its arrays are read-only copies.
+
+Splitting never loses or weakens anything: the two halves' boxes together are the original ones
+(the same union of points) and every point keeps its bound. On the wire (:meth:`BoxSet.to_bytes`)
+a set is a fixed header (magic, format version, d, k) followed by ``lo``, ``hi`` and ``lb`` as
+little-endian float64; reading it back is bit-exact and checks everything above.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .problem import Problem
+
+MAGIC = b"PBBX"
+FORMAT_VERSION = 1
+_HEADER = struct.Struct("<4sIIQ")  # magic, format version, d, k
+_FLOAT = np.dtype("<f8")
+
+
+def bisect(lo: np.ndarray, hi: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The two halves of [lo, hi] across its widest side relative to ``scale`` (as ``2 x d`` lo and
+    hi arrays); None when no side can be split in floating point."""
+    widths = np.where(scale > 0, (hi - lo) / np.where(scale > 0, scale, 1.0), 0.0)
+    for i in np.argsort(-widths, kind="stable"):
+        if widths[i] <= 0:
+            break
+        middle = lo[i] + 0.5 * (hi[i] - lo[i])
+        if lo[i] < middle < hi[i]:
+            halves_lo = np.stack([lo, lo])
+            halves_hi = np.stack([hi, hi])
+            halves_hi[0, i] = middle
+            halves_lo[1, i] = middle
+            return halves_lo, halves_hi
+    return None
+
+
+def _read_only(values, shape: tuple[int, ...], name: str) -> np.ndarray:
+    array = np.array(values, dtype=np.float64)
+    if array.shape != shape:
+        raise ValueError(f"box set: {name} has shape {array.shape}, expected {shape}")
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True, eq=False)
+class BoxSet:
+    """Boxes ``lo``, ``hi`` (k x d) and their certified lower bounds ``lb`` (k); see the module."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    lb: np.ndarray
+
+    def __post_init__(self) -> None:
+        lo = np.asarray(self.lo)
+        if lo.ndim != 2 or lo.shape[1] < 1:
+            raise ValueError(f"box set: lo must be k x d with d >= 1, not of shape {lo.shape}")
+        k, d = lo.shape
+        lo = _read_only(lo, (k, d), "lo")
+        hi = _read_only(self.hi, (k, d), "hi")
+        lb = _read_only(self.lb, (k,), "lb")
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+            raise ValueError("box set: a box has a NaN or infinite end")
+        if np.any(lo > hi):
+            raise ValueError(f"box set: box {int(np.flatnonzero(np.any(lo > hi, axis=1))[0])} has lo > hi")
+        if np.any(np.isnan(lb)):
+            raise ValueError(f"box set: box {int(np.flatnonzero(np.isnan(lb))[0])} has a NaN bound")
+        object.__setattr__(self, "lo", lo)
+        object.__setattr__(self, "hi", hi)
+        object.__setattr__(self, "lb", lb)
+
+    @classmethod
+    def root(cls, problem: Problem) -> BoxSet:
+        """The problem's domain as one box, not bounded yet."""
+        return cls(problem.lower[None, :], problem.upper[None, :], np.array([-math.inf]))
+
+    @classmethod
+    def empty(cls, d: int) -> BoxSet:
+        """No box, in dimension ``d``."""
+        return cls(np.empty((0, d)), np.empty((0, d)), np.empty(0))
+
+    @classmethod
+    def concat(cls, sets: Sequence[BoxSet]) -> BoxSet:
+        """All boxes of ``sets`` (at least one, all of one dimension), in order."""
+        if not sets:
+            raise ValueError("box set: concat needs at least one set")
+        d = sets[0].d
+        if any(s.d != d for s in sets):
+            raise ValueError(f"box set: concat of sets of dimensions {sorted({s.d for s in sets})}")
+        return cls(np.concatenate([s.lo for s in sets]), np.concatenate([s.hi for s in sets]),
+                   np.concatenate([s.lb for s in sets]))  # fmt: skip
+
+    @property
+    def d(self) -> int:
+        return self.lo.shape[1]
+
+    def __len__(self) -> int:
+        return len(self.lb)
+
+    def __repr__(self) -> str:
+        return f"BoxSet(d={self.d}, {len(self)} boxes, lowest bound {self.lowest()})"
+
+    def lowest(self) -> float:
+        """The lowest bound of a box (inf when the set is empty)."""
+        return float(self.lb.min()) if len(self) else math.inf
+
+    def volume(self, scale: np.ndarray) -> float:
+        """The sum over boxes of prod(width / scale) (sides where ``scale`` is 0 count as 1)."""
+        scale = np.asarray(scale, dtype=np.float64)
+        ratios = np.where(scale > 0, (self.hi - self.lo) / np.where(scale > 0, scale, 1.0), 1.0)
+        return float(np.prod(ratios, axis=1).sum())
+
+    def split(self, scale: np.ndarray) -> tuple[BoxSet, BoxSet]:
+        """About half the work each: the boxes sorted by bound, alternate ones to each side (the
+        first half holds the lowest); a single box bisected (:func:`bisect`, relative to ``scale``)
+        into two with its bound; (self, empty) for an empty set or a box too small to split."""
+        if len(self) == 1:
+            halves = bisect(self.lo[0], self.hi[0], np.asarray(scale, dtype=np.float64))
+            if halves is None:
+                return self, BoxSet.empty(self.d)
+            return (BoxSet(halves[0][:1], halves[1][:1], self.lb), BoxSet(halves[0][1:], halves[1][1:], self.lb))
+        order = np.argsort(self.lb, kind="stable")
+        first, second = order[0::2], order[1::2]
+        return (BoxSet(self.lo[first], self.hi[first], self.lb[first]),
+                BoxSet(self.lo[second], self.hi[second], self.lb[second]))  # fmt: skip
+
+    def to_bytes(self) -> bytes:
+        """The wire format: header, then lo, hi, lb as little-endian float64."""
+        header = _HEADER.pack(MAGIC, FORMAT_VERSION, self.d, len(self))
+        return header + b"".join(a.astype(_FLOAT, copy=False).tobytes() for a in (self.lo, self.hi, self.lb))
+
+    @classmethod
+    def from_bytes(cls, data: bytes, d: int) -> BoxSet:
+        """The set ``to_bytes`` wrote, for dimension ``d``; ValueError for anything else."""
+        data = bytes(data)
+        if len(data) < _HEADER.size:
+            raise ValueError(f"box set: {len(data)} bytes, shorter than the {_HEADER.size}-byte header")
+        magic, version, d_read, k = _HEADER.unpack_from(data)
+        if magic != MAGIC:
+            raise ValueError(f"box set: wrong magic {magic!r} (expected {MAGIC!r})")
+        if version != FORMAT_VERSION:
+            raise ValueError(f"box set: format version {version}, this code reads {FORMAT_VERSION}")
+        if d_read != d:
+            raise ValueError(f"box set: written for d={d_read}, expected d={d}")
+        expected = _HEADER.size + _FLOAT.itemsize * k * (2 * d + 1)
+        if len(data) != expected:
+            raise ValueError(f"box set: {len(data)} bytes, expected {expected} for {k} boxes of d={d}")
+        values = np.frombuffer(data, dtype=_FLOAT, offset=_HEADER.size)
+        n = k * d
+        return cls(values[:n].reshape(k, d), values[n : 2 * n].reshape(k, d), values[2 * n :])

@@ -1,0 +1,322 @@
+"""The spatial B&B of :mod:`.bnb` as a resumable object: run it for a budget, stop, hand part of
+its open boxes to another explorer, and resume it from a :class:`.boxes.BoxSet`.
+
+An :class:`Exploration` explores a share of the domain: the whole domain (it bounds the root and
+solves locally from the root's best point, as ``minimize`` always did) or the boxes of a
+``BoxSet``, pushed open with their bounds as they are. Each step takes the open boxes with the
+lowest bounds (or the dive's last one above ``max_open``), bisects them and bounds the children
+(contraction, subdomain bounds, the Lagrangian bound, hull cuts: :mod:`.bnb`'s rules).
+
+Between two calls (after ``run`` returns, after ``give_share``) nothing is in flight, and:
+
+- every feasible point of its share whose objective is below the prune level lies in an open box
+  (:meth:`Exploration.remaining`), in a box too small to split (kept only as ``unsplittable`` and
+  ``unsplittable_lb``), or in a box given away by :meth:`Exploration.give_share`;
+- ``settled_lb`` bounds every point it discarded (boxes pruned at the level, parts of boxes cut by
+  contraction or to their hull), so that ``min(settled_lb, unsplittable_lb, remaining().lowest())``
+  bounds its share and the min of those over the explorations of one run bounds the problem.
+
+Incumbents pass between explorations as points (:meth:`Exploration.offer`), each checked
+rigorously where it is offered.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .bnb import (BATCH_SUBDOMAINS, BOUNDS, LOCAL_EVERY_SUBDOMAINS, MinimizeOptions, Progress, _Incumbent,
+                  _LocalSolver, prune_level, subdomains_per_dim)
+from .bounds import BoxBounds, bound_boxes
+from .boxes import BoxSet, bisect
+from .contract import contract_boxes
+from .lagrangian import LagrangianBound, lagrangian_bound, multipliers
+from .problem import Problem
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """One ``Exploration.run`` call: ``done`` when nothing is left below the prune level (else it
+    stopped at a limit or on request), ``nodes`` and ``elapsed_s`` of this call, the incumbent
+    (None when none was found) and the exploration's counters after the call."""
+
+    done: bool
+    nodes: int
+    elapsed_s: float
+    objective: float | None
+    x: list[float] | None
+    lower_bound: float  # over this exploration's share: min(settled_lb, unsplittable_lb, open bounds)
+    settled_lb: float
+    open_boxes: int  # open boxes below the prune level
+    unsplittable: int
+    unsplittable_lb: float
+    total_nodes: int
+    local_solves: int
+
+
+class _OpenBoxes:
+    """Open boxes: a heap by lower bound, and a depth-first dive stack used above ``max_open``."""
+
+    def __init__(self, max_open: int):
+        self.max_open = max_open
+        self.heap: list[tuple[float, int, np.ndarray, np.ndarray]] = []
+        self.dive: list[tuple[float, int, np.ndarray, np.ndarray]] = []
+        self._order = itertools.count()
+
+    def __len__(self) -> int:
+        return len(self.heap) + len(self.dive)
+
+    def push(self, lb: float, lo: np.ndarray, hi: np.ndarray, diving: bool) -> None:
+        entry = (lb, -next(self._order), lo, hi)  # ties: the newest first (depth first, e.g. at -inf)
+        if diving:
+            self.dive.append(entry)
+        else:
+            heapq.heappush(self.heap, entry)
+
+    def reset(self, boxes: BoxSet) -> None:
+        """Hold exactly ``boxes``, all in the heap (a dive in progress ends)."""
+        self.dive = []
+        self.heap = [(lb, -next(self._order), lo, hi) for lb, lo, hi in zip(boxes.lb.tolist(), boxes.lo, boxes.hi)]
+        heapq.heapify(self.heap)
+
+    def boxes(self, d: int) -> BoxSet:
+        """Every open box (heap and dive) as a BoxSet."""
+        entries = [*self.heap, *self.dive]
+        if not entries:
+            return BoxSet.empty(d)
+        return BoxSet(np.stack([e[2] for e in entries]), np.stack([e[3] for e in entries]),
+                      np.array([e[0] for e in entries]))  # fmt: skip
+
+    def count_below(self, level: float) -> int:
+        """Open boxes whose bound is below ``level`` (the others are pruned by it)."""
+        return sum(entry[0] < level for entry in (*self.heap, *self.dive))
+
+    def lowest(self) -> float:
+        """The lowest lower bound of an open box (inf when none is open)."""
+        heap_min = self.heap[0][0] if self.heap else math.inf
+        return min([heap_min, *(entry[0] for entry in self.dive)])
+
+    def take(self, count: int) -> tuple[list[tuple[float, np.ndarray, np.ndarray]], bool]:
+        """Up to ``count`` boxes: the dive's last one, else the heap's lowest; and whether to dive."""
+        if self.dive:
+            lb, _, lo, hi = self.dive.pop()
+            return [(lb, lo, hi)], True
+        taken = []
+        while self.heap and len(taken) < count:
+            lb, _, lo, hi = heapq.heappop(self.heap)
+            taken.append((lb, lo, hi))
+        return taken, len(self.heap) + 2 * len(taken) > self.max_open
+
+
+class Exploration:
+    """Best-first spatial B&B over the domain (``boxes`` None) or over ``boxes``; see the module.
+
+    ``incumbent`` and ``local`` (None without local solves) are what :func:`.bnb.make_result`
+    reads; ``nodes`` counts the boxes bounded since construction. The options' time and node
+    limits are ``minimize``'s: ``run`` takes its own, per call."""
+
+    def __init__(self, problem: Problem, options: MinimizeOptions | None = None, boxes: BoxSet | None = None):
+        options = options or MinimizeOptions()
+        d = problem.dimension
+        if boxes is not None and boxes.d != d:
+            raise ValueError(f"boxes of dimension {boxes.d} for a problem of dimension {d}")
+        self.problem, self.options = problem, options
+        self.began = time.perf_counter()
+        self.n_per_dim = subdomains_per_dim(options.subdomains, d)
+        self.incumbent = _Incumbent(problem, options.feas_tol)
+        self.local = _LocalSolver(problem, self.incumbent) if options.local_solves else None
+        self.nodes = 0
+        self.settled_lb = math.inf  # the lowest bound of anything discarded (pruned, cut away)
+        self.unsplittable = 0  # boxes too small to split in floating point, dropped from the open boxes
+        self.unsplittable_lb = math.inf
+        self._scale = problem.upper - problem.lower
+        self._mode = int(BOUNDS[options.bound])
+        self._open = _OpenBoxes(options.max_open)
+        self._batch = max(1, BATCH_SUBDOMAINS // (2 * self.n_per_dim**d))
+        self._next_local = LOCAL_EVERY_SUBDOMAINS
+        self._lagrangian: LagrangianBound | None = None
+        if boxes is not None:
+            self._open.reset(boxes)
+            return
+        root = self._bound(problem.lower[None, :].copy(), problem.upper[None, :].copy(), diving=False)
+        if root is not None and self.local is not None and np.all(np.isfinite(root.best_point[0])):
+            self._solve_locally(root.best_point[0])
+
+    @property
+    def level(self) -> float:
+        """The prune level of the incumbent (+inf without one)."""
+        return prune_level(self.incumbent.value, self.options)
+
+    @property
+    def done(self) -> bool:
+        """Whether nothing is left below the prune level."""
+        return not self._open or self._open.lowest() >= self.level
+
+    @property
+    def lower_bound(self) -> float:
+        """The certified lower bound over this exploration's share (inf when it holds nothing)."""
+        return min(self._open.lowest(), self.settled_lb, self.unsplittable_lb)
+
+    def offer(self, x: np.ndarray) -> bool:
+        """Take ``x`` (another explorer's point) when it verifies rigorously and improves the
+        incumbent; a constrained problem then bounds with the Lagrangian of its multipliers there."""
+        if not self.incumbent.offer(x):
+            return False
+        self._use_multipliers_at(self.incumbent.x)
+        return True
+
+    def remaining(self) -> BoxSet:
+        """The open boxes (the dive's included), whatever their bounds."""
+        return self._open.boxes(self.problem.dimension)
+
+    def give_share(self) -> BoxSet:
+        """About half the open boxes, removed from this exploration (:meth:`.BoxSet.split`: a single
+        open box is bisected); empty when nothing can be given."""
+        keep, give = self.remaining().split(self._scale)
+        if len(give):
+            self._open.reset(keep)
+        return give
+
+    def run(self, should_stop: Callable[[], bool] | None = None, time_limit: float | None = None,
+            node_limit: int | None = None, *, progress: Callable[[Progress], None] | None = None,
+            progress_seconds: float = 0.5) -> RunReport:  # fmt: skip
+        """Explore best first until nothing is left below the prune level, ``time_limit`` seconds
+        or ``node_limit`` boxes bounded in this call (0 or less: stop unless done), or
+        ``should_stop()``; ``progress`` gets a snapshot every ``progress_seconds``."""
+        began = time.perf_counter()
+        nodes_before = self.nodes
+        next_report = began + progress_seconds
+        while True:
+            now = time.perf_counter()
+            if progress is not None and now >= next_report:
+                objective = None if self.incumbent.x is None else self.incumbent.value
+                progress(Progress(self.lower_bound, objective, len(self._open), self.nodes, now - self.began))
+                next_report = now + progress_seconds
+            if self.done:
+                done = True
+                break
+            if ((time_limit is not None and now - began >= time_limit)
+                    or (node_limit is not None and self.nodes - nodes_before >= node_limit)
+                    or (should_stop is not None and should_stop())):  # fmt: skip
+                done = False
+                break
+            self._step()
+        found = self.incumbent.x is not None
+        return RunReport(
+            done=done,
+            nodes=self.nodes - nodes_before,
+            elapsed_s=time.perf_counter() - began,
+            objective=self.incumbent.value if found else None,
+            x=self.incumbent.x.tolist() if found else None,
+            lower_bound=self.lower_bound,
+            settled_lb=self.settled_lb,
+            open_boxes=self._open.count_below(self.level),
+            unsplittable=self.unsplittable,
+            unsplittable_lb=self.unsplittable_lb,
+            total_nodes=self.nodes,
+            local_solves=0 if self.local is None else self.local.count,
+        )
+
+    def _step(self) -> None:
+        """Bisect the boxes taken and bound their children; a local solve when one is due."""
+        taken, diving = self._open.take(self._batch)
+        level = self.level
+        children_lo, children_hi = [], []
+        for lb, lo, hi in taken:
+            if lb >= level:
+                self.settled_lb = min(self.settled_lb, lb)
+                continue
+            halves = bisect(lo, hi, self._scale)
+            if halves is None:
+                self.unsplittable += 1
+                self.unsplittable_lb = min(self.unsplittable_lb, lb)
+                continue
+            children_lo.append(halves[0])
+            children_hi.append(halves[1])
+        if not children_lo:
+            return
+        found = self._bound(np.concatenate(children_lo), np.concatenate(children_hi), diving)
+        subdomains = self.nodes * self.n_per_dim**self.problem.dimension
+        if found is None or self.local is None or subdomains < self._next_local:
+            return
+        self._next_local += LOCAL_EVERY_SUBDOMAINS
+        best = int(np.argmin(found.lb))
+        if found.lb[best] < self.level:
+            self._solve_locally(found.best_point[best])
+
+    def _bound(self, lo: np.ndarray, hi: np.ndarray, diving: bool) -> BoxBounds | None:
+        """Contract boxes (those proved to hold no point with f <= UB go: pruned at UB, or
+        infeasible without one), bound them, offer their best points, and keep each shrunk to the
+        hull of its subdomains below the prune level (the rest holds nothing below that level).
+        The bounds, or None when contraction left no box."""
+        options, tape = self.options, self.problem.tape
+        self.nodes += len(lo)
+        if options.contract:
+            ub = self.incumbent.value
+            lo, hi, empty = contract_boxes(tape, lo, hi, ub, options.feas_tol)
+            if np.any(empty):
+                self.settled_lb = min(self.settled_lb, ub)
+                lo, hi = lo[~empty], hi[~empty]
+        if not len(lo):
+            return None
+        level = self.level
+        found = bound_boxes(tape, lo, hi, self.n_per_dim, self._mode, options.feas_tol, options.parallel,
+                            threshold=np.full(len(lo), level))  # fmt: skip
+        for point in found.best_point:
+            if np.all(np.isfinite(point)):
+                self.incumbent.offer(point)
+        lb, hull_lo, hull_hi = found.lb, found.hull_lo, found.hull_hi
+        if self._lagrangian is not None:
+            lb, hull_lo, hull_hi = self._with_lagrangian(lo, hi, level, lb, hull_lo, hull_hi)
+        for b in np.flatnonzero(lb < math.inf):  # +inf: proved infeasible; -inf: unbounded so far, kept
+            box_lo, box_hi = lo[b], hi[b]
+            if np.all(np.isfinite(hull_lo[b])):
+                cut_lo = np.maximum(box_lo, hull_lo[b])
+                cut_hi = np.minimum(box_hi, hull_hi[b])
+                if np.any(cut_lo > cut_hi):  # f's and L's hulls do not meet: nothing below the level
+                    self.settled_lb = min(self.settled_lb, level)
+                    continue
+                if np.any(cut_lo > box_lo) or np.any(cut_hi < box_hi):
+                    self.settled_lb = min(self.settled_lb, level)  # cut subdomains: feasible ones have lb >= level
+                    box_lo, box_hi = cut_lo, cut_hi
+            self._keep(float(lb[b]), box_lo, box_hi, diving)
+        return found
+
+    def _with_lagrangian(self, lo, hi, level, lb, hull_lo, hull_hi):
+        """The bounds and hulls of f sharpened by L's (both are valid: the larger bound, the
+        intersection of the hulls; a box whose L-hull is empty has nothing below the level)."""
+        bound_l, options = self._lagrangian, self.options
+        threshold = math.nextafter(level + bound_l.slack, math.inf)
+        by_l = bound_boxes(bound_l.tape, lo, hi, self.n_per_dim, self._mode, options.feas_tol, options.parallel,
+                           threshold=np.full(len(lo), threshold))  # fmt: skip
+        lb_l = np.where(by_l.lb < np.inf, np.nextafter(by_l.lb - bound_l.slack, -np.inf), np.inf)  # rounded down
+        lb = np.maximum(lb, lb_l)
+        none_below = np.isnan(by_l.hull_lo[:, 0]) & (lb < math.inf)
+        lb = np.where(none_below, np.maximum(lb, level), lb)  # every subdomain's L-bound is at or above it
+        return lb, np.fmax(hull_lo, by_l.hull_lo), np.fmin(hull_hi, by_l.hull_hi)
+
+    def _keep(self, lb: float, lo: np.ndarray, hi: np.ndarray, diving: bool) -> None:
+        if lb >= self.level:
+            self.settled_lb = min(self.settled_lb, lb)
+        else:
+            self._open.push(lb, lo, hi, diving)
+
+    def _solve_locally(self, start: np.ndarray) -> None:
+        """A local solve; one that improves the incumbent brings the multipliers at its optimum."""
+        optimum = self.local.run(start)
+        if optimum is not None:
+            self._use_multipliers_at(optimum)
+
+    def _use_multipliers_at(self, x: np.ndarray) -> None:
+        """A constrained problem bounds with the Lagrangian of the multipliers at ``x`` from now on."""
+        tape = self.problem.tape
+        if tape.n_ineq or tape.n_eq:
+            weights = multipliers(tape, x)
+            if weights is not None:
+                self._lagrangian = lagrangian_bound(tape, *weights, self.options.feas_tol)
