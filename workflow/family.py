@@ -24,6 +24,7 @@ from typing import Any, Protocol, Self, cast
 # run kind -> the module of its family (a Family)
 FAMILIES = {
     "flowshop": "pbbflow.search.family",
+    "spatial": "pbbflow.spatial.family",
 }
 
 
@@ -47,8 +48,9 @@ class WorkSet(Protocol):
         """``(kept, given)``, about half of the work each, from a set of many pieces."""
 
     def split_piece(self, min_split: int) -> tuple[Self, Self] | None:
-        """``(kept, given)``: its largest piece cut in two; None when no piece is large enough
-        (``min_split``: the family's unit of the smallest piece worth cutting)."""
+        """``(kept, given)``: work for another explorer (flow shop: the right half of its largest
+        interval, if that holds ``min_split`` positions; spatial: half its boxes, or half of its one
+        box); None when nothing can be given."""
 
     def pieces(self) -> list[Self]:
         """One set per piece, in order."""

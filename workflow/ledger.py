@@ -3,17 +3,18 @@
 No Dask, so it is tested on its own; the scheduler plugin in ``coordinator.py`` wraps one
 ledger per run.  It knows no family: work is a ``WorkSet`` of its run's ``WorkSpace``
 (``family.py``; flow shop: ``PackedUnit``, intervals of [0, n!) whose set operations are numba
-loops, since a GPU worker reports thousands of intervals per checkpoint).  The unassigned pool
-is a short list of one-piece sets.
+loops, since a GPU worker reports thousands of intervals per checkpoint; spatial: boxes).  The
+unassigned pool is a short list of work sets, handed out in order.
 
 Protocol (PBB@Cluster section 4, adapted): an explorer checkpoints with the work it has left
 and the nodes it decomposed since its previous checkpoint.  The ledger keeps a copy of every
 explorer's work; a report counts as far as the copy accepts it (flow shop: its intersection
 with the copy, so a late report from a task whose work was re-assigned after a worker loss
 counts for nothing).  Work is never taken from an explorer between its checkpoints: when
-others are waiting, the largest piece of a reporting explorer's work is cut and its second
-half moves to the pool (or, from an explorer of many pieces such as a GPU's, every second
-piece by size: about half its work), so no part is explored twice and node counts stay exact.
+others are waiting, part of a reporting explorer's work moves to the pool (``split_piece``: the
+right half of its largest interval; half its boxes), or from an explorer of many pieces such as
+a GPU's every second piece by size (``split_half``), and the explorer is told to go on with the
+rest, so no part is explored twice and node counts stay exact.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ class Ledger:
         settled: float = math.inf,
     ) -> None:
         self.space = unassigned.space
-        self.pool: deque[WorkSet] = deque(_cut(unassigned.pieces(), pieces))  # one-piece sets, handed out in order
+        self.pool: deque[WorkSet] = deque(_cut(unassigned.pieces(), pieces))  # handed out in order
         self.active: dict[str, WorkSet] = {}  # explorer id -> the coordinator's copy
         self.worker_of: dict[str, str] = {}  # explorer id -> worker address
         self.capacity_of: dict[str, int] = {}  # explorer id -> intervals it works on at once
