@@ -51,7 +51,7 @@ def handler_checkpoint_ms(k: int, repeats: int = 7) -> dict:
     for _ in range(repeats):
         for case, sample in times.items():
             coordinator = Coordinator()
-            coordinator.open_run("bench", n=N, work=unit.to_bytes(), ub=10**6)
+            coordinator.open_run("bench", kind="flowshop", space={"n": N}, work=unit.to_bytes(), ub=10**6)
             coordinator.checkpoint("bench", "gpu-0", "w", b"", capacity=k)  # hands the whole unit out
             if case == "split_for_a_waiter":
                 coordinator.checkpoint("bench", "gpu-1", "w", b"")  # nothing left: it waits
@@ -65,7 +65,7 @@ def handler_checkpoint_ms(k: int, repeats: int = 7) -> dict:
 
 def rpc_checkpoint_ms(client: Client, k: int, repeats: int = 5) -> float:
     unit = spread_unit(k)
-    client.sync(client.scheduler.pbbflow_open, run="bench-rpc", n=N, work=unit.to_bytes(), ub=10**6)
+    client.sync(client.scheduler.pbbflow_open, run="bench-rpc", kind="flowshop", space={"n": N}, work=unit.to_bytes(), ub=10**6)
 
     def hammer(message: bytes, repeats: int) -> list[float]:
         worker = get_worker()
@@ -91,7 +91,7 @@ def message_rate(client: Client, explorers: int, intervals: int, seconds: float)
     what a scheduler process alone sustains.
     """
     unit = spread_unit(explorers * intervals)
-    client.sync(client.scheduler.pbbflow_open, run="bench-rate", n=N, work=unit.to_bytes(), ub=10**6)
+    client.sync(client.scheduler.pbbflow_open, run="bench-rate", kind="flowshop", space={"n": N}, work=unit.to_bytes(), ub=10**6)
 
     def fake_explorer(name: str, seconds: float) -> int:
         worker = get_worker()

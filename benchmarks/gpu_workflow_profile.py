@@ -1,7 +1,7 @@
 """Benchmark: where the workflow's time goes on one GPU, as JSON lines.
 
 Solves one fixed tree (UB = optimum) through the workflow on a LocalCUDACluster of one GPU,
-several times, with the worker's ``_GpuEngine`` and ``GpuExplorer`` wrapped by timers: time in
+several times, with the worker's ``GpuEngine`` and ``GpuExplorer`` wrapped by timers: time in
 ``engine.run`` (of which inside explore launches, ``kernel_s``, and in stealing), in
 ``engine.remaining`` (the checkpoint's packing) and in ``engine.load``; the rest of ``seconds``
 is the coordinator's round trips, the task start and the run's close.  Variants: no iterated
@@ -29,10 +29,10 @@ VARIANTS = ((0, 2.0), (None, 2.0), (0, 8.0))  # (iterated greedy tasks, seconds 
 def install_timers() -> None:
     """In the worker: wrap the GPU engine's and explorer's methods with accumulating timers."""
     from pbbflow.gpu import explorer as gpu_explorer
-    from pbbflow.workflow import tasks
+    from pbbflow.search import family
 
     totals: dict = {}
-    tasks.profile_totals = totals
+    family.profile_totals = totals
 
     def timed(name, method):
         def wrapper(*args, **kwargs):
@@ -45,7 +45,7 @@ def install_timers() -> None:
 
         return wrapper
 
-    engine = tasks._GpuEngine
+    engine = family.GpuEngine
     engine.run = timed("engine_run", engine.run)
     engine.remaining = timed("engine_remaining", engine.remaining)
     engine.load = timed("engine_load", engine.load)
@@ -64,10 +64,10 @@ def install_timers() -> None:
 
 def take_totals() -> dict:
     """In the worker: the timers' totals since the last call."""
-    from pbbflow.workflow import tasks
+    from pbbflow.search import family
 
-    totals = dict(tasks.profile_totals)
-    tasks.profile_totals.clear()
+    totals = dict(family.profile_totals)
+    family.profile_totals.clear()
     return totals
 
 

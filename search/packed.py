@@ -11,14 +11,16 @@ packed unit is the format of ``WorkUnit.to_bytes``, so explorers need no other f
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
+import gmpy2
 import numpy as np
 from gmpy2 import mpz
 from numba import njit
 
 from .factoradic import factorial
-from .intervals import Interval, WorkUnit, byte_width
+from .intervals import Interval, WorkUnit, byte_width, share_log10
 
 WIRE = np.dtype(">u8")  # a limb in a message
 
@@ -297,6 +299,65 @@ class PackedUnit:
         else:
             kept = np.delete(self.bounds, i, axis=0)
         return PackedUnit(self.n, kept), (mid, b)
+
+    # ------------------------------------------------------------------ the coordinator's WorkSet
+    @property
+    def space(self) -> PermutationSpace:
+        return PermutationSpace(self.n)
+
+    def weight(self) -> float:
+        """log2 of the positions it holds (-inf for none): orders units by their work, for any n."""
+        return float(gmpy2.log2(self.size)) if self.size else -math.inf
+
+    def pieces(self) -> list[PackedUnit]:
+        """One unit per interval, in order."""
+        return [PackedUnit(self.n, self.bounds[i : i + 1]) for i in range(len(self))]
+
+    def split_piece(self, min_split: int) -> tuple[PackedUnit, PackedUnit] | None:
+        """``(kept, given)``: the right half of the largest interval given away
+        (:meth:`split_largest`); None when that interval holds fewer than ``min_split`` positions."""
+        i = _largest(self.bounds)
+        if i < 0:
+            return None
+        (a, b), = PackedUnit(self.n, self.bounds[i : i + 1]).intervals()
+        if b - a < max(2, min_split):
+            return None
+        kept, given = self.split_largest()
+        return kept, PackedUnit.from_intervals(self.n, [given])
+
+    def accept(self, reported: PackedUnit) -> PackedUnit:
+        """The part of an explorer's report within this copy of its work."""
+        return self.intersect(reported)
+
+
+class PermutationSpace:
+    """The flow-shop family's work space (``workflow.family.WorkSpace``): sets of intervals of [0, n!)."""
+
+    kind = "flowshop"
+
+    def __init__(self, n: int) -> None:
+        self.n = int(n)
+
+    def params(self) -> dict:
+        return {"n": self.n}
+
+    def empty(self) -> PackedUnit:
+        return PackedUnit.empty(self.n)
+
+    def decode(self, data: bytes) -> PackedUnit:
+        return PackedUnit.from_bytes(self.n, data)
+
+    def union(self, sets: Iterable[PackedUnit]) -> PackedUnit:
+        return PackedUnit.union_of_disjoint(self.n, sets)
+
+    def _size(self, sets: Iterable[PackedUnit]) -> mpz:
+        return sum((s.size for s in sets), mpz(0))
+
+    def remaining_fraction(self, sets: Iterable[PackedUnit]) -> float:
+        return int(self._size(sets)) / int(factorial(self.n))
+
+    def remaining_log10(self, sets: Iterable[PackedUnit]) -> float | None:
+        return share_log10(self._size(sets), self.n)
 
 
 def limbs(n: int) -> int:

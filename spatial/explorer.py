@@ -141,6 +141,7 @@ class Exploration:
         self._batch = max(1, BATCH_SUBDOMAINS // (2 * self.n_per_dim**d))
         self._next_local = LOCAL_EVERY_SUBDOMAINS
         self._lagrangian: LagrangianBound | None = None
+        self._ub_elsewhere = math.inf
         if boxes is not None:
             self._open.reset(boxes)
             return
@@ -149,9 +150,14 @@ class Exploration:
             self._solve_locally(root.best_point[0])
 
     @property
+    def ub(self) -> float:
+        """The best value known: the incumbent's, or a lower one reached elsewhere (:meth:`prune_at`)."""
+        return min(self.incumbent.value, self._ub_elsewhere)
+
+    @property
     def level(self) -> float:
-        """The prune level of the incumbent (+inf without one)."""
-        return prune_level(self.incumbent.value, self.options)
+        """The prune level of :attr:`ub` (+inf without one)."""
+        return prune_level(self.ub, self.options)
 
     @property
     def done(self) -> bool:
@@ -170,6 +176,18 @@ class Exploration:
             return False
         self._use_multipliers_at(self.incumbent.x)
         return True
+
+    def prune_at(self, value: float) -> None:
+        """Prune with ``value`` from now on where it is below the incumbent's: the value of a point
+        verified elsewhere (another explorer's incumbent, known to this one by its value only)."""
+        self._ub_elsewhere = min(self._ub_elsewhere, float(value))
+
+    def replace(self, boxes: BoxSet) -> None:
+        """Explore ``boxes`` from now on instead of the open boxes (the incumbent, the bounds it
+        prunes with and the counters stay)."""
+        if boxes.d != self.problem.dimension:
+            raise ValueError(f"boxes of dimension {boxes.d} for a problem of dimension {self.problem.dimension}")
+        self._open.reset(boxes)
 
     def remaining(self) -> BoxSet:
         """The open boxes (the dive's included), whatever their bounds."""
@@ -258,7 +276,7 @@ class Exploration:
         options, tape = self.options, self.problem.tape
         self.nodes += len(lo)
         if options.contract:
-            ub = self.incumbent.value
+            ub = self.ub
             lo, hi, empty = contract_boxes(tape, lo, hi, ub, options.feas_tol)
             if np.any(empty):
                 self.settled_lb = min(self.settled_lb, ub)

@@ -905,7 +905,7 @@ def test_an_internal_error_in_an_explorer_checkpoints_and_logs_its_traceback(cap
     the fixed tree with exactly its node count (the failed task's work was in the ledger)."""
     from pbbflow.search.explorer import explore
     from pbbflow.search.intervals import WorkUnit
-    from pbbflow.workflow.tasks import _CpuEngine
+    from pbbflow.search.family import CpuEngine as _CpuEngine
 
     real_run, calls = _CpuEngine.run, []
 

@@ -2,6 +2,7 @@
 loss), then its scheduler plugin on a gen_cluster."""
 
 import asyncio
+import math
 
 import pytest
 from distributed.utils_test import gen_cluster
@@ -10,6 +11,7 @@ from pbbflow.search.factoradic import factorial
 from pbbflow.search.intervals import WorkUnit
 from pbbflow.search.packed import PackedUnit
 from pbbflow.workflow.coordinator import Coordinator
+from pbbflow.workflow.family import work_space
 from pbbflow.workflow.ledger import CONTINUE, REPLACE, STOP, WAIT, Ledger
 
 N = 6
@@ -22,6 +24,7 @@ def unit(*intervals):
 
 EMPTY = unit()
 FULL = unit((0, TOTAL))
+SPACE = {"kind": "flowshop", "space": {"n": N}}  # how a run names its work space to the coordinator
 
 
 def test_first_checkpoints_share_the_initial_pieces():
@@ -95,7 +98,7 @@ def test_incumbent_only_improves():
     ledger = Ledger(FULL, ub=100)
     ledger.improve(90, (0, 1, 2, 3, 4, 5))
     ledger.improve(95, (5, 4, 3, 2, 1, 0))
-    assert ledger.ub == 90 and ledger.permutation == (0, 1, 2, 3, 4, 5)
+    assert ledger.ub == 90 and ledger.solution == (0, 1, 2, 3, 4, 5)
     assert ledger.checkpoint("e", "w", EMPTY).ub == 90
 
 
@@ -114,8 +117,8 @@ def test_stop_keeps_every_copy():
 async def test_plugin_handlers_keep_runs_apart_and_requeue_a_lost_worker(c, s, a, b):
     await c.register_plugin(Coordinator())
     full = FULL
-    s.handlers["pbbflow_open"](run="r1", n=N, work=full.to_bytes(), ub=100, pieces=2)  # plain, synchronous
-    await c.scheduler.pbbflow_open(run="r2", n=N, work=unit((0, 10)).to_bytes(), ub=50)
+    s.handlers["pbbflow_open"](run="r1", **SPACE, work=full.to_bytes(), ub=100, pieces=2)  # plain, synchronous
+    await c.scheduler.pbbflow_open(run="r2", **SPACE, work=unit((0, 10)).to_bytes(), ub=50)
     first = await c.scheduler.pbbflow_checkpoint(run="r1", explorer="x", worker=a.address, remaining=b"")
     second = await c.scheduler.pbbflow_checkpoint(run="r1", explorer="y", worker=b.address, remaining=b"")
     assert first["action"] == second["action"] == REPLACE
@@ -123,7 +126,7 @@ async def test_plugin_handlers_keep_runs_apart_and_requeue_a_lost_worker(c, s, a
     assert PackedUnit.from_bytes(N, other["work"]) == unit((0, 10)) and other["ub"] == 50  # run r2's own ledger
     x_work = PackedUnit.from_bytes(N, first["work"])
     with pytest.raises(ValueError, match="already open"):
-        await c.scheduler.pbbflow_open(run="r1", n=N, work=full.to_bytes(), ub=100)
+        await c.scheduler.pbbflow_open(run="r1", **SPACE, work=full.to_bytes(), ub=100)
     await a.close()  # worker loss: x's copy (r1) and r2's whole unit go back to their pools
     for _ in range(100):
         state = await c.scheduler.pbbflow_state(run="r1", intervals=True)
@@ -161,13 +164,13 @@ def test_a_many_interval_explorer_gives_half_its_work_to_a_waiter():
 
 def test_plugin_tells_a_busy_explorer_whether_others_wait_and_takes_improvements():
     coordinator = Coordinator()
-    coordinator.open_run("r", n=N, work=unit((0, 100)).to_bytes(), ub=100)
+    coordinator.open_run("r", **SPACE, work=unit((0, 100)).to_bytes(), ub=100)
     coordinator.checkpoint("r", "busy", "w1", b"")
     assert coordinator.waiting("r", "busy") == {"waiting": 0}
     assert coordinator.checkpoint("r", "idle", "w2", b"")["action"] == WAIT
     assert coordinator.waiting("r", "busy") == {"waiting": 1} and coordinator.waiting("r", "idle") == {"waiting": 0}
-    assert coordinator.improve("r", best=90, permutation=[5, 4, 3, 2, 1, 0]) == {"ub": 90}
-    assert coordinator.improve("r", best=95, permutation=[0, 1, 2, 3, 4, 5]) == {"ub": 90}
+    assert coordinator.improve("r", best=90, solution=[5, 4, 3, 2, 1, 0]) == {"ub": 90}
+    assert coordinator.improve("r", best=95, solution=[0, 1, 2, 3, 4, 5]) == {"ub": 90}
     assert coordinator.waiting("gone", "x") == {"waiting": 0} and coordinator.improve("gone", 1, [0]) == {"ub": 0}
 
 
@@ -184,3 +187,30 @@ def test_all_stopped_once_every_present_explorer_was_told():
     assert not ledger.all_stopped  # e2 may still hold work beyond its last checkpoint
     ledger.remove_worker("w-e2")
     assert ledger.all_stopped
+
+
+def test_a_run_names_its_work_space_by_kind_and_an_unknown_kind_is_refused():
+    space = work_space("flowshop", {"n": N})
+    assert space.decode(FULL.to_bytes()) == FULL and space.params() == {"n": N}
+    assert space.remaining_fraction([unit((0, 180)), unit((360, 540))]) == 0.5
+    with pytest.raises(ValueError, match="unknown run kind 'knapsack'"):
+        Coordinator().open_run("r", kind="knapsack", space={}, work=b"", ub=1)
+    with pytest.raises(ValueError, match="not a whole number of intervals"):
+        Coordinator().open_run("r", **SPACE, work=b"\x01\x02\x03", ub=1)
+
+
+def test_pieces_are_cut_and_taken_from_the_pool_by_size_not_by_order():
+    ledger = Ledger(unit((0, 10), (20, 400)), ub=100, pieces=3)  # the large interval is cut, twice
+    assert [len(p) for p in ledger.pool] == [1, 1, 1] and ledger.remaining() == unit((0, 10), (20, 400))
+    assert [int(p.size) for p in ledger.pool] == [10, 190, 190]
+
+
+def test_the_settled_bound_is_the_lowest_reported_and_survives_a_reopening():
+    coordinator = Coordinator()
+    coordinator.open_run("r", **SPACE, work=unit((0, 100)).to_bytes(), ub=100, settled=7.5)
+    coordinator.checkpoint("r", "e", "w", b"")
+    assert coordinator.state("r")["settled"] == 7.5
+    coordinator.checkpoint("r", "e", "w", unit((50, 100)).to_bytes(), settled=3.25)
+    coordinator.checkpoint("r", "e", "w", unit((60, 100)).to_bytes(), settled=9.0)
+    assert coordinator.state("r")["settled"] == 3.25
+    assert Ledger(FULL, ub=100).settled == math.inf  # flow shop reports none

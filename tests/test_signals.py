@@ -221,8 +221,8 @@ def test_a_departed_driver_closes_its_run_on_the_scheduler(tmp_path):
         watcher.register_plugin(Coordinator())
         store = create_run(tmp_path / "d.zarr", taillard_instance(1), ub=None, bound="lb1", branch="minmin")
         driver = Client(cluster.scheduler_address)
-        driver.sync(driver.scheduler.pbbflow_open, run="r1", n=store.n, work=store.latest().remaining.to_bytes(),
-                    ub=2000, client=driver.id)  # fmt: skip
+        driver.sync(driver.scheduler.pbbflow_open, run="r1", kind="flowshop", space={"n": store.n},
+                    work=store.latest().remaining.to_bytes(), ub=2000, client=driver.id)  # fmt: skip
         assert not watcher.sync(watcher.scheduler.pbbflow_status, run="r1")["stopping"]
         driver.close()
         deadline = time.monotonic() + 10

@@ -179,14 +179,14 @@ def test_heuristic_tasks_never_take_the_last_explorer(tmp_path):
 def test_a_failing_heuristic_task_stops_the_run_with_a_checkpoint(tmp_path, monkeypatch):
     """A heuristic task that raises: drive checkpoints the ledger and raises RunFailed with the
     task's traceback; a resume explores the rest to the fixed tree's exact count."""
-    from pbbflow.workflow import tasks
+    from pbbflow.search import family
     from pbbflow.workflow.run import RunFailed
 
     def failing_greedy(*args, **kwargs):
         time.sleep(0.3)  # the explorer gets going first
         raise ValueError("injected heuristic failure")
 
-    monkeypatch.setattr(tasks, "iterated_greedy", failing_greedy)
+    monkeypatch.setattr(family, "iterated_greedy", failing_greedy)
     path = tmp_path / "run.zarr"
     with cluster(2) as c, Client(c) as client:
         store = create_run(path, taillard_instance(30), ub=2178, bound="lb1", branch="minmin")  # 3 s
@@ -205,7 +205,7 @@ def test_an_explorer_that_does_not_answer_the_stop_keeps_its_work_in_the_checkpo
     """drive waits STOP_SECONDS for the explorers' last checkpoints, then writes the ledger's
     state, where a silent explorer's work stands as of its last checkpoint."""
     from pbbflow.workflow import run as run_module
-    from pbbflow.workflow.tasks import _CpuEngine
+    from pbbflow.search.family import CpuEngine as _CpuEngine
 
     release, real_run = threading.Event(), _CpuEngine.run
 

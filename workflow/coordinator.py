@@ -2,17 +2,21 @@
 
 Explorer tasks and the client call its ``pbbflow_*`` handlers through the scheduler
 connection.  Handlers run on the scheduler's event loop: they only touch the in-memory
-ledger (no disk, no blocking).  Work units travel as packed big-endian bytes
-(``PackedUnit.to_bytes``, since msgpack refuses ints above 64 bits) and are decoded into numpy
-arrays without a Python object per interval; every message names its run, so runs do not mix.
+ledger (no disk, no blocking).  A run is opened with its kind and its work space's
+parameters (``family.py``); work travels as the family's bytes (flow shop: packed big-endian
+intervals, since msgpack refuses ints above 64 bits), decoded by the run's space; every message
+names its run, so runs do not mix.  The incumbent is a value and a solution (a makespan and a
+permutation; an objective and a point).
 """
 
 from __future__ import annotations
 
+import math
+
 from distributed.diagnostics.plugin import SchedulerPlugin
 from tornado.ioloop import PeriodicCallback
 
-from ..search.packed import PackedUnit
+from .family import work_space
 from .history import RunHistory
 from .ledger import REPLACE, Ledger
 
@@ -74,41 +78,42 @@ class Coordinator(SchedulerPlugin):
             self.close_run(run)
 
     # ------------------------------------------------------------------ handlers
-    def open_run(self, run: str, n: int, work: bytes, ub: int, permutation=None, nodes: int = 0,
-                 leaves: int = 0, pieces: int = 1, min_split: int = 2, label: str = "",
+    def open_run(self, run: str, kind: str, space: dict, work: bytes, ub, solution=None, nodes: int = 0,
+                 leaves: int = 0, settled: float = math.inf, pieces: int = 1, min_split: int = 2, label: str = "",
                  client: str | None = None) -> dict:  # fmt: skip
-        """Start a run's ledger (refused if the run id is in use); ``label`` names it on the dashboard;
-        the run closes when ``client`` (the id of the client that drives it) leaves the scheduler."""
+        """Start a run's ledger (refused if the run id is in use): ``kind`` and ``space`` name its work
+        space (``family.work_space``); ``label`` names it on the dashboard; the run closes when
+        ``client`` (the id of the client that drives it) leaves the scheduler."""
         if run in self.runs:
             raise ValueError(f"run {run} is already open on this cluster")
+        unassigned = work_space(kind, space).decode(work)
         if client is not None:
             self.clients[run] = client
-        self.runs[run] = Ledger(
-            PackedUnit.from_bytes(n, work), ub=ub, permutation=None if permutation is None else tuple(permutation),
-            nodes=nodes, leaves=leaves, pieces=pieces, min_split=min_split,
-        )  # fmt: skip
+        self.runs[run] = Ledger(unassigned, ub=ub, solution=solution, nodes=nodes, leaves=leaves, settled=settled,
+                                pieces=pieces, min_split=min_split)  # fmt: skip
         self.histories[run] = RunHistory(label or run)
         self.histories[run].record(self.runs[run])
         return {"run": run}
 
     def checkpoint(self, run: str, explorer: str, worker: str, remaining: bytes, nodes: int = 0, leaves: int = 0,
-                   capacity: int = 1, best: int | None = None, permutation=None) -> dict:
-        """An explorer's checkpoint: returns action, work (bytes, with REPLACE only) and the UB to prune with."""
+                   capacity: int = 1, best=None, solution=None, settled: float = math.inf) -> dict:
+        """An explorer's checkpoint (with its best solution, if any; ``settled`` as ``Ledger.checkpoint``):
+        returns action, work (bytes, with REPLACE only) and the UB to prune with."""
         ledger = self.runs.get(run)
         if ledger is None:  # the run was closed (or never opened here): nothing to do
             return {"action": "stop", "work": None, "ub": 0, "hurry": False}
         if best is not None:
-            ledger.improve(best, tuple(permutation))
-        reply = ledger.checkpoint(explorer, worker, PackedUnit.from_bytes(ledger.n, remaining), nodes, leaves, capacity)
+            ledger.improve(best, solution)
+        reply = ledger.checkpoint(explorer, worker, ledger.space.decode(remaining), nodes, leaves, capacity, settled)
         work = reply.work.to_bytes() if reply.action == REPLACE else None
         return {"action": reply.action, "work": work, "ub": reply.ub, "hurry": reply.hurry}
 
-    def improve(self, run: str, best: int, permutation) -> dict:
-        """A better schedule found between checkpoints; returns the run's incumbent."""
+    def improve(self, run: str, best, solution) -> dict:
+        """A better solution found between checkpoints; returns the run's incumbent value."""
         ledger = self.runs.get(run)
         if ledger is None:
             return {"ub": 0}
-        ledger.improve(best, tuple(permutation))
+        ledger.improve(best, solution)
         return {"ub": ledger.ub}
 
     def waiting(self, run: str, explorer: str) -> dict:
@@ -130,7 +135,8 @@ class Coordinator(SchedulerPlugin):
             "nodes": ledger.nodes,
             "leaves": ledger.leaves,
             "ub": ledger.ub,
-            "permutation": ledger.permutation,
+            "solution": ledger.solution,
+            "settled": ledger.settled,
             "remaining_fraction": ledger.remaining_fraction(),
             "remaining_log10": ledger.remaining_log10(),
             "active_explorers": len(ledger.active),

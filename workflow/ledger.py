@@ -1,30 +1,30 @@
-"""The coordinator's interval ledger: who explores what, the incumbent, the counters.
+"""The coordinator's ledger: who explores what, the incumbent, the counters.
 
 No Dask, so it is tested on its own; the scheduler plugin in ``coordinator.py`` wraps one
-ledger per run.  Work units are ``PackedUnit`` arrays (numba set operations): a GPU worker
-reports thousands of intervals per checkpoint.  The unassigned pool is a short list of
-exact ``(a, b)`` integer pairs.
+ledger per run.  It knows no family: work is a ``WorkSet`` of its run's ``WorkSpace``
+(``family.py``; flow shop: ``PackedUnit``, intervals of [0, n!) whose set operations are numba
+loops, since a GPU worker reports thousands of intervals per checkpoint; spatial: boxes).  The
+unassigned pool is a short list of work sets, handed out in order.
 
-Protocol (PBB@Cluster section 4, adapted): an explorer checkpoints with the intervals it
-has left and the nodes it decomposed since its previous checkpoint.  The ledger keeps a
-copy of every explorer's work unit; the reported intervals are intersected with that copy
-(a late report from a task whose work was re-assigned after a worker loss counts for
-nothing).  Work is never taken from an explorer between its checkpoints: when others are
-waiting, the right half of a reporting explorer's largest interval moves to the pool (or,
-from an explorer of many intervals such as a GPU's, every second interval by size: about half
-its work), so no position is explored twice and node counts stay exact.
+Protocol (PBB@Cluster section 4, adapted): an explorer checkpoints with the work it has left
+and the nodes it decomposed since its previous checkpoint.  The ledger keeps a copy of every
+explorer's work; a report counts as far as the copy accepts it (flow shop: its intersection
+with the copy, so a late report from a task whose work was re-assigned after a worker loss
+counts for nothing).  Work is never taken from an explorer between its checkpoints: when
+others are waiting, part of a reporting explorer's work moves to the pool (``split_piece``: the
+right half of its largest interval; half its boxes), or from an explorer of many pieces such as
+a GPU's every second piece by size (``split_half``), and the explorer is told to go on with the
+rest, so no part is explored twice and node counts stay exact.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
-from gmpy2 import mpz
-
-from ..search.factoradic import factorial
-from ..search.intervals import Interval, WorkUnit, share_log10
-from ..search.packed import PackedUnit
+from .family import WorkSet
 
 CONTINUE, REPLACE, WAIT, STOP = "continue", "replace", "wait", "stop"
 
@@ -34,8 +34,8 @@ class Reply:
     """What the coordinator tells an explorer after a checkpoint."""
 
     action: str  # CONTINUE, REPLACE (explore ``work`` instead), WAIT (ask again soon), STOP
-    work: PackedUnit | None
-    ub: int  # prune children with LB >= ub
+    work: WorkSet | None
+    ub: Any  # the incumbent's value (or the initial pruning bound): prune what cannot beat it
     hurry: bool = False  # others wait for work: checkpoint again soon, so that they can get some
 
 
@@ -44,42 +44,43 @@ class Ledger:
 
     def __init__(
         self,
-        unassigned: PackedUnit,
+        unassigned: WorkSet,
         *,
         pieces: int = 1,
-        ub: int,
-        permutation: tuple[int, ...] | None = None,
+        ub: Any,
+        solution: Any = None,
         nodes: int = 0,
         leaves: int = 0,
         min_split: int = 2,
+        settled: float = math.inf,
     ) -> None:
-        self.n = unassigned.n
-        self.pool: deque[Interval] = deque(_cut(unassigned.intervals(), pieces))  # unassigned, handed out in order
-        self.active: dict[str, PackedUnit] = {}  # explorer id -> the coordinator's copy
+        self.space = unassigned.space
+        self.pool: deque[WorkSet] = deque(_cut(unassigned.pieces(), pieces))  # handed out in order
+        self.active: dict[str, WorkSet] = {}  # explorer id -> the coordinator's copy
         self.worker_of: dict[str, str] = {}  # explorer id -> worker address
         self.capacity_of: dict[str, int] = {}  # explorer id -> intervals it works on at once
         self.waiting: set[str] = set()  # explorers with nothing to do
-        self.ub = ub  # incumbent makespan, or the initial pruning bound
-        self.permutation = permutation  # schedule found below the initial bound, if any
+        self.ub = ub  # the incumbent's value, or the initial pruning bound
+        self.solution = solution  # the incumbent (a schedule, a point) found below the initial bound, if any
         self.nodes = nodes
         self.leaves = leaves
+        self.settled = settled  # a lower bound of all the work discarded without being explored to its end
         self.min_split = max(2, min_split)
         self.stopping = False
         self.stopped: set[str] = set()  # explorers told to stop (after ``stop``)
         self.checkpoints = 0
 
     # ------------------------------------------------------------------ queries
-    def remaining_size(self) -> mpz:
-        """Positions of [0, n!) not proved explored, from sizes only (pool and copies are disjoint)."""
-        return sum((b - a for a, b in self.pool), mpz(0)) + sum((c.size for c in self.active.values()), mpz(0))
+    def _sets(self) -> list[WorkSet]:
+        return [*self.pool, *self.active.values()]  # disjoint
 
     def remaining_fraction(self) -> float:
-        """Share of [0, n!) not proved explored."""
-        return int(self.remaining_size()) / int(factorial(self.n))
+        """Share of the space not proved explored."""
+        return self.space.remaining_fraction(self._sets())
 
     def remaining_log10(self) -> float | None:
         """log10 of that share (None when nothing is left): readable where the share is tiny."""
-        return share_log10(self.remaining_size(), self.n)
+        return self.space.remaining_log10(self._sets())
 
     def activity(self) -> dict[str, float]:
         """Per worker, the share of its explorers' capacity (threads, IVMs) holding work."""
@@ -92,51 +93,55 @@ class Ledger:
             capacity[worker] = capacity.get(worker, 0) + cap
         return {worker: busy[worker] / capacity[worker] for worker in sorted(busy)}
 
-    def remaining(self) -> PackedUnit:
+    def remaining(self) -> WorkSet:
         """Everything not proved explored: the pool plus every explorer's copy."""
-        pool = PackedUnit.from_work_unit(WorkUnit(self.n, self.pool))
-        return PackedUnit.union_of_disjoint(self.n, [pool, *self.active.values()])
+        return self.space.union(self._sets())
 
     @property
     def finished(self) -> bool:
         return not self.pool and not self.active
 
     # ------------------------------------------------------------------ updates
-    def improve(self, makespan: int, permutation: tuple[int, ...]) -> None:
-        if makespan < self.ub:
-            self.ub, self.permutation = makespan, tuple(permutation)
+    def improve(self, value: Any, solution: Any) -> None:
+        """Take the incumbent ``(value, solution)`` if its value is below the current one."""
+        if value < self.ub:
+            self.ub, self.solution = value, solution
 
     def checkpoint(
         self,
         explorer: str,
         worker: str,
-        remaining: PackedUnit,
+        remaining: WorkSet,
         nodes: int = 0,
         leaves: int = 0,
         capacity: int = 1,
+        settled: float = math.inf,
     ) -> Reply:
         """Record an explorer's progress and decide what it does next.
 
-        ``capacity``: how many intervals the explorer can work on at once (its threads or IVMs).
+        ``capacity``: how many pieces the explorer can work on at once (its threads or IVMs);
+        ``settled``: a lower bound of what it discarded since its last checkpoint without exploring
+        it to the end (spatial B&B: boxes pruned within the tolerance; +inf where a family has none).
         """
         self.checkpoints += 1
         self.nodes += nodes
         self.leaves += leaves
+        self.settled = min(self.settled, settled)
         self.worker_of[explorer] = worker
         self.capacity_of[explorer] = max(1, capacity)
         copy = self.active.get(explorer)
-        left = PackedUnit.empty(self.n) if copy is None else copy.intersect(remaining)
+        left = self.space.empty() if copy is None else copy.accept(remaining)
         if self.stopping:
             self._hold(explorer, left)
             self.stopped.add(explorer)
             return Reply(STOP, None, self.ub)
         if left:
-            if self.waiting - {explorer} and not self.pool and left.size >= self.min_split:
-                if capacity > 1 and len(left) > 1:  # many intervals (a GPU's IVMs): give half the work
+            if self.waiting - {explorer} and not self.pool:
+                if capacity > 1 and len(left) > 1:  # many pieces (a GPU's IVMs): give half the work
                     left, half = left.split_half()
-                    self.pool.extend(half.intervals())
-                else:
-                    left, given = left.split_largest()
+                    self.pool.extend(half.pieces())
+                elif (cut := left.split_piece(self.min_split)) is not None:
+                    left, given = cut
                     self.pool.append(given)
             self._hold(explorer, left)
             hurry = len(self.waiting - {explorer}) > len(self.pool)  # waiters the pool cannot serve
@@ -156,7 +161,7 @@ class Ledger:
         for explorer in [e for e, w in self.worker_of.items() if w == worker]:
             copy = self.active.pop(explorer, None)
             if copy is not None:
-                self.pool.extend(copy.intervals())
+                self.pool.extend(copy.pieces())
             self.waiting.discard(explorer)
             del self.worker_of[explorer]
             self.capacity_of.pop(explorer, None)
@@ -172,34 +177,31 @@ class Ledger:
         return self.stopping and self.stopped.issuperset(self.worker_of)
 
     # ------------------------------------------------------------------ helpers
-    def _hold(self, explorer: str, unit: PackedUnit) -> None:
+    def _hold(self, explorer: str, unit: WorkSet) -> None:
         if unit:
             self.active[explorer] = unit
             self.waiting.discard(explorer)
         else:
             self.active.pop(explorer, None)
 
-    def _take_from_pool(self, capacity: int, others: int) -> PackedUnit:
-        """Up to ``capacity`` intervals from the pool, leaving one for each of the ``others``
-        waiting explorers; a last interval is halved while others wait."""
+    def _take_from_pool(self, capacity: int, others: int) -> WorkSet:
+        """Up to ``capacity`` pieces from the pool, leaving one for each of the ``others``
+        waiting explorers; a last piece is cut in two while others wait."""
         taken = [self.pool.popleft()]
         while len(taken) < capacity and len(self.pool) > others:
             taken.append(self.pool.popleft())
-        a, b = taken[-1]
-        if not self.pool and others and b - a >= self.min_split:
-            mid = (a + b) // 2
-            self.pool.append((mid, b))
-            taken[-1] = (a, mid)
-        return PackedUnit.from_work_unit(WorkUnit(self.n, taken))
+        if not self.pool and others and (cut := taken[-1].split_piece(self.min_split)) is not None:
+            taken[-1], given = cut
+            self.pool.append(given)
+        return self.space.union(taken)
 
 
-def _cut(intervals: list[Interval], pieces: int) -> list[Interval]:
-    """Halve the largest interval until there are ``pieces`` (so every explorer starts at once)."""
-    while 0 < len(intervals) < pieces:
-        largest = max(range(len(intervals)), key=lambda i: intervals[i][1] - intervals[i][0])
-        a, b = intervals[largest]
-        if b - a < 2:
+def _cut(pieces: list[WorkSet], count: int) -> list[WorkSet]:
+    """Cut the largest piece in two until there are ``count`` (so every explorer starts at once)."""
+    while 0 < len(pieces) < count:
+        largest = max(range(len(pieces)), key=lambda i: pieces[i].weight())
+        cut = pieces[largest].split_piece(2)
+        if cut is None:
             break
-        mid = (a + b) // 2
-        intervals[largest : largest + 1] = [(a, mid), (mid, b)]
-    return intervals
+        pieces[largest : largest + 1] = list(cut)
+    return pieces

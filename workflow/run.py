@@ -28,6 +28,7 @@ from ..flowshop.evaluation import neh
 from ..flowshop.iterated_greedy import iterated_greedy
 from ..flowshop.instance import FlowShop
 from ..search.intervals import WorkUnit
+from ..search.packed import PermutationSpace
 from ..search.solve import classify
 from ..storage.options import run_options
 from ..storage.runstore import RunStore, RunStoreError
@@ -147,9 +148,11 @@ class _Session:
         ub = options["search_ub"] if self.start.incumbent is None else min(options["search_ub"], self.start.incumbent)
         client.register_plugin(Coordinator())
         info = client.scheduler_info()["workers"]
-        self.call("pbbflow_open", n=store.n, work=self.start.remaining.to_bytes(), ub=ub, nodes=self.start.nodes,
-                  leaves=self.start.leaves, pieces=max(1, len(info)), label=store.instance_name,
-                  client=client.id)  # fmt: skip
+        space = PermutationSpace(store.n)
+        self.kind = space.kind
+        self.call("pbbflow_open", kind=space.kind, space=space.params(), work=self.start.remaining.to_bytes(), ub=ub,
+                  nodes=self.start.nodes, leaves=self.start.leaves, pieces=max(1, len(info)),
+                  label=store.instance_name, client=client.id)  # fmt: skip
         self.budget_s, self.ivms = budget_s, ivms
         self.futures = []
         self.served: set[str] = set()  # workers that were given their tasks
@@ -185,17 +188,23 @@ class _Session:
         options = self.store.options
         explorer = f"{self.run}-{self.explorers}"
         self.futures.append(self.client.submit(
-            explorer_task, self.run, explorer, self.store.p, options["bound"], options["branch"], self.budget_s,
-            self.ivms, key=f"pbbflow-explorer-{explorer}", workers=[worker], allow_other_workers=True, pure=False,
+            explorer_task, self.run, explorer, self.kind, self.engine_options(), self.budget_s,
+            key=f"pbbflow-explorer-{explorer}", workers=[worker], allow_other_workers=True, pure=False,
         ))  # fmt: skip
         self.explorers += 1
 
     def _submit_heuristic(self, worker: str) -> None:
         self.futures.append(self.client.submit(
-            heuristic_task, self.run, self.store.p, self.heuristics, key=f"pbbflow-heuristic-{self.run}-{self.heuristics}",
-            workers=[worker], allow_other_workers=True, pure=False,
+            heuristic_task, self.run, self.kind, self.engine_options(), self.heuristics,
+            key=f"pbbflow-heuristic-{self.run}-{self.heuristics}", workers=[worker], allow_other_workers=True,
+            pure=False,
         ))  # fmt: skip
         self.heuristics += 1
+
+    def engine_options(self) -> dict:
+        """The run's options for its family's engines and side heuristic."""
+        options = self.store.options
+        return {"p": self.store.p, "bound": options["bound"], "branch": options["branch"], "ivms": self.ivms}
 
     def call(self, op: str, **kwargs) -> dict:
         """The coordinator's ``op`` for this run; TimeoutError after ``CALL_SECONDS`` (a scheduler
@@ -225,8 +234,8 @@ class _Session:
             self.pending.result()
         remaining = WorkUnit.from_bytes(self.store.n, state["remaining"])
         incumbent, permutation = self.start.incumbent, self.start.permutation
-        if state["permutation"] is not None:
-            incumbent, permutation = state["ub"], state["permutation"]
+        if state["solution"] is not None:
+            incumbent, permutation = state["ub"], state["solution"]
         args = {"remaining": remaining, "incumbent": incumbent, "permutation": permutation, "nodes": state["nodes"],
                 "leaves": state["leaves"], "elapsed_s": self.elapsed(),
                 "series": {k: list(v) for k, v in self.series.items()}}  # fmt: skip

@@ -1,0 +1,186 @@
+"""The spatial family's side of the workflow (``workflow.family``): open boxes as the work, the
+resumable exploration as the engine, local solves from random starts as the side heuristic.
+
+Work is a set of boxes with their certified lower bounds (:class:`.boxes.BoxSet`, its wire format
+on the wire).  An explorer refines the boxes it was given, so the coordinator accepts its report as
+it is (no intersection as for flow shop); what it discarded without splitting to the end (pruned
+within the tolerance, cut away, too small to split) goes to the ledger as ``settled``, the lowest
+bound of all of it, so that the run's certified lower bound is ``min(settled, every open box's
+bound)``.  The work left is measured by volume, as a share of the domain (a side of zero width
+counts as 1, as in :meth:`.BoxSet.volume`).
+
+A run's options for engines and heuristics are plain data: ``{"problem": Problem.source,
+"minimize": MinimizeOptions fields}``.  Incumbents travel as ``(value, point as a list)``; the
+explorers prune with the coordinator's best value (:meth:`.Exploration.prune_at`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .bnb import MinimizeOptions, _Incumbent, _LocalSolver
+from .boxes import BoxSet
+from .explorer import Exploration
+from .problem import Problem
+
+POLL_SECONDS = 0.2  # an explorer asks this often whether others wait, and then checkpoints early
+
+
+class BoxSpace:
+    """The spatial work space (``workflow.family.WorkSpace``): sets of boxes in a domain."""
+
+    kind = "spatial"
+
+    def __init__(self, lower: Iterable[float], upper: Iterable[float]) -> None:
+        self.lower = np.asarray(list(lower), dtype=np.float64)
+        self.upper = np.asarray(list(upper), dtype=np.float64)
+        self.scale = self.upper - self.lower
+
+    def params(self) -> dict:
+        return {"lower": self.lower.tolist(), "upper": self.upper.tolist()}
+
+    def empty(self) -> BoxWork:
+        return BoxWork(BoxSet.empty(len(self.lower)), self)
+
+    def decode(self, data: bytes) -> BoxWork:
+        """The boxes of ``data``; no bytes at all is the empty set (an explorer's first checkpoint)."""
+        return BoxWork(BoxSet.from_bytes(data, len(self.lower)), self) if data else self.empty()
+
+    def union(self, sets: Iterable[BoxWork]) -> BoxWork:
+        parts = [s.boxes for s in sets]
+        return BoxWork(BoxSet.concat(parts), self) if parts else self.empty()
+
+    def remaining_fraction(self, sets: Iterable[BoxWork]) -> float:
+        return sum(s.boxes.volume(self.scale) for s in sets)
+
+    def remaining_log10(self, sets: Iterable[BoxWork]) -> float | None:
+        sets = list(sets)
+        if not any(len(s) for s in sets):
+            return None
+        return math.log10(max(self.remaining_fraction(sets), math.ulp(0.0)))  # boxes flat in some side: the least
+
+    def lower_bound(self, sets: Iterable[BoxWork]) -> float:
+        """The lowest bound of an open box (inf when none is open)."""
+        return min((s.boxes.lowest() for s in sets), default=math.inf)
+
+
+Space = BoxSpace
+
+
+@dataclass(frozen=True, eq=False)
+class BoxWork:
+    """A ``BoxSet`` as the coordinator's work set (``workflow.family.WorkSet``)."""
+
+    boxes: BoxSet
+    space: BoxSpace
+
+    def __len__(self) -> int:
+        return len(self.boxes)
+
+    def to_bytes(self) -> bytes:
+        return self.boxes.to_bytes()
+
+    def weight(self) -> float:
+        return self.boxes.volume(self.space.scale)
+
+    def split_half(self) -> tuple[BoxWork, BoxWork]:
+        kept, given = self.boxes.split(self.space.scale)
+        return BoxWork(kept, self.space), BoxWork(given, self.space)
+
+    def split_piece(self, min_split: int) -> tuple[BoxWork, BoxWork] | None:
+        """Half of the boxes (alternately by bound), or a single box bisected; None when that
+        cannot be done (an empty set, a box too small to split).  ``min_split`` is flow shop's."""
+        kept, given = self.split_half()
+        return (kept, given) if len(given) else None
+
+    def pieces(self) -> list[BoxWork]:
+        b = self.boxes
+        return [BoxWork(BoxSet(b.lo[i : i + 1], b.hi[i : i + 1], b.lb[i : i + 1]), self.space) for i in range(len(b))]
+
+    def accept(self, reported: BoxWork) -> BoxWork:
+        """The explorer's report as it is: it refines the boxes it was given."""
+        return reported
+
+
+def _problem_and_options(options: dict) -> tuple[Problem, MinimizeOptions]:
+    return Problem.from_source(options["problem"]), MinimizeOptions(**options["minimize"])
+
+
+def run_options(problem: Problem, options: MinimizeOptions) -> dict:
+    """The run's options for engines and heuristics (plain data: see the module docstring)."""
+    return {"problem": problem.source, "minimize": dataclasses.asdict(options)}
+
+
+def make_engine(options: dict, *, gpu: bool, threads: int) -> ExplorationEngine:
+    """The engine for a worker.  There is no GPU engine for this family yet: a GPU worker explores
+    on its CPU threads."""
+    problem, minimize = _problem_and_options(options)
+    return ExplorationEngine(problem, dataclasses.replace(minimize, parallel=threads > 1))
+
+
+class ExplorationEngine:
+    """A resumable :class:`.Exploration` whose open boxes stay in this process between checkpoints."""
+
+    capacity = 1
+
+    def __init__(self, problem: Problem, options: MinimizeOptions) -> None:
+        self.problem = problem
+        self.exploration = Exploration(problem, options, boxes=BoxSet.empty(problem.dimension))
+        self.dropped_lb = math.inf  # open boxes left out of a report: their bounds reached the prune level
+        self.reported = math.inf  # the incumbent value last sent up
+
+    def load(self, data: bytes) -> None:
+        self.exploration.replace(BoxSet.from_bytes(data, self.problem.dimension))
+
+    def run(self, ub: float, seconds: float, report, waiting) -> tuple[int, int, tuple[float, list[float]] | None]:
+        self.exploration.prune_at(ub)
+        next_poll = time.monotonic() + POLL_SECONDS
+
+        def should_stop() -> bool:
+            nonlocal next_poll
+            if time.monotonic() < next_poll:
+                return False
+            next_poll = time.monotonic() + POLL_SECONDS
+            return waiting()
+
+        result = self.exploration.run(should_stop=should_stop, time_limit=seconds)
+        best = None
+        if result.objective is not None and result.objective < self.reported:
+            best = (result.objective, result.x)
+            self.reported = result.objective
+        return result.nodes, 0, best
+
+    def remaining(self) -> bytes:
+        """The open boxes below the prune level (the others are settled: see :meth:`extras`)."""
+        boxes = self.exploration.remaining()
+        above = boxes.lb >= self.exploration.level
+        if np.any(above):
+            self.dropped_lb = min(self.dropped_lb, float(boxes.lb[above].min()))
+            boxes = BoxSet(boxes.lo[~above], boxes.hi[~above], boxes.lb[~above])
+        return boxes.to_bytes()
+
+    def extras(self) -> dict:
+        e = self.exploration
+        return {"settled": min(e.settled_lb, e.unsplittable_lb, self.dropped_lb)}
+
+
+def side_heuristic(options: dict, seed: int, improved: Callable[[float, list[float]], None],
+                   stopping: Callable[[], bool]) -> dict:  # fmt: skip
+    """Local solves (SLSQP) from uniform random starts in the domain until ``stopping()``; every
+    rigorously verified improvement goes to ``improved(value, point)``."""
+    problem, minimize = _problem_and_options(options)
+    incumbent = _Incumbent(problem, minimize.feas_tol)
+    local = _LocalSolver(problem, incumbent)
+    rng = np.random.default_rng(seed)
+    while not stopping():
+        before = incumbent.value
+        local.run(rng.uniform(problem.lower, problem.upper))
+        if incumbent.value < before:
+            improved(incumbent.value, incumbent.x.tolist())
+    return {"objective": None if incumbent.x is None else incumbent.value, "local_solves": local.count}

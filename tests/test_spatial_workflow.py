@@ -1,0 +1,106 @@
+"""The spatial family through the family-neutral workflow: its work space in the coordinator's
+ledger (hand-outs, splits, worker loss: no box lost), then a whole run of explorer tasks and a
+local-solve task on a Dask cluster, proving what ``minimize`` proves."""
+
+import math
+import time
+
+import numpy as np
+from distributed import Client, LocalCluster
+
+from pbbflow.spatial.bnb import MinimizeOptions, minimize
+from pbbflow.spatial.boxes import BoxSet
+from pbbflow.spatial.family import BoxSpace, BoxWork, run_options
+from pbbflow.spatial.load import load_problem
+from pbbflow.workflow.coordinator import Coordinator
+from pbbflow.workflow.family import work_space
+from pbbflow.workflow.ledger import CONTINUE, REPLACE, WAIT, Ledger
+from pbbflow.workflow.tasks import explorer_task, heuristic_task
+
+PEAKS = load_problem("peaks")
+OPTIONS = MinimizeOptions(subdomains=16, parallel=False)
+
+
+def _space() -> BoxSpace:
+    return work_space("spatial", {"lower": PEAKS.lower.tolist(), "upper": PEAKS.upper.tolist()})
+
+
+def _boxes(*rows) -> BoxWork:
+    """Boxes ``(x0, x1, y0, y1, lb)`` of peaks' domain."""
+    lo = np.array([[r[0], r[2]] for r in rows], dtype=float).reshape(-1, 2)
+    hi = np.array([[r[1], r[3]] for r in rows], dtype=float).reshape(-1, 2)
+    return BoxWork(BoxSet(lo, hi, np.array([r[4] for r in rows], dtype=float)), _space())
+
+
+def test_the_ledger_hands_out_splits_and_recovers_boxes_without_losing_volume():
+    space = _space()
+    ledger = Ledger(space.decode(BoxSet.root(PEAKS).to_bytes()), ub=math.inf, pieces=4)
+    assert len(ledger.pool) == 4 and ledger.remaining_fraction() == 1.0
+    works = [ledger.checkpoint(f"e{i}", f"w{i}", space.empty()) for i in range(3)]
+    assert all(r.action == REPLACE and len(r.work) == 1 for r in works)
+    # e0 refines its box into four with bounds; an idle explorer waits, then gets half of them
+    x0, x1 = works[0].work.boxes.lo[0, 0], works[0].work.boxes.hi[0, 0]
+    y0, y1 = works[0].work.boxes.lo[0, 1], works[0].work.boxes.hi[0, 1]
+    xm, ym = (x0 + x1) / 2, (y0 + y1) / 2
+    refined = _boxes((x0, xm, y0, ym, -3.0), (xm, x1, y0, ym, -1.0), (x0, xm, ym, y1, -2.0), (xm, x1, ym, y1, 0.5))
+    assert ledger.checkpoint("e3", "w3", space.empty()).action == REPLACE  # the fourth piece
+    assert ledger.checkpoint("e4", "w4", space.empty()).action == WAIT
+    reply = ledger.checkpoint("e0", "w0", refined, nodes=4, settled=1.5)
+    assert reply.action == REPLACE and len(reply.work) == 2 and reply.work.boxes.lowest() == -3.0
+    given = ledger.checkpoint("e4", "w4", space.empty())
+    assert given.action == REPLACE and len(given.work) == 2 and given.work.boxes.lowest() == -2.0
+    assert math.isclose(ledger.remaining_fraction(), 1.0) and ledger.settled == 1.5
+    # a worker lost: its boxes, as last reported, go back to the pool; nothing is lost
+    ledger.remove_worker("w0")
+    assert math.isclose(ledger.remaining_fraction(), 1.0)
+    assert space.lower_bound(ledger.pool) == -3.0 and ledger.checkpoint("e5", "w5", space.empty()).action == REPLACE
+    assert ledger.checkpoint("e1", "w1", works[1].work).action == CONTINUE
+
+
+def test_the_wire_format_and_the_measures_of_the_space():
+    space = _space()
+    work = _boxes((-3, 0, -3, 0, -1.0), (0, 3, 0, 3, -2.0))
+    assert space.decode(work.to_bytes()).boxes.lb.tolist() == [-1.0, -2.0]
+    assert len(space.decode(b"")) == 0 and space.remaining_log10([space.empty()]) is None
+    assert space.remaining_fraction([work]) == 0.5 and math.isclose(space.remaining_log10([work]), math.log10(0.5))
+    assert space.lower_bound([work, space.empty()]) == -2.0 and space.lower_bound([]) == math.inf
+    assert [len(p) for p in work.pieces()] == [1, 1] and space.union(work.pieces()).weight() == 0.5
+
+
+def _run_on_a_cluster(problem, options, explorers: int, heuristics: int) -> dict:
+    """Open a spatial run on a Coordinator, run its tasks to the end, return the final state."""
+    space = BoxSpace(problem.lower, problem.upper)
+    with LocalCluster(n_workers=explorers + heuristics, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as cluster, Client(cluster) as client:  # fmt: skip
+        client.register_plugin(Coordinator())
+        client.sync(client.scheduler.pbbflow_open, run="r", kind=space.kind, space=space.params(),
+                    work=BoxSet.root(problem).to_bytes(), ub=math.inf, pieces=explorers, label=problem.name)
+        spec = run_options(problem, options)
+        workers = list(client.scheduler_info()["workers"])
+        futures = [client.submit(explorer_task, "r", f"e{i}", space.kind, spec, 0.05, workers=[workers[i]], pure=False)
+                   for i in range(explorers)]  # fmt: skip
+        futures += [client.submit(heuristic_task, "r", space.kind, spec, i, workers=[workers[explorers + i]],
+                                  pure=False) for i in range(heuristics)]  # fmt: skip
+        deadline = time.monotonic() + 120
+        while not (state := client.sync(client.scheduler.pbbflow_state, run="r", intervals=True))["finished"]:
+            assert time.monotonic() < deadline, state
+            time.sleep(0.05)
+        client.sync(client.scheduler.pbbflow_stop, run="r")
+        results = client.gather(futures)
+    assert all("error" not in r for r in results), results
+    return {**state, "space": space}
+
+
+def test_a_spatial_run_on_dask_proves_what_minimize_proves():
+    problem = load_problem("peaks-ann")
+    alone = minimize(problem, OPTIONS)
+    state = _run_on_a_cluster(problem, OPTIONS, explorers=2, heuristics=1)
+    space = state["space"]
+    lower = min(state["settled"], space.lower_bound([space.decode(state["remaining"])]))
+    ub = state["ub"]
+    assert len(space.decode(state["remaining"])) == 0
+    assert lower <= problem.optimum <= ub  # certified: the bound never above the optimum
+    assert ub - lower <= max(OPTIONS.eps_abs, OPTIONS.eps_rel * abs(ub)) * (1 + 1e-9)
+    assert abs(ub - alone.objective) <= 2 * OPTIONS.eps_abs and state["nodes"] > 0
+    x = np.asarray(state["solution"])
+    assert x.shape == (2,) and np.all(problem.lower <= x) and np.all(x <= problem.upper)

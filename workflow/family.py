@@ -1,0 +1,131 @@
+"""The seam between the workflow and a family of problems.
+
+The ledger, the coordinator and the tasks hand out, split, count, measure and explore work
+through these protocols and know no family:
+
+- a :class:`WorkSet` is a family's unit of work, made of pieces (flow shop: intervals of
+  [0, n!), ``search.packed.PackedUnit``; spatial B&B: boxes with their lower bounds);
+- a :class:`WorkSpace` is the space those sets live in: it decodes their wire format (bytes,
+  never a pickle), forms unions, and measures what is left;
+- an :class:`Engine` explores a work set held in a worker between checkpoints;
+- a :class:`Family` (a module) names its space, makes engines and runs its side heuristic.
+
+A family is found by its run kind in ``FAMILIES`` (a module, imported on first use), so that a
+scheduler or a worker builds what it needs from a message naming the kind and plain parameters
+(``WorkSpace.params``, the run's options).  A third family adds a line there and that module.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, Self, cast
+
+# run kind -> the module of its family (a Family)
+FAMILIES = {
+    "flowshop": "pbbflow.search.family",
+    "spatial": "pbbflow.spatial.family",
+}
+
+
+class WorkSet(Protocol):
+    """A family's unit of work; immutable."""
+
+    def __len__(self) -> int:
+        """Its pieces (intervals, boxes): what an explorer of capacity k works on k at a time."""
+
+    @property
+    def space(self) -> WorkSpace:
+        """The space it lives in."""
+
+    def weight(self) -> float:
+        """A number that orders sets of one space by their work (to choose what to cut)."""
+
+    def to_bytes(self) -> bytes:
+        """The wire format, read back by ``WorkSpace.decode``."""
+
+    def split_half(self) -> tuple[Self, Self]:
+        """``(kept, given)``, about half of the work each, from a set of many pieces."""
+
+    def split_piece(self, min_split: int) -> tuple[Self, Self] | None:
+        """``(kept, given)``: work for another explorer (flow shop: the right half of its largest
+        interval, if that holds ``min_split`` positions; spatial: half its boxes, or half of its one
+        box); None when nothing can be given."""
+
+    def pieces(self) -> list[Self]:
+        """One set per piece, in order."""
+
+    def accept(self, reported: Self) -> Self:
+        """What of an explorer's report counts, ``self`` being the coordinator's copy of the work
+        it was given (flow shop: the intersection, so that nothing outside the copy comes back)."""
+
+
+class WorkSpace(Protocol):
+    """The space of a run's work sets."""
+
+    kind: str
+
+    def params(self) -> dict:
+        """The constructor's arguments, JSON-able: how a scheduler rebuilds this space."""
+
+    def empty(self) -> WorkSet:
+        """The empty set."""
+
+    def decode(self, data: bytes) -> WorkSet:
+        """A set from its wire format; ``ValueError`` (one line) when malformed."""
+
+    def union(self, sets: Sequence[WorkSet]) -> WorkSet:
+        """The union of disjoint sets."""
+
+    def remaining_fraction(self, sets: Sequence[WorkSet]) -> float:
+        """The share of the whole space that the disjoint ``sets`` hold."""
+
+    def remaining_log10(self, sets: Sequence[WorkSet]) -> float | None:
+        """log10 of that share (None when the sets are empty): readable where it is tiny."""
+
+
+class Engine(Protocol):
+    """Explores a work set held in a worker, from one checkpoint to the next."""
+
+    capacity: int  # the pieces it works on at once (threads, IVMs)
+
+    def load(self, data: bytes) -> None:
+        """Explore this set (the wire format) from now on."""
+
+    def run(self, ub: Any, seconds: float, report: Callable[[Any, Any], None],
+            waiting: Callable[[], bool]) -> tuple[int, int, tuple[Any, Any] | None]:  # fmt: skip
+        """Explore for about ``seconds`` below ``ub``, or until ``waiting()`` says others wait; may
+        send improvements early through ``report(value, solution)``.  Returns the nodes and leaves
+        of this call and the best ``(value, solution)`` it found (None if none)."""
+
+    def remaining(self) -> bytes:
+        """What is left of its set (the wire format)."""
+
+    def extras(self) -> dict:
+        """More of its checkpoint (``Ledger.checkpoint``'s keywords, e.g. ``settled``); may be empty."""
+
+
+class Family(Protocol):
+    """What a family's module provides."""
+
+    Space: Callable[..., WorkSpace]  # its WorkSpace, built from ``params()``
+
+    def make_engine(self, options: dict, *, gpu: bool, threads: int) -> Engine:
+        """An engine for the run's ``options`` on a GPU worker or on ``threads`` CPU threads."""
+
+    def side_heuristic(self, options: dict, seed: int, improved: Callable[[Any, Any], None],
+                       stopping: Callable[[], bool]) -> dict:  # fmt: skip
+        """Look for better solutions until ``stopping()``, each through ``improved(value, solution)``."""
+
+
+def family(kind: str) -> Family:
+    """The family of run kind ``kind``; ``ValueError`` for an unknown kind."""
+    module = FAMILIES.get(kind)
+    if module is None:
+        raise ValueError(f"unknown run kind {kind!r} (known: {', '.join(sorted(FAMILIES))})")
+    return cast(Family, importlib.import_module(module))
+
+
+def work_space(kind: str, params: dict) -> WorkSpace:
+    """The work space of run kind ``kind`` with ``params``; ``ValueError`` for an unknown kind."""
+    return family(kind).Space(**params)
