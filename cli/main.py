@@ -39,7 +39,7 @@ from ..workflow.run import Progress, RunFailed, create_run, drive, first_schedul
 from . import minimize
 from .progress import ProgressBar, format_rate, format_share
 from .signals import StopSignals
-from .startup import Startup
+from .startup import DASHBOARD_DELAY_S, Startup
 
 EXIT_DONE, EXIT_INTERNAL, EXIT_USAGE, EXIT_LIMIT = 0, 1, 2, 3
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -142,6 +142,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the result as JSON")
     out.add_argument("--quiet", action="store_true", help="no progress bar")
+    out.add_argument("--dashboard-after", type=parse_duration, default=DASHBOARD_DELAY_S, metavar="DURATION",
+                     help=f"start a local cluster's dashboard once the search has run this long (default: "
+                          f"{DASHBOARD_DELAY_S:g}s; 0: at once); shorter runs start none")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -351,7 +354,8 @@ def _solve(args: argparse.Namespace) -> int:
     initial = "neh" if isinstance(args.ub, int) else args.ub
     ub = args.ub if isinstance(args.ub, int) else None
     with StopSignals() as signals, _reserved(path, overwrite=args.overwrite), \
-            Startup(lambda: _cluster(args, args.bound), instance.p, args.bound, args.branch) as startup:
+            Startup(lambda: _cluster(args, args.bound), instance.p, args.bound, args.branch,
+                    dashboard_after=args.dashboard_after) as startup:
         startup.load_client_code(initial=initial)
         with startup.phase("initial_heuristic_s"):
             first = first_schedule(instance, initial, should_stop=signals.stop.is_set)
@@ -384,7 +388,8 @@ def _resume(args: argparse.Namespace) -> int:
     store.claim()  # refused here when another run holds it or it cannot be written
     args.store_written = True
     bound, branch = store.options["bound"], store.options["branch"]
-    with StopSignals() as signals, Startup(lambda: _cluster(args, bound), store.p, bound, branch) as startup:
+    with StopSignals() as signals, Startup(lambda: _cluster(args, bound), store.p, bound, branch,
+                                           dashboard_after=args.dashboard_after) as startup:
         startup.load_client_code(initial=None)
         return _drive(store, args, startup, signals)
 

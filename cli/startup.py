@@ -6,7 +6,7 @@ output as ``startup``.  The thread's phases (``cluster_s``, then ``workers_code_
 includes checking the dashboard link of a scheduler that serves its dashboard already) overlap
 the client's (``client_code_s``, ``initial_heuristic_s``); ``wait_s`` is how long the client then
 waited for the thread.  The local clusters of one process start without their dashboard (Bokeh:
-0.35 s of Python holding the GIL); a run still going ``DASHBOARD_DELAY_S`` after the cluster is
+0.35 s of Python holding the GIL); a run still going ``dashboard_after`` seconds (``DASHBOARD_DELAY_S``) after the cluster is
 ready gets it then, on the thread, beside the search: ``dashboard_s`` (absent for shorter runs)
 times adding it and checking its link.  The thread blocks the signals that stop a run
 (``signals.SIGNALS``), and so do the cluster's threads and the worker processes it starts: those
@@ -32,7 +32,10 @@ from ..workflow.cluster import attach_dashboard, dashboard_link, dashboard_pendi
 from ..workflow.warmup import CodeLoad, loaded_code, submit_warm_workers, warm_client
 from .signals import block_in_this_thread
 
-DASHBOARD_DELAY_S = 1.0  # runs shorter than this after start-up start no dashboard
+# runs shorter than this after start-up start no dashboard.  Measured on an H200: adding it takes
+# 1.2-1.6 s of Python that holds the GIL, which the in-process GPU worker's launches need (ta021's
+# 1.3 s search took 2.1-2.8 s with it at 1 s), so short runs must not pay it.
+DASHBOARD_DELAY_S = 5.0
 logger = logging.getLogger(__name__)
 
 
@@ -51,8 +54,11 @@ class Startup:
     where the run lasts; a context manager that closes it.  ``link`` is the dashboard's, once known."""
 
     def __init__(self, cluster: Callable[[], AbstractContextManager[Client]], p: np.ndarray, bound: str,
-                 branch: str) -> None:  # fmt: skip
+                 branch: str, dashboard_after: float | None = None) -> None:  # fmt: skip
+        """``dashboard_after``: seconds after start-up before a local cluster gets its dashboard
+        (default ``DASHBOARD_DELAY_S``)."""
         self.times: dict[str, float | None] = {"imports_s": process_age()}
+        self.dashboard_after = DASHBOARD_DELAY_S if dashboard_after is None else dashboard_after
         self.p, self.bound = p, bound
         self.client: Client | None = None
         self.link: str | None = None
@@ -85,7 +91,7 @@ class Startup:
         finally:
             self._opened.set()
             self._ready.set()
-        if deferred and not self._closing.wait(DASHBOARD_DELAY_S):
+        if deferred and not self._closing.wait(self.dashboard_after):
             self._add_dashboard()
 
     def _add_dashboard(self) -> None:

@@ -537,7 +537,7 @@ def _command() -> list[str]:
     "argv, code",
     [
         (["solve", "ta001", "--json"], 0),
-        (["solve", "ta021", "--time-limit", "3", "--json"], 3),
+        (["solve", "ta021", "--time-limit", "3", "--dashboard-after", "0.5", "--json"], 3),
         (["solve", "ta121"], 2),
         (["solve", "ta001", "--ub", "0"], 2),
     ],
@@ -548,7 +548,7 @@ def test_console_script_exit_codes(argv, code, tmp_path):
     assert proc.returncode == code, (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr
     watch = re.findall(r"watch the run at (\S+)", proc.stderr)
-    if code == 0:  # shorter than DASHBOARD_DELAY_S after start-up: no dashboard, no link
+    if code == 0:  # shorter than --dashboard-after (5 s) after start-up: no dashboard, no link
         result = json.loads(proc.stdout)
         assert result["status"] == "optimal" and result["makespan"] == TA001_OPT
         assert watch == [] and result["startup"].get("dashboard_s") is None
