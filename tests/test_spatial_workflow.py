@@ -3,6 +3,8 @@ ledger (hand-outs, splits, worker loss: no box lost), then a whole run of explor
 local-solve task on a Dask cluster, proving what ``minimize`` proves."""
 
 import math
+import os
+import signal
 import time
 
 import numpy as np
@@ -67,40 +69,61 @@ def test_the_wire_format_and_the_measures_of_the_space():
     assert [len(p) for p in work.pieces()] == [1, 1] and space.union(work.pieces()).weight() == 0.5
 
 
-def _run_on_a_cluster(problem, options, explorers: int, heuristics: int) -> dict:
-    """Open a spatial run on a Coordinator, run its tasks to the end, return the final state."""
+def _run_on_a_cluster(problem, options, explorers: int, heuristics: int, *, kill_one_explorer: bool = False) -> dict:
+    """Open a spatial run on a Coordinator, run its tasks to the end, return the final state and
+    the state seen when one explorer's worker process was killed (``kill_one_explorer``)."""
     space = BoxSpace(problem.lower, problem.upper)
-    with LocalCluster(n_workers=explorers + heuristics, threads_per_worker=1, processes=False,
+    with LocalCluster(n_workers=explorers + heuristics, threads_per_worker=1, processes=kill_one_explorer,
                       dashboard_address=None) as cluster, Client(cluster) as client:  # fmt: skip
         client.register_plugin(Coordinator())
         client.sync(client.scheduler.pbbflow_open, run="r", kind=space.kind, space=space.params(),
                     work=BoxSet.root(problem).to_bytes(), ub=math.inf, pieces=explorers, label=problem.name)
         spec = run_options(problem, options)
         workers = list(client.scheduler_info()["workers"])
-        futures = [client.submit(explorer_task, "r", f"e{i}", space.kind, spec, 0.05, workers=[workers[i]], pure=False)
-                   for i in range(explorers)]  # fmt: skip
+        futures = [client.submit(explorer_task, "r", f"e{i}", space.kind, spec, 0.05, workers=[workers[i]],
+                                 allow_other_workers=True, pure=False) for i in range(explorers)]  # fmt: skip
         futures += [client.submit(heuristic_task, "r", space.kind, spec, i, workers=[workers[explorers + i]],
-                                  pure=False) for i in range(heuristics)]  # fmt: skip
+                                  allow_other_workers=True, pure=False) for i in range(heuristics)]  # fmt: skip
+        killed = None
         deadline = time.monotonic() + 120
         while not (state := client.sync(client.scheduler.pbbflow_state, run="r", intervals=True))["finished"]:
             assert time.monotonic() < deadline, state
+            if kill_one_explorer and killed is None and state["nodes"] > 0 and state["active_explorers"] == explorers:
+                pid = client.run(os.getpid, workers=[workers[0]])[workers[0]]
+                os.kill(pid, signal.SIGKILL)
+                killed = state
             time.sleep(0.05)
         client.sync(client.scheduler.pbbflow_stop, run="r")
         results = client.gather(futures)
     assert all("error" not in r for r in results), results
-    return {**state, "space": space}
+    return {**state, "space": space, "killed": killed}
+
+
+def _certified(state: dict, problem, options) -> tuple[float, float]:
+    """(the run's certified lower bound, its incumbent value), checked against the known optimum."""
+    space = state["space"]
+    left = space.decode(state["remaining"])
+    lower, ub = min(state["settled"], space.lower_bound([left])), state["ub"]
+    assert len(left) == 0 and state["nodes"] > 0
+    assert lower <= problem.optimum <= ub  # certified: the bound never above the optimum
+    assert ub - lower <= max(options.eps_abs, options.eps_rel * abs(ub)) * (1 + 1e-9)
+    x = np.asarray(state["solution"])
+    assert x.shape == (problem.dimension,) and np.all(problem.lower <= x) and np.all(x <= problem.upper)
+    return lower, ub
 
 
 def test_a_spatial_run_on_dask_proves_what_minimize_proves():
     problem = load_problem("peaks-ann")
     alone = minimize(problem, OPTIONS)
     state = _run_on_a_cluster(problem, OPTIONS, explorers=2, heuristics=1)
-    space = state["space"]
-    lower = min(state["settled"], space.lower_bound([space.decode(state["remaining"])]))
-    ub = state["ub"]
-    assert len(space.decode(state["remaining"])) == 0
-    assert lower <= problem.optimum <= ub  # certified: the bound never above the optimum
-    assert ub - lower <= max(OPTIONS.eps_abs, OPTIONS.eps_rel * abs(ub)) * (1 + 1e-9)
-    assert abs(ub - alone.objective) <= 2 * OPTIONS.eps_abs and state["nodes"] > 0
-    x = np.asarray(state["solution"])
-    assert x.shape == (2,) and np.all(problem.lower <= x) and np.all(x <= problem.upper)
+    _, ub = _certified(state, problem, OPTIONS)
+    assert abs(ub - alone.objective) <= 2 * OPTIONS.eps_abs
+
+
+def test_killing_an_explorers_worker_loses_no_box():
+    """SIGKILL the worker process of one explorer mid-run: its boxes (as of its last checkpoint)
+    return to the pool, the other explorer takes them, and the run is still proved."""
+    problem = load_problem("peaks-ann-error-max")  # about 2 s on one core
+    state = _run_on_a_cluster(problem, OPTIONS, explorers=2, heuristics=1, kill_one_explorer=True)
+    assert state["killed"] is not None and not state["killed"]["finished"]
+    _certified(state, problem, OPTIONS)
