@@ -6,9 +6,9 @@ output as ``startup``.  The thread's phases (``cluster_s``, then ``workers_code_
 includes checking the dashboard link of a scheduler that serves its dashboard already) overlap
 the client's (``client_code_s``, ``initial_heuristic_s``); ``wait_s`` is how long the client then
 waited for the thread.  The local clusters of one process start without their dashboard (Bokeh:
-0.35 s of Python holding the GIL); a run still going ``dashboard_after`` seconds (``DASHBOARD_DELAY_S``) after the cluster is
-ready gets it then, on the thread, beside the search: ``dashboard_s`` (absent for shorter runs)
-times adding it and checking its link.  The thread blocks the signals that stop a run
+0.35 s of Python holding the GIL); a run still going ``dashboard_after`` seconds (default
+``DASHBOARD_DELAY_S``) after the cluster is ready gets it then, on the thread, beside the search:
+``dashboard_s`` (absent for shorter runs) times adding it and checking its link.  The thread blocks the signals that stop a run
 (``signals.SIGNALS``), and so do the cluster's threads and the worker processes it starts: those
 signals are for the driver.
 ``compile_s`` is the longest code load that compiled (0 when numba's cache held everything);

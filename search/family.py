@@ -10,7 +10,6 @@ side heuristic is iterated greedy, beside the search until the run stops.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -22,7 +21,7 @@ from .packed import PackedUnit, PermutationSpace
 
 Space = PermutationSpace
 CHUNK_SECONDS = 0.02  # explorer threads share the GIL with the worker's own threads: visit Python less
-POLL_SECONDS = 0.2  # an explorer asks this often whether others wait, and then checkpoints early
+PROGRESS_SECONDS = 0.2  # how often the CPU explorer looks whether others wait, and then checkpoints early
 
 
 def make_engine(options: dict, *, gpu: bool, threads: int) -> CpuEngine | GpuEngine:
@@ -44,7 +43,7 @@ class CpuEngine:
 
     def run(self, ub: int, seconds: float, report, waiting) -> tuple[int, int, tuple[int, list[int]] | None]:
         result = explore(self.p, self.unit, ub, bound=self.bound, branch=self.branch, threads=self.capacity,
-                         max_seconds=seconds, chunk_seconds=CHUNK_SECONDS, progress_every=POLL_SECONDS,
+                         max_seconds=seconds, chunk_seconds=CHUNK_SECONDS, progress_every=PROGRESS_SECONDS,
                          on_progress=lambda snapshot: waiting())  # fmt: skip
         self.unit = result.remaining
         best = None
@@ -74,18 +73,14 @@ class GpuEngine:
 
     def run(self, ub: int, seconds: float, report, waiting) -> tuple[int, int, tuple[int, list[int]] | None]:
         sent = ub
-        next_poll = time.monotonic() + POLL_SECONDS
 
         def on_launch(nodes: int, leaves: int, current: int) -> bool:
-            nonlocal sent, next_poll
+            nonlocal sent
             if current < sent:  # a better schedule: up to the coordinator at once
                 makespan, permutation = self.gpu.best()
                 report(makespan, [int(j) for j in permutation])
                 sent = makespan
-            if time.monotonic() >= next_poll:  # others idle: checkpoint now, so that they get half of ours
-                next_poll = time.monotonic() + POLL_SECONDS
-                return waiting()
-            return False
+            return waiting()  # others idle: checkpoint now, so that they get half of ours
 
         counts = self.gpu.run(ub, max_seconds=seconds, on_launch=on_launch)
         best = self.gpu.best()

@@ -189,8 +189,17 @@ class Exploration:
             raise ValueError(f"boxes of dimension {boxes.d} for a problem of dimension {self.problem.dimension}")
         self._open.reset(boxes)
 
+    def settle(self) -> None:
+        """Close the open boxes whose bounds reached the prune level, as taking them would: their
+        bounds go into ``settled_lb`` (:attr:`lower_bound` stays the same)."""
+        boxes = self.remaining()
+        above = boxes.lb >= self.level
+        if np.any(above):
+            self.settled_lb = min(self.settled_lb, float(boxes.lb[above].min()))
+            self._open.reset(BoxSet(boxes.lo[~above], boxes.hi[~above], boxes.lb[~above]))
+
     def remaining(self) -> BoxSet:
-        """The open boxes (the dive's included), whatever their bounds."""
+        """The open boxes (the dive's included), whatever their bounds (see :meth:`settle`)."""
         return self._open.boxes(self.problem.dimension)
 
     def give_share(self) -> BoxSet:

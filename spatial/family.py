@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -28,8 +27,6 @@ from .bnb import MinimizeOptions, _Incumbent, _LocalSolver
 from .boxes import BoxSet
 from .explorer import Exploration
 from .problem import Problem
-
-POLL_SECONDS = 0.2  # an explorer asks this often whether others wait, and then checkpoints early
 
 
 class BoxSpace:
@@ -132,7 +129,6 @@ class ExplorationEngine:
     def __init__(self, problem: Problem, options: MinimizeOptions) -> None:
         self.problem = problem
         self.exploration = Exploration(problem, options, boxes=BoxSet.empty(problem.dimension))
-        self.dropped_lb = math.inf  # open boxes left out of a report: their bounds reached the prune level
         self.reported = math.inf  # the incumbent value last sent up
 
     def load(self, data: bytes) -> None:
@@ -140,16 +136,8 @@ class ExplorationEngine:
 
     def run(self, ub: float, seconds: float, report, waiting) -> tuple[int, int, tuple[float, list[float]] | None]:
         self.exploration.prune_at(ub)
-        next_poll = time.monotonic() + POLL_SECONDS
-
-        def should_stop() -> bool:
-            nonlocal next_poll
-            if time.monotonic() < next_poll:
-                return False
-            next_poll = time.monotonic() + POLL_SECONDS
-            return waiting()
-
-        result = self.exploration.run(should_stop=should_stop, time_limit=seconds)
+        result = self.exploration.run(should_stop=waiting, time_limit=seconds)
+        self.exploration.settle()  # a report holds no box the run's incumbent prunes
         best = None
         if result.objective is not None and result.objective < self.reported:
             best = (result.objective, result.x)
@@ -157,17 +145,11 @@ class ExplorationEngine:
         return result.nodes, 0, best
 
     def remaining(self) -> bytes:
-        """The open boxes below the prune level (the others are settled: see :meth:`extras`)."""
-        boxes = self.exploration.remaining()
-        above = boxes.lb >= self.exploration.level
-        if np.any(above):
-            self.dropped_lb = min(self.dropped_lb, float(boxes.lb[above].min()))
-            boxes = BoxSet(boxes.lo[~above], boxes.hi[~above], boxes.lb[~above])
-        return boxes.to_bytes()
+        return self.exploration.remaining().to_bytes()
 
     def extras(self) -> dict:
         e = self.exploration
-        return {"settled": min(e.settled_lb, e.unsplittable_lb, self.dropped_lb)}
+        return {"settled": min(e.settled_lb, e.unsplittable_lb)}
 
 
 def side_heuristic(options: dict, seed: int, improved: Callable[[float, list[float]], None],

@@ -379,6 +379,25 @@ def test_run_stops_at_its_limits_and_on_request_and_reports_progress():
     assert final.done and final.open_boxes == 0 and final.total_nodes == report.total_nodes + final.nodes
 
 
+def test_settle_closes_the_boxes_a_better_value_prunes_and_keeps_the_bound():
+    problem = _problem("peaks")
+    exploration = Exploration(problem, SLOW)
+    exploration.run(node_limit=60)
+    before = exploration.remaining()
+    value = float(np.median(before.lb[np.isfinite(before.lb)]))  # as if another explorer had found it
+    exploration.prune_at(value)
+    assert exploration.ub == value and exploration.level < value
+    bound = exploration.lower_bound
+    exploration.settle()
+    after = exploration.remaining()
+    assert 0 < len(after) < len(before) and np.all(after.lb < exploration.level)
+    assert exploration.settled_lb == float(before.lb[before.lb >= exploration.level].min())
+    assert exploration.lower_bound == bound
+    replaced = after.split(problem.upper - problem.lower)[0]
+    exploration.replace(replaced)
+    assert len(exploration.remaining()) == len(replaced)
+
+
 def test_give_share_of_one_box_bisects_it_and_remaining_holds_the_dive():
     problem = _problem("B2-six-hump-camel")
     options = MinimizeOptions(subdomains=4, contract=False, local_solves=False, max_open=2)

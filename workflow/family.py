@@ -94,8 +94,9 @@ class Engine(Protocol):
 
     def run(self, ub: Any, seconds: float, report: Callable[[Any, Any], None],
             waiting: Callable[[], bool]) -> tuple[int, int, tuple[Any, Any] | None]:  # fmt: skip
-        """Explore for about ``seconds`` below ``ub``, or until ``waiting()`` says others wait; may
-        send improvements early through ``report(value, solution)``.  Returns the nodes and leaves
+        """Explore for about ``seconds`` below ``ub``, or until ``waiting()`` says others wait (cheap
+        to call: the task asks the coordinator at most every 0.2 s); may send improvements early
+        through ``report(value, solution)``.  Returns the nodes and leaves
         of this call and the best ``(value, solution)`` it found (None if none)."""
 
     def remaining(self) -> bytes:

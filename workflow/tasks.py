@@ -1,8 +1,9 @@
 """The tasks that run on Dask workers: explorers, and a side heuristic beside them.
 
-An explorer explores its work for a time budget (cut short when other explorers wait for work:
-its engine asks the coordinator every 0.2 s), checkpoints to the coordinator, and does what the
-answer says.  Its engine comes from the run's family (``family.py``: ``make_engine``, a GPU engine
+An explorer explores its work for a time budget (cut short when other explorers wait for work),
+checkpoints to the coordinator, and does what the
+answer says.  Its engine may ask whether others wait as often as it likes: the task asks the
+coordinator at most every 0.2 s.  Its engine comes from the run's family (``family.py``: ``make_engine``, a GPU engine
 on a worker with the resource ``GPU``), and so does the side heuristic (``side_heuristic``).  An
 explorer holds no state the coordinator does not have (as of the last checkpoint), so a re-run
 after a worker death is harmless: it starts empty and asks for work.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import functools
 import time
 import traceback
+from collections.abc import Callable
 
 from distributed import get_worker
 from distributed.utils import sync
@@ -23,7 +25,7 @@ from .ledger import REPLACE, STOP, WAIT
 
 WAIT_SECONDS = 0.05  # between checkpoints of an explorer that has nothing to do
 HURRY = 0.05  # fraction of the budget to explore before the next checkpoint when others wait
-POLL_SECONDS = 0.2  # a side heuristic asks this often whether the run is over
+POLL_SECONDS = 0.2  # how often a task asks the coordinator whether others wait, or the run is over
 
 
 def _reporting_errors(task):
@@ -43,6 +45,32 @@ def _reporting_errors(task):
     return wrapper
 
 
+def _coordinator(run: str) -> Callable[..., dict]:
+    """In a task: a call of the coordinator's handlers for ``run`` (through the worker's scheduler
+    connection)."""
+    worker = get_worker()
+
+    def call(handler: str, **kwargs) -> dict:
+        return sync(worker.loop, getattr(worker.scheduler, handler), run=run, **kwargs)
+
+    return call
+
+
+def _at_most_every(seconds: float, ask: Callable[[], bool]) -> Callable[[], bool]:
+    """``ask`` asked at most once per ``seconds`` (False in between): engines and heuristics may
+    call the result as often as they like."""
+    next_ask = 0.0
+
+    def throttled() -> bool:
+        nonlocal next_ask
+        if time.monotonic() < next_ask:
+            return False
+        next_ask = time.monotonic() + seconds
+        return ask()
+
+    return throttled
+
+
 @_reporting_errors
 def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: float) -> dict:
     """Explore for the coordinator until it says stop, with the engine of family ``kind`` for the
@@ -50,9 +78,7 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
     worker = get_worker()
     gpu = worker.state.total_resources.get("GPU", 0) > 0
     engine = family(kind).make_engine(options, gpu=gpu, threads=worker.state.nthreads)
-
-    def call(handler: str, **kwargs) -> dict:
-        return sync(worker.loop, getattr(worker.scheduler, handler), run=run, **kwargs)
+    call = _coordinator(run)
 
     def checkpoint(remaining: bytes, **progress) -> dict:
         return call("pbbflow_checkpoint", explorer=explorer, worker=worker.address, remaining=remaining,
@@ -61,9 +87,7 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
     def report(value, solution) -> None:
         call("pbbflow_improve", best=value, solution=solution)
 
-    def waiting() -> bool:
-        return call("pbbflow_waiting", explorer=explorer)["waiting"] > 0
-
+    waiting = _at_most_every(POLL_SECONDS, lambda: call("pbbflow_waiting", explorer=explorer)["waiting"] > 0)
     totals = {"nodes": 0, "leaves": 0, "explorations": 0}
     reply = checkpoint(b"")
     while reply["action"] != STOP:
@@ -87,20 +111,10 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
 def heuristic_task(run: str, kind: str, options: dict, seed: int) -> dict:
     """Family ``kind``'s side heuristic beside the search until the run stops; every improvement
     goes to the coordinator at once (it forwards the new UB to the explorers at their next checkpoint)."""
-    worker = get_worker()
-    next_poll = 0.0
-
-    def call(handler: str, **kwargs) -> dict:
-        return sync(worker.loop, getattr(worker.scheduler, handler), run=run, **kwargs)
+    call = _coordinator(run)
 
     def improved(value, solution) -> None:
         call("pbbflow_improve", best=value, solution=solution)
 
-    def stopping() -> bool:
-        nonlocal next_poll
-        if time.monotonic() < next_poll:
-            return False
-        next_poll = time.monotonic() + POLL_SECONDS
-        return call("pbbflow_status")["stopping"]
-
+    stopping = _at_most_every(POLL_SECONDS, lambda: call("pbbflow_status")["stopping"])
     return family(kind).side_heuristic(options, seed, improved, stopping)
