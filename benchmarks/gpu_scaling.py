@@ -19,7 +19,8 @@ from pathlib import Path
 from pbbflow.flowshop.instance import load_instance
 from pbbflow.gpu import DEFAULT_IVMS
 from pbbflow.workflow.cluster import open_cluster
-from pbbflow.workflow.run import create_run, drive
+from pbbflow.search.family import create_flowshop_run
+from pbbflow.workflow.run import drive
 
 
 def warm_up(p, branch: str) -> None:
@@ -32,7 +33,7 @@ def warm_up(p, branch: str) -> None:
 def run(instance, ub: int, branch: str, gpus: int, ivms: int, folder: Path) -> dict:
     with open_cluster("local", gpus=gpus) as client:
         client.run(warm_up, instance.p, branch)
-        store = create_run(folder / f"run-{gpus}.zarr", instance, ub=ub, bound="lb1", branch=branch)
+        store = create_flowshop_run(folder / f"run-{gpus}.zarr", instance, ub=ub, bound="lb1", branch=branch)
         started = time.perf_counter()
         result = drive(store, client, ivms=ivms)
         seconds = time.perf_counter() - started

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from pbbflow.flowshop.instance import load_instance
 from pbbflow.workflow.cluster import open_cluster
-from pbbflow.workflow.run import create_run, drive
+from pbbflow.search.family import create_flowshop_run
+from pbbflow.workflow.run import drive
 
 VARIANTS = ((0, 2.0), (None, 2.0), (0, 8.0))  # (iterated greedy tasks, seconds between checkpoints)
 
@@ -90,7 +91,7 @@ def main() -> None:
         for rep in (1, 2):
             for heuristics, budget in VARIANTS:
                 with tempfile.TemporaryDirectory() as folder:
-                    store = create_run(Path(folder) / "run.zarr", instance, ub=args.ub, bound="lb1", branch="minmin")
+                    store = create_flowshop_run(Path(folder) / "run.zarr", instance, ub=args.ub, bound="lb1", branch="minmin")
                     started = time.perf_counter()
                     result = drive(store, client, heuristics=heuristics, budget_s=budget)
                     seconds = time.perf_counter() - started

@@ -20,7 +20,8 @@ from pathlib import Path
 from pbbflow.flowshop.instance import load_instance
 from pbbflow.search.intervals import WorkUnit
 from pbbflow.workflow.cluster import gpu_count, open_cluster
-from pbbflow.workflow.run import create_run, drive
+from pbbflow.search.family import create_flowshop_run
+from pbbflow.workflow.run import drive
 
 VARIANTS = {"neh_alone": ("neh", 0), "iterated_greedy": ("ig", None)}
 
@@ -43,7 +44,7 @@ def warm_up(names: list[str]) -> None:
 def solve(client, name: str, variant: str, time_limit: float, folder: Path) -> dict:
     initial, heuristics = VARIANTS[variant]
     started = time.perf_counter()
-    store = create_run(folder / f"{name}-{variant}.zarr", load_instance(name), ub=None, bound="lb1",
+    store = create_flowshop_run(folder / f"{name}-{variant}.zarr", load_instance(name), ub=None, bound="lb1",
                        branch="minmin", initial=initial)  # fmt: skip
     result = drive(store, client, time_limit=time_limit, heuristics=heuristics)
     return {"instance": name, "variant": variant, "status": result["status"], "makespan": result["makespan"],

@@ -22,8 +22,9 @@ from distributed import Client
 from distributed.security import Security
 
 from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.workflow.run import create_run, drive
-from pbbflow.workflow.warmup import warm_workers
+from pbbflow.search.family import create_flowshop_run
+from pbbflow.workflow.run import drive
+from pbbflow.workflow.warmup import warm_worker, warm_workers
 
 
 def measure(tls: bool, folder: Path, index: int) -> dict:
@@ -33,12 +34,12 @@ def measure(tls: bool, folder: Path, index: int) -> dict:
                           dashboard_address=None, **extra) as cluster, Client(cluster) as client:  # fmt: skip
         start_s = time.perf_counter() - started
         instance = taillard_instance(21)
-        warm_workers(client, instance.p, "lb1", "minmin")
+        warm_workers(client, warm_worker, (instance.p, "lb1", "minmin"))
         began = time.perf_counter()
         for i in range(500):
             client.submit(int, i, pure=False).result()
         round_trip_ms = (time.perf_counter() - began) / 500 * 1e3
-        store = create_run(folder / f"r{index}-{tls}.zarr", instance, ub=2297, bound="lb1", branch="minmin")
+        store = create_flowshop_run(folder / f"r{index}-{tls}.zarr", instance, ub=2297, bound="lb1", branch="minmin")
         timings = {}
         result = drive(store, client, timings=timings)
     return {"tls": tls, "start_s": round(start_s, 3), "round_trip_ms": round(round_trip_ms, 3),

@@ -25,7 +25,8 @@ from pbbflow.flowshop.instance import load_instance
 from pbbflow.search.explorer import explore
 from pbbflow.search.intervals import WorkUnit
 from pbbflow.workflow.cluster import usable_cores
-from pbbflow.workflow.run import create_run, drive
+from pbbflow.search.family import create_flowshop_run
+from pbbflow.workflow.run import drive
 
 
 def bare(instance, ub: int, threads: int) -> dict:
@@ -44,7 +45,7 @@ def workflow(instance, ub: int, workers: int, threads: int, folder: Path) -> dic
     with LocalCluster(n_workers=workers, threads_per_worker=threads, host="127.0.0.1",
                       dashboard_address=None) as cluster, Client(cluster) as client:  # fmt: skip
         client.run(warm_up)
-        store = create_run(folder / f"run-{workers}x{threads}.zarr", instance, ub=ub, bound="lb1", branch="minmin")
+        store = create_flowshop_run(folder / f"run-{workers}x{threads}.zarr", instance, ub=ub, bound="lb1", branch="minmin")
         started = time.perf_counter()
         result = drive(store, client)
         seconds = time.perf_counter() - started

@@ -11,15 +11,25 @@ import json
 import math
 import sys
 import time
+from pathlib import Path
 from typing import TextIO
 
+from ..spatial.problem import ProblemError
+from ..workflow.cluster import slurm_job_script
+from ..workflow.run import create_run
+from .arguments import add_run_options, positive_int
 from .progress import clock, fit_fields, terminal_columns
+from .runs import drive_run, reserved, run_cluster, slurm_options
 from .signals import StopSignals
+from .startup import Startup
 
 EXIT_DONE, EXIT_LIMIT = 0, 3
 CPU_SUBDOMAINS = 64  # MinimizeOptions' default (spatial/bnb.py says why)
 BUILTIN_NAMES = ("peaks", "peaks-ann", "peaks-ann-error-min", "peaks-ann-error-max")  # spatial.load's, not imported
 GPU_SUBDOMAINS = 1024  # the seed paper's budget; benchmarks/spatial_figure6.py on an H200
+# options that only a run on a cluster (--run) takes, with their defaults
+RUN_ONLY = {"checkpoint_every": 60.0, "cluster": "local", "scheduler": None, "workers": None, "threads": None,
+            "heuristic_workers": None, "dry_run": False, "overwrite": False}
 
 
 def _non_negative_float(text: str) -> float:
@@ -32,32 +42,28 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
-def add_parser(commands, duration, positive_int, gpus) -> None:
-    """The ``minimize`` command on the subparsers ``commands`` (``duration``, ``positive_int`` and
-    ``gpus`` parse the shared option types)."""
+def add_parser(commands) -> None:
+    """The ``minimize`` command on the subparsers ``commands``."""
     m = commands.add_parser("minimize", help="prove the global minimum of a continuous problem (spatial B&B)")
     m.add_argument("problem", help="a problem or ANN JSON file, a Python model file (.py), or a built-in name "
                                    f"({', '.join(BUILTIN_NAMES)})")
+    m.add_argument("--run", type=Path, default=None, metavar="PATH",
+                   help="run on a Dask cluster with checkpoints in this run store (resumable; default: in this "
+                        "process on the CPU or one GPU, no store)")
+    m.add_argument("--overwrite", action="store_true", help="replace an existing run store at --run")
     m.add_argument("--eps-abs", type=_non_negative_float, default=1e-6, metavar="X",
                    help="absolute optimality gap (default: 1e-6)")
     m.add_argument("--eps-rel", type=_non_negative_float, default=1e-6, metavar="X",
                    help="relative optimality gap (default: 1e-6)")
     m.add_argument("--feas-tol", type=_non_negative_float, default=1e-6, metavar="X",
                    help="equalities hold within this at the reported point (default: 1e-6)")
-    m.add_argument("--gpus", type=gpus, default=None, metavar="N|all",
-                   help="0: the CPU; 1 or all: one GPU (default: the GPU when one is visible)")
     m.add_argument("--subdomains", type=positive_int, default=None, metavar="N",
                    help=f"subdomains per box: the largest k^d <= N, uniform (default: {CPU_SUBDOMAINS} on the CPU, "
                         f"{GPU_SUBDOMAINS} on a GPU)")
     m.add_argument("--bound", choices=("nie", "mvf", "both"), default="both",
                    help="subdomain bound: natural interval extension, mean value form, or both (default)")
     m.add_argument("--serial", action="store_true", help="bound subdomains on one CPU thread (implies --gpus 0)")
-    m.add_argument("--time-limit", type=duration, default=None, metavar="DURATION",
-                   help="stop after this long (90, 90s, 5m, 1.5h)")
-    m.add_argument("--node-limit", type=positive_int, default=None, metavar="INT",
-                   help="stop once this many boxes were bounded")
-    m.add_argument("--json", action="store_true", help="print the result as JSON")
-    m.add_argument("--quiet", action="store_true", help="no progress line")
+    add_run_options(m)
 
 
 class ProgressLine:
@@ -121,14 +127,14 @@ def _gpus_for(args: argparse.Namespace, problem) -> int:
     """0 (the CPU) or 1: ``--gpus`` against the visible GPUs and the kernels' caps; ProblemError
     (exit 2) for a request that cannot be served."""
     from ..gpu import gpu_count
-    from ..spatial.problem import ProblemError
 
     if args.gpus == 0 or (args.gpus is None and args.serial):
         return 0
     if args.serial:
         raise ProblemError("--serial bounds on one CPU thread; it does not go with --gpus")
     if isinstance(args.gpus, int) and args.gpus > 1:
-        raise ProblemError(f"--gpus {args.gpus}: minimize runs on one GPU (use --gpus 1)")
+        raise ProblemError(f"--gpus {args.gpus}: minimize runs on one GPU in this process (use --gpus 1, or --run "
+                           "PATH to run on a cluster of them)")
     visible = gpu_count()
     if visible == 0:
         if args.gpus is None:
@@ -148,18 +154,63 @@ def _gpus_for(args: argparse.Namespace, problem) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load the problem, minimize it on the CPU or a GPU, print the result; ProblemError reaches the
-    caller (exit 2)."""
+    """Load the problem, minimize it (in this process, or with ``--run`` on a cluster), print the
+    result; ProblemError reaches the caller (exit 2)."""
     from ..spatial.load import load_problem
 
+    if args.dry_run and args.run is not None:
+        print(slurm_job_script(slurm_options(args)))
+        return EXIT_DONE
+    if args.run is None:
+        given = [name for name, default in RUN_ONLY.items() if getattr(args, name) != default]
+        if given:
+            raise ProblemError(f"--{given[0].replace('_', '-')} drives a run on a cluster: add --run PATH")
     problem = load_problem(args.problem)  # before numba loads: a bad file is answered at once
-    gpus = _gpus_for(args, problem)
+    if args.run is not None:
+        return _run_on_cluster(args, problem)
+    return _run_here(args, problem)
+
+
+def _options(args: argparse.Namespace, subdomains: int):
     from ..spatial.bnb import MinimizeOptions
 
-    subdomains = args.subdomains or (GPU_SUBDOMAINS if gpus else CPU_SUBDOMAINS)
-    options = MinimizeOptions(eps_abs=args.eps_abs, eps_rel=args.eps_rel, feas_tol=args.feas_tol,
-                              subdomains=subdomains, bound=args.bound, time_limit=args.time_limit,
-                              node_limit=args.node_limit, parallel=not args.serial)  # fmt: skip
+    return MinimizeOptions(eps_abs=args.eps_abs, eps_rel=args.eps_rel, feas_tol=args.feas_tol, subdomains=subdomains,
+                           bound=args.bound, time_limit=args.time_limit, node_limit=args.node_limit,
+                           parallel=not args.serial)  # fmt: skip
+
+
+def _run_on_cluster(args: argparse.Namespace, problem) -> int:
+    """A run store of ``problem``, driven on the cluster the options name (as ``solve``)."""
+    from ..spatial.bnb import load_code
+    from ..spatial.family import SpatialRun, first_work
+
+    if args.serial and args.gpus not in (None, 0):
+        raise ProblemError("--serial bounds on one CPU thread; it does not go with --gpus")
+    instance = SpatialRun.new(problem, _options(args, args.subdomains or CPU_SUBDOMAINS), subdomains=args.subdomains)
+    no_gpu = "--serial runs on the CPU" if args.serial else None
+    with StopSignals() as signals, reserved(args.run, overwrite=args.overwrite), \
+            Startup(lambda: run_cluster(args, no_gpu), instance.worker_code(),
+                    dashboard_after=args.dashboard_after) as startup:  # fmt: skip
+        startup.load_client_code(lambda: _code_load(*load_code(problem, instance.minimize_options())))
+        with startup.phase("initial_heuristic_s"):
+            first = first_work(instance)  # the root bounded, a local solve from its best point
+        startup.opened()  # a cluster that cannot open leaves no run store behind
+        store = create_run(args.run, instance, work=first.boxes, incumbent=first.value, solution=first.x,
+                           settled=first.settled, nodes=first.nodes, overwrite=args.overwrite)  # fmt: skip
+        args.store_written = True
+        return drive_run(store, args, startup, signals)
+
+
+def _code_load(seconds: float, compiled: bool):
+    from ..workflow.warmup import CodeLoad
+
+    return CodeLoad(seconds, compiled)
+
+
+def _run_here(args: argparse.Namespace, problem) -> int:
+    """Minimize ``problem`` in this process, on the CPU or one GPU."""
+    gpus = _gpus_for(args, problem)
+    options = _options(args, args.subdomains or (GPU_SUBDOMAINS if gpus else CPU_SUBDOMAINS))
     if gpus:
         from ..gpu.spatial_bnb import load_code, minimize_gpu as minimize
         what = "loading the GPU kernels (compiled on a machine's first run, then from numba's cache)"

@@ -25,11 +25,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 
-import numpy as np
 from distributed import Client
 
 from ..workflow.cluster import attach_dashboard, dashboard_link, dashboard_pending
-from ..workflow.warmup import CodeLoad, loaded_code, submit_warm_workers, warm_client
+from ..workflow.warmup import CodeLoad, loaded_code, submit_warm_workers
 from .signals import block_in_this_thread
 
 # runs shorter than this after start-up start no dashboard.  Measured on an H200: adding it takes
@@ -53,13 +52,13 @@ class Startup:
     """A cluster opening on a thread, then loading its workers' code, then adding its dashboard
     where the run lasts; a context manager that closes it.  ``link`` is the dashboard's, once known."""
 
-    def __init__(self, cluster: Callable[[], AbstractContextManager[Client]], p: np.ndarray, bound: str,
-                 branch: str, dashboard_after: float | None = None) -> None:  # fmt: skip
-        """``dashboard_after``: seconds after start-up before a local cluster gets its dashboard
-        (default ``DASHBOARD_DELAY_S``)."""
+    def __init__(self, cluster: Callable[[], AbstractContextManager[Client]],
+                 worker_code: tuple[Callable[..., CodeLoad], tuple], dashboard_after: float | None = None) -> None:  # fmt: skip
+        """``worker_code``: ``(function, arguments)`` of the task that loads a worker's code (a run
+        instance's ``worker_code``); ``dashboard_after``: seconds after start-up before a local
+        cluster gets its dashboard (default ``DASHBOARD_DELAY_S``)."""
         self.times: dict[str, float | None] = {"imports_s": process_age()}
         self.dashboard_after = DASHBOARD_DELAY_S if dashboard_after is None else dashboard_after
-        self.p, self.bound = p, bound
         self.client: Client | None = None
         self.link: str | None = None
         self.loads: list[CodeLoad] = []
@@ -68,10 +67,12 @@ class Startup:
         self._opened = threading.Event()
         self._ready = threading.Event()
         self._closing = threading.Event()
-        self._thread = threading.Thread(target=self._open, args=(cluster, branch), name="pbbflow-startup", daemon=True)
+        self._thread = threading.Thread(target=self._open, args=(cluster, worker_code), name="pbbflow-startup",
+                                        daemon=True)  # fmt: skip
         self._thread.start()
 
-    def _open(self, cluster: Callable[[], AbstractContextManager[Client]], branch: str) -> None:
+    def _open(self, cluster: Callable[[], AbstractContextManager[Client]],
+              worker_code: tuple[Callable[..., CodeLoad], tuple]) -> None:  # fmt: skip
         block_in_this_thread()  # the cluster's threads and worker processes inherit it: signals are the driver's
         try:
             with self.phase("cluster_s"):
@@ -80,7 +81,7 @@ class Startup:
                 self._context = context
             self._opened.set()
             with self.phase("workers_code_s"):
-                loads = submit_warm_workers(self.client, self.p, self.bound, branch)
+                loads = submit_warm_workers(self.client, *worker_code)
                 deferred = dashboard_pending(self.client)
                 if not deferred:
                     self.link = dashboard_link(self.client)
@@ -111,9 +112,9 @@ class Startup:
         yield
         self.times[name] = (self.times.get(name) or 0.0) + time.perf_counter() - began
 
-    def load_client_code(self, *, initial: str | None) -> None:
-        """Load the client's numba code here (``initial``: a new run's heuristic, as ``warm_client``)."""
-        load = warm_client(self.p, self.bound, initial=initial)
+    def load_client_code(self, code: Callable[[], CodeLoad]) -> None:
+        """Load the client's numba code here: ``code()`` (e.g. flow shop's ``warm_client``), timed."""
+        load = code()
         self.loads.append(load)
         self.times["client_code_s"] = load.seconds
 

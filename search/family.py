@@ -1,5 +1,10 @@
-"""The flow-shop family's side of the workflow (``workflow.family``): its work space, its
-explorer engines and its side heuristic.
+"""The flow-shop family's side of the workflow (``workflow.family``): its run instance, its work
+space, its explorer engines and its side heuristic.
+
+A run's instance (:class:`FlowShopRun`) is the processing times ``p`` and the options of
+``run_options`` (bound, branching rule, initial schedule, bounds); in the run store its work is
+intervals of [0, n!) as factoradic digit arrays (``starts``, ``ends``, ``end_is_total``) and its
+incumbent a ``permutation`` with its makespan.
 
 An engine explores a work unit held in its process between checkpoints: on a worker with the
 resource ``GPU`` a ``GpuExplorer`` (K IVMs kept on the device, improvements sent up as soon as a
@@ -14,10 +19,14 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..flowshop.evaluation import makespan, neh
+from ..flowshop.instance import FlowShop
 from ..flowshop.iterated_greedy import iterated_greedy
 from .explorer import explore
 from .intervals import WorkUnit
 from .packed import PackedUnit, PermutationSpace
+from .run_options import check_options, run_options
+from .solve import classify
 
 Space = PermutationSpace
 CHUNK_SECONDS = 0.02  # explorer threads share the GIL with the worker's own threads: visit Python less
@@ -103,3 +112,148 @@ def side_heuristic(options: dict, seed: int, improved: Callable[[int, list[int]]
     result = iterated_greedy(options["p"], seconds=math.inf, seed=seed, on_improvement=on_improvement,
                              should_stop=stopping)  # fmt: skip
     return {"makespan": result.makespan, "iterations": result.iterations}
+
+
+def initial_seconds(n: int, m: int) -> float:
+    """Iterated greedy's time before a search: a tenth of the literature's n m / 2 x 30 ms, at most 30 s."""
+    return min(30.0, n * m / 2 * 0.003)
+
+
+def first_schedule(instance: FlowShop, initial: str,
+                   should_stop: Callable[[], bool] | None = None) -> tuple[int, np.ndarray]:  # fmt: skip
+    """(makespan, permutation) of a run's first schedule: ``"neh"`` (NEH's) or ``"ig"`` (iterated
+    greedy from NEH for :func:`initial_seconds`, or until ``should_stop`` returns True)."""
+    if initial == "ig":
+        first = iterated_greedy(instance.p, seconds=initial_seconds(instance.n, instance.m), should_stop=should_stop)
+        return first.makespan, first.permutation
+    if initial == "neh":
+        return neh(instance.p)
+    raise ValueError(f"initial must be 'neh' or 'ig', not {initial!r}")
+
+
+def create_flowshop_run(path, instance: FlowShop, *, ub: int | None, bound: str, branch: str, initial: str = "neh",
+                        first: tuple[int, np.ndarray] | None = None, overwrite: bool = False):  # fmt: skip
+    """A new run store of ``instance`` (``workflow.run.create_run``) whose first checkpoint is all of
+    [0, n!) and the first schedule ``first`` (made by ``initial`` when not given); it searches for
+    schedules better than that, or than ``ub``."""
+    from ..workflow.run import create_run
+
+    first = first if first is not None else first_schedule(instance, initial)
+    run = FlowShopRun.new(instance, ub=ub, bound=bound, branch=branch, initial=initial, first=first)
+    return create_run(path, run, work=run.whole(), incumbent=int(first[0]), solution=[int(j) for j in first[1]],
+                      overwrite=overwrite)  # fmt: skip
+
+
+class FlowShopRun:
+    """A flow-shop run's instance and options (``workflow.family.RunInstance``)."""
+
+    kind = "flowshop"
+    work_arrays = ("starts", "ends", "end_is_total")
+    solution_array = "permutation"
+
+    def __init__(self, name: str, p: np.ndarray, options: dict) -> None:
+        """ValueError for an invalid ``p`` or options (see ``run_options.check_options``)."""
+        p = np.array(p, dtype=np.int32, order="C", copy=True)
+        if p.ndim != 2 or min(p.shape) < 1 or p.min() < 0:
+            raise ValueError(f"p must be (jobs, machines) times >= 0, got shape {p.shape}")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"the instance name must be a non-empty string, not {name!r}")
+        check_options(options, p)
+        p.flags.writeable = False
+        self.name, self.p, self.options = name, p, options
+
+    @classmethod
+    def new(cls, instance: FlowShop, *, ub: int | None, bound: str, branch: str, initial: str,
+            first: tuple[int, np.ndarray]) -> FlowShopRun:  # fmt: skip
+        """A new run of ``instance`` from its first schedule ``first`` (made by ``initial``)."""
+        options = run_options(instance.p, bound=bound, branch=branch, user_ub=ub, initial=initial,
+                              initial_makespan=int(first[0]))  # fmt: skip
+        return cls(instance.name, instance.p, options)
+
+    @classmethod
+    def from_store(cls, name: str, arrays: dict[str, np.ndarray], options) -> FlowShopRun:
+        p = arrays.get("p")
+        if p is None or set(arrays) != {"p"} or p.dtype != np.int32:
+            raise ValueError("the instance must be one int32 array p")
+        return cls(name, p, options)
+
+    @property
+    def n(self) -> int:
+        """Jobs."""
+        return self.p.shape[0]
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"p": self.p}
+
+    def space(self) -> PermutationSpace:
+        return PermutationSpace(self.n)
+
+    def whole(self) -> WorkUnit:
+        """All of [0, n!): a new run's work."""
+        return WorkUnit.full(self.n)
+
+    def encode_work(self, work: WorkUnit) -> dict[str, np.ndarray]:
+        if not isinstance(work, WorkUnit) or work.n != self.n:
+            raise ValueError(f"remaining must be a WorkUnit over n={self.n}")
+        starts, ends, end_is_total = work.to_digit_arrays()
+        return {"starts": starts.astype(np.int16), "ends": ends.astype(np.int16), "end_is_total": end_is_total}
+
+    def decode_work(self, arrays: dict[str, np.ndarray] | None = None, data: bytes | None = None) -> WorkUnit:
+        if data is not None:
+            return WorkUnit.from_bytes(self.n, data)
+        return WorkUnit.from_digit_arrays(self.n, arrays["starts"], arrays["ends"], arrays["end_is_total"])
+
+    def encode_solution(self, solution) -> np.ndarray:
+        perm = np.zeros(0, np.int32) if solution is None else np.array(list(solution), np.int32)
+        if solution is not None and sorted(perm.tolist()) != list(range(self.n)):
+            raise ValueError(f"permutation must be a permutation of range({self.n})")
+        return perm
+
+    def decode_solution(self, array: np.ndarray) -> tuple[int, ...] | None:
+        return tuple(array.tolist()) if array.size else None
+
+    def incumbent_problem(self, value, solution) -> str | None:
+        if solution is None:
+            return None if value is None else "it has no permutation"
+        try:
+            actual = makespan(self.p, np.asarray(solution, dtype=np.int32))
+        except ValueError as e:
+            return str(e)
+        return None if type(value) is int and value == actual else f"its permutation's makespan is {actual}"
+
+    def search_ub(self) -> int:
+        return self.options["search_ub"]
+
+    def engine_options(self, *, ivms: int, **_settings) -> dict:
+        return {"p": self.p, "bound": self.options["bound"], "branch": self.options["branch"], "ivms": ivms}
+
+    def result(self, remaining: WorkUnit, incumbent, solution, settled, nodes, leaves, elapsed_s) -> dict:
+        status, proved = classify(not remaining, incumbent, self.options["search_ub"],
+                                  self.options["root_lower_bound"])  # fmt: skip
+        return {
+            "instance": self.name,
+            "n": self.n,
+            "m": int(self.p.shape[1]),
+            "status": status,
+            "makespan": incumbent,
+            "permutation": None if solution is None else [int(j) for j in solution],
+            "lower_bound": proved,
+            "nodes": nodes,
+            "leaves": leaves,
+            "elapsed_s": round(elapsed_s, 6),
+            "remaining_fraction": remaining.fraction_of_space(),
+            "remaining_log10": remaining.log10_fraction(),
+        }
+
+    def client_code(self):
+        from ..workflow.warmup import warm_client
+
+        return warm_client(self.p, self.options["bound"], initial=None)
+
+    def worker_code(self):
+        from ..workflow.warmup import warm_worker
+
+        return warm_worker, (self.p, self.options["bound"], self.options["branch"])
+
+
+Instance = FlowShopRun

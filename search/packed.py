@@ -359,6 +359,10 @@ class PermutationSpace:
     def remaining_log10(self, sets: Iterable[PackedUnit]) -> float | None:
         return share_log10(self._size(sets), self.n)
 
+    def lower_bound(self, sets: Iterable[PackedUnit]) -> None:
+        """Intervals hold no bounds."""
+        return None
+
 
 def limbs(n: int) -> int:
     """64-bit limbs per bound for ``[0, n!]``."""

@@ -1,5 +1,11 @@
-"""The spatial family's side of the workflow (``workflow.family``): open boxes as the work, the
-resumable exploration as the engine, local solves from random starts as the side heuristic.
+"""The spatial family's side of the workflow (``workflow.family``): the problem as the run's
+instance, open boxes as the work, the resumable exploration as the engine, local solves from random
+starts as the side heuristic.
+
+A run's instance (:class:`SpatialRun`) is the problem's plain-JSON ``source`` (in the run store:
+its UTF-8 bytes as the array ``source``, never code) and the options of :data:`OPTION_KEYS`; a
+checkpoint's work is its open boxes as float64 arrays ``lo``, ``hi``, ``lb``, and its incumbent a
+point ``x`` with its value.
 
 Work is a set of boxes with their certified lower bounds (:class:`.boxes.BoxSet`, its wire format
 on the wire).  An explorer refines the boxes it was given, so the coordinator accepts its report as
@@ -10,23 +16,26 @@ bound)``.  The work left is measured by volume, as a share of the domain (a side
 counts as 1, as in :meth:`.BoxSet.volume`).
 
 A run's options for engines and heuristics are plain data: ``{"problem": Problem.source,
-"minimize": MinimizeOptions fields}``.  Incumbents travel as ``(value, point as a list)``; the
+"run": the run's options}`` (``SpatialRun.engine_options``).  Incumbents travel as ``(value, point as a list)``; the
 explorers prune with the coordinator's best value (:meth:`.Exploration.prune_at`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
-from .bnb import MinimizeOptions, _Incumbent, _LocalSolver
+from ..search.solve import LIMIT
+from .bnb import MinimizeOptions, _Incumbent, _LocalSolver, prune_level
+from .bounds import evaluate_point
 from .boxes import BoxSet
 from .explorer import Exploration
-from .problem import Problem
+from .problem import Problem, ProblemError
 
 
 class BoxSpace:
@@ -105,13 +114,10 @@ class BoxWork:
         return reported
 
 
-def _problem_and_options(options: dict) -> tuple[Problem, MinimizeOptions]:
-    return Problem.from_source(options["problem"]), MinimizeOptions(**options["minimize"])
-
-
-def run_options(problem: Problem, options: MinimizeOptions) -> dict:
-    """The run's options for engines and heuristics (plain data: see the module docstring)."""
-    return {"problem": problem.source, "minimize": dataclasses.asdict(options)}
+def _problem_and_options(options: dict, *, gpu: bool = False) -> tuple[Problem, MinimizeOptions]:
+    """The problem and exploration options of an engine's or heuristic's ``options``
+    (``SpatialRun.engine_options``)."""
+    return Problem.from_source(options["problem"]), _minimize_options(options["run"], gpu=gpu)
 
 
 def make_engine(options: dict, *, gpu: bool, threads: int) -> ExplorationEngine:
@@ -166,3 +172,212 @@ def side_heuristic(options: dict, seed: int, improved: Callable[[float, list[flo
         if incumbent.value < before:
             improved(incumbent.value, incumbent.x.tolist())
     return {"objective": None if incumbent.x is None else incumbent.value, "local_solves": local.count}
+
+
+# a run's options: MinimizeOptions' fields that decide its result (``subdomains`` null: each
+# engine's default, 64 on a CPU and 1024 on a GPU as ``pbbflow minimize``)
+OPTION_KEYS = ("eps_abs", "eps_rel", "feas_tol", "subdomains", "bound", "max_open", "local_solves", "contract")
+CPU_SUBDOMAINS, GPU_SUBDOMAINS = 64, 1024
+
+
+def _check_options(options) -> None:
+    """ValueError naming the first thing wrong with a spatial run's ``options``."""
+    if not isinstance(options, dict) or sorted(options) != sorted(OPTION_KEYS):
+        held = ", ".join(sorted(options)) if isinstance(options, dict) else type(options).__name__
+        raise ValueError(f"options must hold exactly {', '.join(OPTION_KEYS)}; they hold {held}")
+    for key in ("eps_abs", "eps_rel", "feas_tol"):
+        if type(options[key]) not in (int, float):
+            raise ValueError(f"option {key} must be a number, not {options[key]!r}")
+    for key in ("max_open",) + (("subdomains",) if options["subdomains"] is not None else ()):
+        if type(options[key]) is not int:
+            raise ValueError(f"option {key} must be an integer, not {options[key]!r}")
+    for key in ("local_solves", "contract"):
+        if type(options[key]) is not bool:
+            raise ValueError(f"option {key} must be true or false, not {options[key]!r}")
+    _minimize_options(options, gpu=False)  # its own checks (ranges, the bound's name)
+
+
+def _minimize_options(options: dict, *, gpu: bool) -> MinimizeOptions:
+    subdomains = options["subdomains"] or (GPU_SUBDOMAINS if gpu else CPU_SUBDOMAINS)
+    return MinimizeOptions(**{**options, "subdomains": subdomains})
+
+
+class SpatialRun:
+    """A spatial run's problem and options (``workflow.family.RunInstance``)."""
+
+    kind = "spatial"
+    work_arrays = ("lo", "hi", "lb")
+    solution_array = "x"
+
+    def __init__(self, problem: Problem, options: dict) -> None:
+        """ValueError for invalid options."""
+        _check_options(options)
+        self.problem, self.options, self.name = problem, options, problem.name
+        self._scale = problem.upper - problem.lower
+
+    @classmethod
+    def new(cls, problem: Problem, options: MinimizeOptions, *, subdomains: int | None = None) -> SpatialRun:
+        """A new run of ``problem`` with ``options`` (their limits are a session's, not the run's;
+        ``subdomains`` None: each engine's default)."""
+        fields = dataclasses.asdict(options)
+        return cls(problem, {**{k: fields[k] for k in OPTION_KEYS}, "subdomains": subdomains})
+
+    @classmethod
+    def from_store(cls, name: str, arrays: dict[str, np.ndarray], options) -> SpatialRun:
+        source = arrays.get("source")
+        if source is None or set(arrays) != {"source"} or source.dtype != np.uint8 or source.ndim != 1:
+            raise ValueError("the instance must be one uint8 array source (the problem's JSON)")
+        try:
+            problem = Problem.from_source(json.loads(source.tobytes().decode("utf-8")))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ValueError(f"the problem's source is not JSON ({e})") from None
+        except ProblemError as e:
+            raise ValueError(str(e)) from None
+        if problem.name != name:
+            raise ValueError(f"the problem is named {problem.name!r}, the store says {name!r}")
+        return cls(problem, options)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        text = json.dumps(self.problem.source, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        return {"source": np.frombuffer(text.encode("utf-8"), dtype=np.uint8)}
+
+    def space(self) -> BoxSpace:
+        return BoxSpace(self.problem.lower, self.problem.upper)
+
+    def minimize_options(self, *, gpu: bool = False) -> MinimizeOptions:
+        """The options of an exploration of this run (no limits: those are a session's)."""
+        return _minimize_options(self.options, gpu=gpu)
+
+    def encode_work(self, work: BoxSet) -> dict[str, np.ndarray]:
+        if not isinstance(work, BoxSet) or work.d != self.problem.dimension:
+            raise ValueError(f"remaining must be a BoxSet of dimension {self.problem.dimension}")
+        return {"lo": np.asarray(work.lo), "hi": np.asarray(work.hi), "lb": np.asarray(work.lb)}
+
+    def decode_work(self, arrays: dict[str, np.ndarray] | None = None, data: bytes | None = None) -> BoxSet:
+        d = self.problem.dimension
+        if data is not None:
+            boxes = BoxSet.from_bytes(data, d) if data else BoxSet.empty(d)
+        else:
+            if any(arrays[k].dtype != np.float64 for k in self.work_arrays):
+                raise ValueError("boxes must be float64 arrays")
+            boxes = BoxSet(arrays["lo"], arrays["hi"], arrays["lb"])
+        if len(boxes) and not (np.all(boxes.lo >= self.problem.lower) and np.all(boxes.hi <= self.problem.upper)):
+            raise ValueError("a box reaches outside the problem's domain")
+        return boxes
+
+    def encode_solution(self, solution) -> np.ndarray:
+        if solution is None:
+            return np.zeros(0, np.float64)
+        x = np.array(solution, dtype=np.float64)
+        if x.shape != (self.problem.dimension,):
+            raise ValueError(f"x must be a point of dimension {self.problem.dimension}")
+        return x
+
+    def decode_solution(self, array: np.ndarray) -> list[float] | None:
+        return array.tolist() if array.size else None
+
+    def incumbent_problem(self, value, solution) -> str | None:
+        """A point in the domain whose objective enclosure holds ``value`` (within 1e-9 relative: the
+        GPU's rounding and the CPU's differ by ulps).  Its feasibility was verified rigorously
+        where it was found; a damaged store is caught by its checksum."""
+        if solution is None:
+            return None if value is None else "it has no point"
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return f"its value must be a finite number, not {value!r}"
+        x = np.asarray(solution, dtype=np.float64)
+        if x.shape != (self.problem.dimension,) or not (np.all(x >= self.problem.lower)
+                                                       and np.all(x <= self.problem.upper)):  # fmt: skip
+            return "its point is not a point of the domain"
+        enclosure = evaluate_point(self.problem.tape, x)
+        slack = 1e-9 * max(1.0, abs(enclosure.f_hi))
+        if not enclosure.f_lo - slack <= value <= enclosure.f_hi + slack:
+            return f"its point's objective is in [{enclosure.f_lo!r}, {enclosure.f_hi!r}]"
+        return None
+
+    def search_ub(self) -> float:
+        return math.inf
+
+    def engine_options(self, **_settings) -> dict:
+        return {"problem": self.problem.source, "run": self.options}
+
+    def lower_bound(self, remaining: BoxSet, settled: float) -> float:
+        """The certified lower bound of a run in this state: below every open box and all settled."""
+        return min(settled, remaining.lowest())
+
+    def result(self, remaining: BoxSet, incumbent, solution, settled, nodes, leaves, elapsed_s) -> dict:
+        lower = self.lower_bound(remaining, settled)
+        options = self.minimize_options()
+        if len(remaining):
+            status = LIMIT
+        elif solution is None:
+            status = "infeasible" if lower == math.inf else LIMIT
+        else:  # ended; boxes too small to split may hold a gap (in ``settled``)
+            status = "optimal" if lower >= prune_level(incumbent, options) else LIMIT
+        gap = None if incumbent is None or not math.isfinite(lower) else max(0.0, incumbent - lower)
+        space = self.space()
+        work = [space.decode(remaining.to_bytes())]
+        return {
+            "problem": self.name,
+            "dimension": self.problem.dimension,
+            "status": status,
+            "objective": incumbent,
+            "x": None if solution is None else [float(v) for v in solution],
+            "lower_bound": lower if math.isfinite(lower) else None,
+            "gap_abs": gap,
+            "gap_rel": None if gap is None or (incumbent == 0 and gap > 0) else (0.0 if gap == 0 else gap / abs(incumbent)),
+            "nodes": nodes,
+            "elapsed_s": round(elapsed_s, 6),
+            "open_boxes": len(remaining),
+            "remaining_fraction": space.remaining_fraction(work),
+            "remaining_log10": space.remaining_log10(work),
+        }
+
+    def client_code(self):
+        from ..workflow.warmup import CodeLoad
+
+        return CodeLoad(0.0, False)  # the coordinator's box sets are numpy, no numba
+
+    def worker_code(self):
+        return warm_worker, (self.problem.source, self.options)
+
+
+@dataclass(frozen=True)
+class FirstWork:
+    """A new run's first checkpoint: the root box bounded (``boxes``, or none when it was settled at
+    once), the incumbent of a local solve from its best point (``value`` and ``x``, or None), the
+    bound of what was settled and the nodes bounded."""
+
+    boxes: BoxSet
+    value: float | None
+    x: list[float] | None
+    settled: float
+    nodes: int
+
+
+def first_work(run: SpatialRun) -> FirstWork:
+    """A new run's first work, as ``minimize`` starts: the root bounded, then a local solve."""
+    exploration = Exploration(run.problem, dataclasses.replace(run.minimize_options(), parallel=False))
+    exploration.settle()
+    found = exploration.incumbent.x is not None
+    return FirstWork(exploration.remaining(), exploration.incumbent.value if found else None,
+                     exploration.incumbent.x.tolist() if found else None,
+                     min(exploration.settled_lb, exploration.unsplittable_lb), exploration.nodes)  # fmt: skip
+
+
+def warm_worker(source: dict, options: dict):
+    """In a worker: load (or compile) the code its explorer runs for the problem (a Dask task)."""
+    from distributed import get_worker
+
+    from ..workflow.warmup import CodeLoad
+
+    gpu = get_worker().state.total_resources.get("GPU", 0) > 0
+    problem = Problem.from_source(source)
+    if gpu:
+        from ..gpu.spatial_bnb import load_code
+    else:
+        from .bnb import load_code
+    seconds, compiled = load_code(problem, _minimize_options(options, gpu=gpu))
+    return CodeLoad(seconds, compiled)
+
+
+Instance = SpatialRun

@@ -1,27 +1,36 @@
-"""The run store: a Zarr v3 directory (``run.zarr``) holding an instance and crash-safe checkpoints.
+"""The run store: a Zarr v3 directory (``run.zarr``) holding a run's instance and crash-safe checkpoints.
 
 Layout (plain Zarr v3, nothing pickled; readable with ``zarr.open_group(path, mode="r")``)::
 
-    run.zarr/                      root attrs: {"pbbflow": {"format": 2, "kind": "pfsp-run"},
-                                                "instance": "ta001", "options": {...},
+    run.zarr/                      root attrs: {"pbbflow": {"format": 3, "kind": "pbbflow-run",
+                                                            "family": "flowshop" | "spatial" | ...},
+                                                "instance": "<name>", "options": {...},
                                                 "store_id": "<random hex>", "sha256": "<hex>",
                                                 "owner": {"run", "pid", "host", "since"},
                                                 "current": "checkpoints/00000007" | None,
                                                 "current_seq": 7}
-      instance/p                   int32 (n jobs, m machines) processing times
+      instance/<array>             the instance, as its family writes it (flow shop: p, int32
+                                   (n jobs, m machines); spatial: source, the problem's JSON as
+                                   UTF-8 bytes: data, never code)
       checkpoints/<seq:08d>/       one complete version per commit; attrs below
-        starts, ends               int16 (k, n) factoradic digits of each interval [a, b)
-        end_is_total               bool (k,): b == n! (its ``ends`` row is all zeros)
-        permutation                int32 (n,) best permutation, or (0,) when none
-        series/<column>            int64 or float64 (L,) time series (see SERIES_COLUMNS)
+        <work arrays>              the work left (flow shop: starts, ends int16 (k, n) factoradic
+                                   digits of intervals [a, b) and end_is_total bool (k,); spatial:
+                                   lo, hi float64 (k, d) and lb float64 (k,): open boxes and bounds)
+        <solution array>           the incumbent (flow shop: permutation int32 (n,); spatial: x
+                                   float64 (d,)), or an empty array when there is none
+        series/<column>            int64 or float64 (L,) time series
 
-The root's ``sha256`` covers everything a result depends on: ``instance/p``, the instance name,
-the options (see ``options.py``; validated at open, the root bound recomputed from ``p``) and
-the store's random ``store_id``.
+The family (``workflow.family``: the store's instance is a ``RunInstance`` of its ``Instance``
+class) names and checks every array and the options; this module knows none of them.  Stores of
+format 2 (kind ``pfsp-run``, flow shop only, the same layout) are read as flow-shop stores.
 
-Version attrs: ``complete`` (True), ``seq``, ``n``, ``nodes`` and ``leaves`` (decimal strings),
-``incumbent`` (int or null; the makespan of ``permutation``), ``elapsed_s``, ``result`` (JSON or
-null), ``series_columns`` and ``sha256``: a digest of every array of the version (fixed order, with
+The root's ``sha256`` covers everything a result depends on: the instance's arrays, its name, the
+options (validated by the family at open) and the store's random ``store_id``.
+
+Version attrs: ``complete`` (True), ``seq``, ``nodes`` and ``leaves`` (decimal strings),
+``incumbent`` (the solution's value, or null), ``settled`` (a lower bound of the work discarded
+without being explored to its end, or null: none), ``elapsed_s``, ``result`` (JSON or null),
+``series_columns`` and ``sha256``: a digest of every array of the version (fixed order, with
 dtype and shape), the canonical JSON of the other attrs and the root's ``sha256``, which binds the
 version to its store: a version copied from another store fails its checksum.  A sha256 without a
 key detects corruption and careless edits, not deliberate forgery: whoever can write the store can
@@ -68,14 +77,12 @@ import numpy as np
 if TYPE_CHECKING:
     import zarr
 
-from ..flowshop.evaluation import makespan
-from ..search.intervals import WorkUnit
+from ..workflow.family import RunInstance, StoredWork, family
 from .lock import DirectoryBusy, DirectoryLock
-from .options import check_options
 
-FORMAT = 2  # 2: the root's sha256 covers the instance and the options
-KIND = "pfsp-run"
-SERIES_COLUMNS = ("t", "nodes", "leaves", "remaining_fraction", "incumbent", "active_explorers")
+FORMAT = 3  # 3: the family is named, its instance and checkpoint arrays are its own
+KIND = "pbbflow-run"
+LEGACY = {(2, "pfsp-run"): "flowshop"}  # older formats still read: (format, kind) -> family
 
 _SIGNED = ("pbbflow", "instance", "options", "store_id")  # the root attrs its sha256 covers
 _CKPT = "checkpoints"
@@ -100,9 +107,10 @@ class Checkpoint:
     """One committed version of a run."""
 
     seq: int
-    remaining: WorkUnit
-    incumbent: int | None
-    permutation: tuple[int, ...] | None
+    remaining: StoredWork  # the family's (flow shop: a WorkUnit; spatial: a BoxSet)
+    incumbent: Any  # the solution's value, None when there is none
+    solution: Any  # the family's (flow shop: a permutation tuple; spatial: a point as a list)
+    settled: float  # a lower bound of the work discarded unexplored (inf: none)
     nodes: int
     leaves: int
     elapsed_s: float
@@ -158,10 +166,9 @@ def _series_column(name: str, values: Any) -> np.ndarray:
 class RunStore:
     """A pbbflow run on disk: instance, options and versioned checkpoints (see the module docstring)."""
 
-    def __init__(self, path: Path, instance_name: str, p: np.ndarray, options: dict, sha256: str) -> None:
+    def __init__(self, path: Path, instance: RunInstance, sha256: str) -> None:
         """Use :meth:`create` or :meth:`open`."""
-        self._path, self._instance_name, self._p, self._options = path, instance_name, p, options
-        self._sha256 = sha256  # the root's: binds every version to this store
+        self._path, self._instance, self._sha256 = path, instance, sha256
         self._lock: DirectoryLock | None = None
         self._owner: str | None = None  # this object's run id while it holds the store for writing
         self._partials_cleaned = False
@@ -199,69 +206,57 @@ class RunStore:
         return lock
 
     @classmethod
-    def create(cls, path: str | os.PathLike[str], *, instance_name: str, p: np.ndarray,
-               options: dict, overwrite: bool = False) -> RunStore:
-        """Create a new run store, held for writing (see :meth:`reserve` for what ``path`` may hold)."""
+    def create(cls, path: str | os.PathLike[str], instance: RunInstance, *, overwrite: bool = False) -> RunStore:
+        """Create a new run store of ``instance``, held for writing (see :meth:`reserve` for what
+        ``path`` may hold)."""
         path = Path(path)
-        p = np.array(p, dtype=np.int32, order="C", copy=True)
-        if p.ndim != 2 or min(p.shape) < 1:
-            raise ValueError(f"p must be a non-empty 2-D array (jobs x machines), got shape {p.shape}")
-        options = _plain_json(options, "options")
-        check_options(options, p)
-        signed = {"pbbflow": {"format": FORMAT, "kind": KIND}, "instance": str(instance_name), "options": options,
+        arrays = sorted(instance.arrays().items())
+        options = _plain_json(instance.options, "options")
+        header = {"format": FORMAT, "kind": KIND, "family": instance.kind}
+        signed = {"pbbflow": header, "instance": str(instance.name), "options": options,
                   "store_id": uuid.uuid4().hex}  # fmt: skip
-        sha256 = _digest([("instance/p", p)], signed)
+        sha256 = _digest([(f"instance/{k}", a) for k, a in arrays], signed)
         lock, owner = cls.reserve(path, overwrite=overwrite), _new_owner()
         try:
             with _file_errors(path, "write it"):
                 root = _zarr().open_group(path, mode="w-", attributes={**signed, "sha256": sha256, "owner": owner,
                                                                        "current": None})  # fmt: skip
-                _write_array(root.create_group("instance"), "p", p)
+                group = root.create_group("instance")
+                for key, data in arrays:
+                    _write_array(group, key, data)
                 root.create_group(_CKPT)
         except BaseException:
             lock.release()
             raise
-        p.flags.writeable = False
-        store = cls(path, str(instance_name), p, options, sha256)
+        store = cls(path, instance, sha256)
         store._lock, store._owner = lock, owner["run"]
         return store
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> RunStore:
-        """Open an existing run store, its instance and options verified (checksum, then validity);
-        RunStoreError if it is missing, foreign, of another format or damaged."""
+        """Open an existing run store, its instance and options verified (checksum, then validity by
+        its family); RunStoreError if it is missing, foreign, of another format or damaged."""
         path = Path(path)
         root = _open_root(path)
         attrs = root.attrs.asdict()
         header = attrs.get("pbbflow")
-        if not isinstance(header, dict) or header.get("kind") != KIND:
-            raise RunStoreError(path, f"not a pbbflow run store (no 'pbbflow' attributes of kind {KIND!r})")
-        if header.get("format") != FORMAT:
-            hint = "; format 1 did not checksum the options: solve again into a new store"
-            raise RunStoreError(path, f"unsupported run store format {header.get('format')!r} "
-                                      f"(this pbbflow reads format {FORMAT}{hint * (header.get('format') == 1)})")
+        kind = _family_of(path, header)
         try:
-            p = np.asarray(_array(root, "instance/p")[...])
+            group = root["instance"]
+            arrays = {name: np.asarray(_array(group, name)[...]) for name in sorted(group.array_keys())}
             signed = {key: attrs[key] for key in _SIGNED}
-            intact = p.dtype == np.int32 and _digest([("instance/p", p)], signed) == attrs["sha256"]
+            intact = _digest([(f"instance/{k}", a) for k, a in arrays.items()], signed) == attrs["sha256"]
         except KeyError as e:
             raise RunStoreError(path, f"damaged run store: missing {e}") from None
         except Exception as e:  # zarr raises assorted errors on corrupt metadata or chunks; json on NaN
             raise RunStoreError(path, f"damaged run store: {type(e).__name__}: {e}") from None
         if not intact:
             raise RunStoreError(path, "fails its sha256 checksum: its instance or options were changed or damaged")
-        options, name = signed["options"], signed["instance"]
         try:
-            if p.ndim != 2 or min(p.shape) < 1 or p.min() < 0:
-                raise ValueError(f"instance/p must be (jobs, machines) times >= 0, got shape {p.shape}")
-            if not isinstance(name, str) or not name:
-                raise ValueError(f"the instance name must be a non-empty string, not {name!r}")
-            check_options(options, p)
+            instance = family(kind).Instance.from_store(signed["instance"], arrays, signed["options"])
         except ValueError as e:
             raise RunStoreError(path, f"damaged run store: {e}") from None
-        p = np.ascontiguousarray(p)
-        p.flags.writeable = False
-        return cls(path, name, p, options, attrs["sha256"])
+        return cls(path, instance, attrs["sha256"])
 
     def claim(self) -> RunStore:
         """Hold the store for writing, until :meth:`release` or this object's end (commits need it);
@@ -297,49 +292,42 @@ class RunStore:
         return self._path
 
     @property
-    def instance_name(self) -> str:
-        """Name of the instance the run solves."""
-        return self._instance_name
+    def instance(self) -> RunInstance:
+        """What the run solves, with its options (its family's ``RunInstance``)."""
+        return self._instance
 
     @property
-    def p(self) -> np.ndarray:
-        """Processing times, read-only int32 ``(n, m)``."""
-        return self._p
+    def kind(self) -> str:
+        """The run's family (``workflow.family.FAMILIES``)."""
+        return self._instance.kind
 
     @property
     def options(self) -> dict:
         """The run's options (a copy)."""
-        return copy.deepcopy(self._options)
-
-    @property
-    def n(self) -> int:
-        """Number of jobs."""
-        return self._p.shape[0]
+        return copy.deepcopy(self._instance.options)
 
     # ------------------------------------------------------------------ writing
 
-    def commit(self, *, remaining: WorkUnit, incumbent: int | None, permutation: Iterable[int] | None,
-               nodes: int, leaves: int, elapsed_s: float, series: Mapping[str, Any],
-               result: dict | None = None) -> int:
-        """Write a new checkpoint version, make it current, drop older spares; return its ``seq``."""
-        n = self.n
-        if not isinstance(remaining, WorkUnit) or remaining.n != n:
-            raise ValueError(f"remaining must be a WorkUnit over n={n}")
-        perm = np.zeros(0, np.int32) if permutation is None else np.array(list(permutation), np.int32)
-        if permutation is not None and sorted(perm.tolist()) != list(range(n)):
-            raise ValueError(f"permutation must be a permutation of range({n})")
-        problem = _schedule_problem(self._p, perm, incumbent)
+    def commit(self, *, remaining: StoredWork, incumbent: Any, solution: Any, nodes: int, leaves: int,
+               elapsed_s: float, series: Mapping[str, Any], settled: float = math.inf,
+               result: dict | None = None) -> int:  # fmt: skip
+        """Write a new checkpoint version, make it current, drop older spares; return its ``seq``.
+        ``remaining`` and ``solution`` are the family's (ValueError when its instance refuses them)."""
+        instance = self._instance
+        problem = instance.incumbent_problem(incumbent, solution)
         if problem is not None:
             raise ValueError(f"incumbent {incumbent}: {problem}")
-        elapsed_s = float(elapsed_s)
+        elapsed_s, settled = float(elapsed_s), float(settled)
         if not math.isfinite(elapsed_s):
             raise ValueError(f"elapsed_s must be finite, got {elapsed_s}")
+        if math.isnan(settled) or settled == -math.inf:
+            raise ValueError(f"settled must be a number or +inf (none), got {settled}")
         cols = {str(k): _series_column(str(k), v) for k, v in series.items()}
         if len({len(c) for c in cols.values()}) > 1:
             raise ValueError(f"series columns differ in length: { {k: len(c) for k, c in cols.items()} }")
-        starts, ends, end_is_total = remaining.to_digit_arrays()
-        arrays = [("starts", starts.astype(np.int16)), ("ends", ends.astype(np.int16)),
-                  ("end_is_total", end_is_total), ("permutation", perm)]
+        work = instance.encode_work(remaining)
+        arrays = [*((k, work[k]) for k in instance.work_arrays),
+                  (instance.solution_array, instance.encode_solution(solution))]  # fmt: skip
         arrays += [(f"series/{k}", c) for k, c in cols.items()]
 
         root = self._owned_root()
@@ -349,9 +337,9 @@ class RunStore:
             self._partials_cleaned = True
         seq = int(root.attrs.get("current_seq", 0)) + 1
         attrs = {
-            "complete": True, "seq": seq, "n": n,
+            "complete": True, "seq": seq,
             "nodes": str(operator.index(nodes)), "leaves": str(operator.index(leaves)),
-            "incumbent": None if incumbent is None else operator.index(incumbent),
+            "incumbent": _plain_json(incumbent, "incumbent"), "settled": None if settled == math.inf else settled,
             "elapsed_s": elapsed_s, "result": _plain_json(result, "result"),
             "series_columns": list(cols),
         }
@@ -400,8 +388,9 @@ class RunStore:
             if not isinstance(group, _zarr().Group) or attrs.get("complete") is not True:
                 raise RunStoreError(self._path, f"{where} is incomplete")
             columns = list(attrs["series_columns"])
-            arrays = {key: np.asarray(_array(group, key)[...]) for key in
-                      ("starts", "ends", "end_is_total", "permutation", *(f"series/{c}" for c in columns))}
+            instance = self._instance
+            names = (*instance.work_arrays, instance.solution_array, *(f"series/{c}" for c in columns))
+            arrays = {key: np.asarray(_array(group, key)[...]) for key in names}
             intact = self._version_digest(arrays.items(), attrs) == attrs["sha256"]
         except KeyError as e:
             raise RunStoreError(self._path, f"{where} is damaged: missing {e}") from None
@@ -413,18 +402,23 @@ class RunStore:
             raise RunStoreError(self._path, f"{where} fails its sha256 checksum (tampered or truncated data)")
         if attrs.get("seq") != seq:
             raise RunStoreError(self._path, f"{where} holds seq {attrs.get('seq')}, the pointer says {seq}")
-        perm = arrays["permutation"]
         try:
-            remaining = WorkUnit.from_digit_arrays(self.n, arrays["starts"], arrays["ends"],
-                                                   arrays["end_is_total"])
+            remaining = instance.decode_work({k: arrays[k] for k in instance.work_arrays})
         except ValueError as e:
-            raise RunStoreError(self._path, f"{where} holds invalid intervals: {e}") from None
-        problem = _schedule_problem(self._p, perm, attrs["incumbent"])
+            raise RunStoreError(self._path, f"{where} holds invalid work: {e}") from None
+        try:
+            solution = instance.decode_solution(arrays[instance.solution_array])
+            problem = instance.incumbent_problem(attrs["incumbent"], solution)
+        except ValueError as e:
+            problem = str(e)
         if problem is not None:
             raise RunStoreError(self._path, f"{where} holds incumbent {attrs['incumbent']!r}: {problem}")
+        settled = attrs.get("settled")  # absent in format 2
+        if not (settled is None or type(settled) in (int, float) and settled > -math.inf):
+            raise RunStoreError(self._path, f"{where} holds settled {settled!r}, not a number")
         return Checkpoint(
-            seq=attrs["seq"], remaining=remaining, incumbent=attrs["incumbent"],
-            permutation=tuple(perm.tolist()) if perm.size else None,
+            seq=attrs["seq"], remaining=remaining, incumbent=attrs["incumbent"], solution=solution,
+            settled=math.inf if settled is None else float(settled),
             nodes=int(attrs["nodes"]), leaves=int(attrs["leaves"]), elapsed_s=float(attrs["elapsed_s"]),
             series={c: arrays[f"series/{c}"] for c in columns}, result=attrs["result"])
 
@@ -442,17 +436,6 @@ class RunStore:
     def _version_digest(self, arrays: Iterable[tuple[str, np.ndarray]], attrs: Mapping[str, Any]) -> str:
         """A version's sha256, bound to this store by the root's."""
         return _digest(arrays, {**attrs, "store_sha256": self._sha256})
-
-
-def _schedule_problem(p: np.ndarray, perm: np.ndarray, incumbent: Any) -> str | None:
-    """What is wrong with ``incumbent`` as the makespan of ``perm`` (empty: none) on ``p``, if anything."""
-    if not perm.size:
-        return None if incumbent is None else "it has no permutation"
-    try:
-        actual = makespan(p, perm)
-    except ValueError as e:
-        return str(e)
-    return None if type(incumbent) is int and incumbent == actual else f"its permutation's makespan is {actual}"
 
 
 def _new_owner() -> dict:
@@ -538,6 +521,28 @@ def _array(group: zarr.Group, key: str) -> zarr.Array:
 def _is_run_store(path: Path) -> bool:
     try:
         meta = json.loads((path / "zarr.json").read_text())
-        return meta["attributes"]["pbbflow"]["kind"] == KIND
+        return meta["attributes"]["pbbflow"]["kind"] in (KIND, *(kind for _, kind in LEGACY))
     except (OSError, ValueError, KeyError, TypeError):
         return False
+
+
+def _family_of(path: Path, header: Any) -> str:
+    """The family a store's ``pbbflow`` header names; RunStoreError for a foreign store, another
+    format or an unknown family."""
+    kinds = (KIND, *(kind for _, kind in LEGACY))
+    if not isinstance(header, dict) or header.get("kind") not in kinds:
+        raise RunStoreError(path, f"not a pbbflow run store (no 'pbbflow' attributes of kind {KIND!r})")
+    legacy = LEGACY.get((header.get("format"), header.get("kind")))
+    if legacy is not None:
+        return legacy
+    if header.get("format") != FORMAT or header.get("kind") != KIND:
+        hint = "; format 1 did not checksum the options: solve again into a new store"
+        raise RunStoreError(path, f"unsupported run store format {header.get('format')!r} "
+                                  f"(this pbbflow reads formats 2 and {FORMAT}{hint * (header.get('format') == 1)})")
+    kind = header.get("family")
+    try:
+        family(kind)
+    except (ValueError, TypeError):
+        raise RunStoreError(path, f"a run of an unknown family {kind!r} (this pbbflow knows "
+                                  "flowshop and spatial)") from None  # fmt: skip
+    return kind

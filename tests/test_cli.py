@@ -23,7 +23,8 @@ import numpy as np
 import zarr
 from distributed import LocalCluster
 from gmpy2 import mpz
-from pbbflow.cli.main import main, parse_duration
+from pbbflow.cli.arguments import parse_duration
+from pbbflow.cli.main import main
 from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.search.factoradic import factorial
 from runwait import wait_for_committed_nodes
@@ -645,7 +646,7 @@ def test_the_dashboard_link_is_printed_once_when_it_comes(monkeypatch, tty):
     with the link), and none before it is known."""
     import io
 
-    from pbbflow.cli.main import _Watch
+    from pbbflow.cli.runs import _Watch
     from pbbflow.cli.progress import ProgressBar
     from pbbflow.workflow.run import Progress
 
@@ -764,13 +765,13 @@ def test_the_summary_and_info_print_a_small_rate_with_its_unit(capsys, tmp_path,
 def test_info_prints_a_tiny_remaining_share(capsys, tmp_path):
     from pbbflow.flowshop.instance import FlowShop
     from pbbflow.search.intervals import WorkUnit
-    from pbbflow.workflow.run import create_run
+    from pbbflow.search.family import create_flowshop_run
 
     p = np.random.default_rng(0).integers(1, 99, size=(50, 5)).astype(np.int32)
-    store = create_run(tmp_path / "r.zarr", FlowShop("big", p), ub=None, bound="lb1", branch="minmin")
+    store = create_flowshop_run(tmp_path / "r.zarr", FlowShop("big", p), ub=None, bound="lb1", branch="minmin")
     cp = store.latest()
     store.commit(remaining=WorkUnit(50, [(10**30, 10**30 + 10**50)]), incumbent=cp.incumbent,
-                 permutation=cp.permutation, nodes=1, leaves=0, elapsed_s=1.0, series=cp.series)  # fmt: skip
+                 solution=cp.solution, nodes=1, leaves=0, elapsed_s=1.0, series=cp.series)  # fmt: skip
     code, out, err = run(capsys, "info", str(tmp_path / "r.zarr"))
     assert code == 0 and "remaining    3.29e-15 of the search space (log10 -14.48)" in out, out
     code, out, err = run(capsys, "info", str(tmp_path / "r.zarr"), "--json")
@@ -859,9 +860,9 @@ def test_an_interrupt_with_no_run_to_resume_has_no_resume_hint(capsys, monkeypat
 
 @pytest.fixture
 def a_run(tmp_path) -> str:
-    from pbbflow.workflow.run import create_run
+    from pbbflow.search.family import create_flowshop_run
 
-    create_run(tmp_path / "r.zarr", taillard_instance(1), ub=None, bound="lb1", branch="minmin")
+    create_flowshop_run(tmp_path / "r.zarr", taillard_instance(1), ub=None, bound="lb1", branch="minmin")
     return str(tmp_path / "r.zarr")
 
 
@@ -1072,11 +1073,11 @@ def test_solve_refuses_a_run_path_it_cannot_write_before_a_cluster_starts(capsys
 
 def test_a_read_only_store_is_refused_before_a_cluster_starts(capsys, monkeypatch, tmp_path, read_only):
     """Issue 13: a read-only store was explored, then the final checkpoint failed with a traceback."""
-    from pbbflow.workflow.run import create_run
+    from pbbflow.search.family import create_flowshop_run
 
     for victim in ("", "checkpoints"):
         path = tmp_path / f"ro{len(victim)}.zarr"
-        create_run(path, taillard_instance(21), ub=None, bound="lb1", branch="minmin").release()
+        create_flowshop_run(path, taillard_instance(21), ub=None, bound="lb1", branch="minmin").release()
         read_only(path / victim)
         forbid_cluster(monkeypatch)
         code, out, err = run(capsys, "resume", str(path))

@@ -20,7 +20,8 @@ from pbbflow.workflow.cluster import SlurmOptions, attach_dashboard, dashboard_l
 from pbbflow.workflow.coordinator import PLUGIN_NAME
 from pbbflow.workflow.history import RunHistory
 from pbbflow.workflow.ledger import Ledger
-from pbbflow.workflow.run import create_run, drive
+from pbbflow.search.family import create_flowshop_run
+from pbbflow.workflow.run import drive
 
 from test_cluster import slurm_idle
 
@@ -77,7 +78,7 @@ def sources(scheduler) -> dict:
 def live_page(client, tmp_path, check, number: int = 21, ub: int = 2297) -> None:
     """Drive a run of Taillard's instance ``number`` (UB = optimum) on ``client``'s cluster; once
     its history has samples with nodes, while it is live, ``check(url)``."""
-    store = create_run(tmp_path / "run.zarr", taillard_instance(number), ub=ub, bound="lb1", branch="minmin")
+    store = create_flowshop_run(tmp_path / "run.zarr", taillard_instance(number), ub=ub, bound="lb1", branch="minmin")
     stop, outcome = threading.Event(), {}
     thread = threading.Thread(target=lambda: outcome.update(drive(store, client, stop=stop, time_limit=120)))
     thread.start()

@@ -12,10 +12,13 @@ import numpy as np
 import pytest
 from distributed import Client, LocalCluster
 
+from pbbflow.storage.runstore import RunStore
 from pbbflow.workflow import family as family_module
 from pbbflow.workflow.coordinator import Coordinator
 from pbbflow.workflow.family import family, work_space
+from pbbflow.workflow.run import create_run, drive, result_of
 from pbbflow.workflow.tasks import explorer_task, heuristic_task
+from pbbflow.workflow.warmup import CodeLoad
 
 SIZE = 200_000
 
@@ -90,6 +93,9 @@ class RangeSpace:
         left = self.remaining_fraction(sets)
         return math.log10(left) if left else None
 
+    def lower_bound(self, sets) -> None:
+        return None
+
 
 class ScanEngine:
     """Scans its ranges in chunks of 1,000 integers; a node is one integer evaluated."""
@@ -134,10 +140,72 @@ def side_heuristic(options: dict, seed: int, improved, stopping) -> dict:
     return {"tries": tries}
 
 
+def load_nothing() -> CodeLoad:
+    """The toy's worker code: plain numpy, nothing to load."""
+    return CodeLoad(0.0, False)
+
+
+class ToyRun:
+    """The toy's run instance: its size is the instance; its work in the store is the ranges, its
+    incumbent the integer ``k`` with its value."""
+
+    kind, work_arrays, solution_array = "toy", ("ranges",), "k"
+
+    def __init__(self, size: int, name: str = "toy") -> None:
+        self.size, self.name, self.options = size, name, {"size": size}
+
+    @classmethod
+    def from_store(cls, name, arrays, options):
+        if set(arrays) != {"size"} or options != {"size": int(arrays["size"][0])}:
+            raise ValueError("toy: the instance is its size")
+        return cls(int(arrays["size"][0]), name)
+
+    def arrays(self):
+        return {"size": np.array([self.size], dtype=np.int64)}
+
+    def space(self):
+        return RangeSpace(self.size)
+
+    def encode_work(self, work):
+        return {"ranges": work.bounds}
+
+    def decode_work(self, arrays=None, data=None):
+        return self.space().decode(data if data is not None else arrays["ranges"].astype("<i8").tobytes())
+
+    def encode_solution(self, k):
+        return np.zeros(0, np.int64) if k is None else np.array([k], dtype=np.int64)
+
+    def decode_solution(self, array):
+        return int(array[0]) if array.size else None
+
+    def incumbent_problem(self, best, k):
+        if k is None:
+            return None if best is None else "no k"
+        return None if best == int(value(np.array([k]))[0]) else "not its value"
+
+    def search_ub(self):
+        return math.inf
+
+    def engine_options(self, **settings):
+        return dict(self.options)
+
+    def result(self, remaining, incumbent, solution, settled, nodes, leaves, elapsed_s):
+        return {"status": "limit" if len(remaining) else "optimal", "minimum": incumbent, "k": solution,
+                "nodes": nodes, "remaining_fraction": self.space().remaining_fraction([remaining]),
+                "remaining_log10": None}  # fmt: skip
+
+    def client_code(self):
+        return CodeLoad(0.0, False)
+
+    def worker_code(self):
+        return load_nothing, ()
+
+
 @pytest.fixture
 def toy_family(monkeypatch):
     module = types.ModuleType("pbbflow_toy_family")
     module.Space = RangeSpace
+    module.Instance = ToyRun
     module.make_engine = lambda options, *, gpu, threads: ScanEngine()
     module.side_heuristic = side_heuristic
     monkeypatch.setitem(sys.modules, module.__name__, module)
@@ -173,3 +241,23 @@ def test_a_third_family_runs_on_the_workflow_with_exact_counts(toy_family):
     assert state["nodes"] == SIZE  # every integer once: nothing lost, nothing twice
     assert state["ub"] == everything.min() and value(np.array([state["solution"]]))[0] == everything.min()
     assert state["remaining_fraction"] == 0.0
+
+
+def test_a_third_familys_run_store_is_driven_stopped_and_resumed_untouched(toy_family, tmp_path):
+    """The same toy through the run store and the driver: stopped after a few nodes, resumed on
+    another cluster, ended with every integer counted once and the minimum in the store."""
+    path = tmp_path / "toy.zarr"
+    create_run(path, ToyRun(SIZE), work=ToyRun(SIZE).space().decode(np.array([[0, SIZE]], dtype="<i8").tobytes())
+               ).release()  # fmt: skip
+    everything = value(np.arange(SIZE))
+    results = []
+    for workers, limit in ((2, 1), (3, None)):
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+                Client(cluster) as client:  # fmt: skip
+            results.append(drive(RunStore.open(path), client, node_limit=limit, budget_s=0.02, checkpoint_every=0.2,
+                                 heuristics=1))  # fmt: skip
+    stopped, result = results
+    assert stopped["status"] == "limit" and 0 < stopped["nodes"] < SIZE and 0 < stopped["remaining_fraction"] < 1
+    assert result == result_of(RunStore.open(path))
+    assert result["status"] == "optimal" and result["nodes"] == SIZE and result["minimum"] == everything.min()
+    assert RunStore.open(path).kind == "toy" and value(np.array([result["k"]]))[0] == everything.min()

@@ -9,7 +9,8 @@ from pbbflow.cli.main import main
 from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.storage.runstore import RunStore
 from pbbflow.viz.plots import plot_run
-from pbbflow.workflow.run import create_run, drive
+from pbbflow.search.family import create_flowshop_run
+from pbbflow.workflow.run import drive
 
 
 def assert_picture(path):
@@ -26,7 +27,7 @@ def client():
 
 
 def test_finished_run(tmp_path, client):
-    store = create_run(tmp_path / "run.zarr", taillard_instance(11), ub=None, bound="lb1", branch="minmin")
+    store = create_flowshop_run(tmp_path / "run.zarr", taillard_instance(11), ub=None, bound="lb1", branch="minmin")
     drive(store, client)
     written = plot_run(RunStore.open(tmp_path / "run.zarr"), tmp_path / "plots")
     assert [p.name for p in written] == ["gantt.png", "history.png"]
@@ -35,7 +36,7 @@ def test_finished_run(tmp_path, client):
 
 
 def test_interrupted_run_through_the_cli(tmp_path, client, capsys):
-    store = create_run(tmp_path / "run.zarr", taillard_instance(17), ub=None, bound="lb1", branch="minmin")
+    store = create_flowshop_run(tmp_path / "run.zarr", taillard_instance(17), ub=None, bound="lb1", branch="minmin")
     result = drive(store, client, time_limit=2.5)
     assert result["status"] == "limit"
     series = RunStore.open(tmp_path / "run.zarr").latest().series
@@ -49,7 +50,7 @@ def test_interrupted_run_through_the_cli(tmp_path, client, capsys):
 
 
 def test_a_fresh_run_and_a_missing_store(tmp_path, capsys):
-    create_run(tmp_path / "run.zarr", taillard_instance(1), ub=None, bound="lb1", branch="minmin")
+    create_flowshop_run(tmp_path / "run.zarr", taillard_instance(1), ub=None, bound="lb1", branch="minmin")
     assert main(["plot", str(tmp_path / "run.zarr"), "--out", str(tmp_path / "plots")]) == 0
     assert_picture(tmp_path / "plots" / "history.png")  # "no samples yet" panels
     assert main(["plot", str(tmp_path / "nothing.zarr"), "--out", str(tmp_path / "x")]) == 2

@@ -1,6 +1,7 @@
 """The Zarr run store: exact round trips, versioning, refusal of damaged stores, crash safety."""
 
 import errno
+import math
 import json
 import os
 import random
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,8 +21,9 @@ from pbbflow import WorkUnit
 from pbbflow.flowshop.evaluation import makespan, neh
 from pbbflow.search.factoradic import factorial
 from pbbflow.storage import runstore
-from pbbflow.storage.options import check_options, run_options
-from pbbflow.storage.runstore import SERIES_COLUMNS, Checkpoint, RunStore, RunStoreError
+from pbbflow.search.family import FlowShopRun
+from pbbflow.search.run_options import check_options, run_options
+from pbbflow.storage.runstore import Checkpoint, RunStore, RunStoreError
 
 N = 50
 P = np.arange(N * 5, dtype=np.int32).reshape(N, 5) % 97 + 1
@@ -40,7 +43,7 @@ def expected(seq: int, n: int = N) -> dict:
     return {
         "remaining": WorkUnit(n, ivs),
         "incumbent": None if permutation is None else makespan(P[:n], np.array(permutation)),
-        "permutation": permutation,
+        "solution": permutation,
         "nodes": 2**70 + seq, "leaves": seq * 7, "elapsed_s": seq / 3,
         "series": {"t": np.arange(length) / 7, "nodes": np.arange(length) * 2**40,
                    "leaves": np.arange(length), "remaining_fraction": np.linspace(1, 0, length),
@@ -51,7 +54,7 @@ def expected(seq: int, n: int = N) -> dict:
 def assert_matches(cp: Checkpoint, want: dict) -> None:
     assert cp.remaining == want["remaining"]
     assert cp.incumbent == want["incumbent"]
-    assert cp.permutation == want["permutation"]
+    assert cp.solution == want["solution"]
     assert (cp.nodes, cp.leaves, cp.elapsed_s, cp.result) == (
         want["nodes"], want["leaves"], want["elapsed_s"], want["result"])
     assert list(cp.series) == list(want["series"])
@@ -61,7 +64,7 @@ def assert_matches(cp: Checkpoint, want: dict) -> None:
 
 
 def make_store(path, options=OPTIONS, **kw) -> RunStore:
-    return RunStore.create(path, instance_name="toy50", p=P, options=options, **kw)
+    return RunStore.create(path, FlowShopRun("toy50", P, options), **kw)
 
 
 def edit_root(path, change) -> None:
@@ -83,13 +86,13 @@ def test_round_trip_exact(tmp_path):
     want["remaining"] = WorkUnit(N, [(0, 1), (10**40, 10**40 + 3), (total // 3, total // 2), (total - 5, total)])
     assert store.commit(**want) == 1
     opened = RunStore.open(path)
-    assert (opened.instance_name, opened.n, opened.options) == ("toy50", N, OPTIONS)
-    assert opened.p.dtype == np.int32 and not opened.p.flags.writeable
-    np.testing.assert_array_equal(opened.p, P)
+    assert (opened.kind, opened.instance.name, opened.instance.n, opened.options) == ("flowshop", "toy50", N, OPTIONS)
+    assert opened.instance.p.dtype == np.int32 and not opened.instance.p.flags.writeable
+    np.testing.assert_array_equal(opened.instance.p, P)
     cp = opened.latest()
     assert cp.seq == 1 and len(cp.remaining) == 4 and cp.remaining.intervals[-1][1] == total
     assert_matches(cp, want)
-    assert set(cp.series) == set(SERIES_COLUMNS)
+    assert set(cp.series) == set(want["series"]) and cp.settled == math.inf
 
 
 def test_none_incumbent_empty_remaining_and_result(tmp_path):
@@ -98,7 +101,7 @@ def test_none_incumbent_empty_remaining_and_result(tmp_path):
     want.update(remaining=WorkUnit.empty(N), result={"status": "optimal", "makespan": None, "proof": True})
     store.commit(**want)
     cp = RunStore.open(store.path).latest()
-    assert cp.incumbent is None and cp.permutation is None and cp.remaining.is_empty()
+    assert cp.incumbent is None and cp.solution is None and cp.remaining.is_empty()
     assert_matches(cp, want)
 
 
@@ -156,8 +159,11 @@ def test_open_missing_foreign_or_newer_format(tmp_path):
         RunStore.open(tmp_path / "other.zarr")
     path = tmp_path / "run.zarr"
     make_store(path)
-    zarr.open_group(path, mode="r+").attrs["pbbflow"] = {"format": 3, "kind": "pfsp-run"}
-    with pytest.raises(RunStoreError, match="unsupported run store format 3"):
+    zarr.open_group(path, mode="r+").attrs["pbbflow"] = {"format": 4, "kind": "pbbflow-run", "family": "flowshop"}
+    with pytest.raises(RunStoreError, match="unsupported run store format 4"):
+        RunStore.open(path)
+    zarr.open_group(path, mode="r+").attrs["pbbflow"] = {"format": 3, "kind": "pbbflow-run", "family": "knapsack"}
+    with pytest.raises(RunStoreError, match="unknown family 'knapsack'"):
         RunStore.open(path)
     zarr.open_group(path, mode="r+").attrs["pbbflow"] = {"format": 1, "kind": "pfsp-run"}
     with pytest.raises(RunStoreError, match="format 1 did not checksum the options: solve again"):
@@ -245,7 +251,7 @@ def test_an_incumbent_must_be_its_permutations_makespan(tmp_path):
     with pytest.raises(ValueError, match="its permutation's makespan is"):
         store.commit(**{**want, "incumbent": want["incumbent"] - 1})
     with pytest.raises(ValueError, match="it has no permutation"):
-        store.commit(**{**want, "permutation": None})
+        store.commit(**{**want, "solution": None})
 
 
 def test_tampered_chunk_fails_checksum(tmp_path):
@@ -283,7 +289,7 @@ def test_truncated_version_is_reported(tmp_path, victim):
 def test_missing_instance_is_reported(tmp_path):
     store = make_store(tmp_path / "run.zarr")
     shutil.rmtree(store.path / "instance" / "p")
-    with pytest.raises(RunStoreError, match="damaged run store"):
+    with pytest.raises(RunStoreError, match="damaged"):
         RunStore.open(store.path)
 
 
@@ -447,3 +453,22 @@ def test_without_flock_support_the_store_is_still_claimed(tmp_path, monkeypatch)
     with pytest.raises(RunStoreError, match="taken over"):
         first.commit(**expected(1))
     assert second.commit(**expected(1)) == 1
+
+
+FORMAT_2 = Path(__file__).parent / "data" / "format2-ta021-stopped.zarr"
+
+
+def test_a_format_2_store_of_the_previous_release_is_read_as_a_flow_shop_run(tmp_path):
+    """Written by pbbflow d5a1c1c (``solve ta021 --ub 2298 --time-limit 1``): read, verified, and
+    continued into format-3 versions of the same store."""
+    path = tmp_path / "old.zarr"
+    shutil.copytree(FORMAT_2, path)
+    store = RunStore.open(path)
+    assert store.kind == "flowshop" and store.instance.name == "ta021" and store.options["search_ub"] == 2298
+    cp = store.latest()
+    assert cp.incumbent == makespan(store.instance.p, np.array(cp.solution)) and cp.settled == math.inf
+    assert 0 < cp.remaining.fraction_of_space() < 1 and cp.nodes > 0
+    store.claim().commit(remaining=cp.remaining, incumbent=cp.incumbent, solution=cp.solution, nodes=cp.nodes + 1,
+                         leaves=cp.leaves, elapsed_s=cp.elapsed_s, series=cp.series)  # fmt: skip
+    again = RunStore.open(path).latest()
+    assert again.seq == cp.seq + 1 and again.remaining == cp.remaining and again.nodes == cp.nodes + 1

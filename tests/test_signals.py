@@ -23,9 +23,10 @@ from distributed import Client, LocalCluster
 
 from pbbflow.cli.signals import SIGNALS
 from pbbflow.cli.startup import Startup
+from pbbflow.workflow.warmup import warm_worker
 from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.workflow.coordinator import Coordinator
-from pbbflow.workflow.run import create_run
+from pbbflow.search.family import create_flowshop_run
 
 CLI = [sys.executable, "-m", "pbbflow.cli.main"]
 
@@ -153,7 +154,7 @@ def test_the_clusters_worker_processes_block_the_stopping_signals(tmp_path):
 
         return Context()
 
-    with Startup(open_client, instance.p, "lb1", "minmin") as startup:
+    with Startup(open_client, (warm_worker, (instance.p, "lb1", "minmin"))) as startup:
         client = startup.ready()
         pids = client.run(os.getpid)
         for pid in pids.values():
@@ -219,9 +220,9 @@ def test_a_departed_driver_closes_its_run_on_the_scheduler(tmp_path):
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
                       dashboard_address=None) as cluster, Client(cluster) as watcher:  # fmt: skip
         watcher.register_plugin(Coordinator())
-        store = create_run(tmp_path / "d.zarr", taillard_instance(1), ub=None, bound="lb1", branch="minmin")
+        store = create_flowshop_run(tmp_path / "d.zarr", taillard_instance(1), ub=None, bound="lb1", branch="minmin")
         driver = Client(cluster.scheduler_address)
-        driver.sync(driver.scheduler.pbbflow_open, run="r1", kind="flowshop", space={"n": store.n},
+        driver.sync(driver.scheduler.pbbflow_open, run="r1", kind="flowshop", space={"n": store.instance.n},
                     work=store.latest().remaining.to_bytes(), ub=2000, client=driver.id)  # fmt: skip
         assert not watcher.sync(watcher.scheduler.pbbflow_status, run="r1")["stopping"]
         driver.close()

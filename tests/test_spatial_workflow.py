@@ -12,7 +12,7 @@ from distributed import Client, LocalCluster
 
 from pbbflow.spatial.bnb import MinimizeOptions, minimize
 from pbbflow.spatial.boxes import BoxSet
-from pbbflow.spatial.family import BoxSpace, BoxWork, run_options
+from pbbflow.spatial.family import BoxSpace, BoxWork, SpatialRun
 from pbbflow.spatial.load import load_problem
 from pbbflow.workflow.coordinator import Coordinator
 from pbbflow.workflow.family import work_space
@@ -78,7 +78,7 @@ def _run_on_a_cluster(problem, options, explorers: int, heuristics: int, *, kill
         client.register_plugin(Coordinator())
         client.sync(client.scheduler.pbbflow_open, run="r", kind=space.kind, space=space.params(),
                     work=BoxSet.root(problem).to_bytes(), ub=math.inf, pieces=explorers, label=problem.name)
-        spec = run_options(problem, options)
+        spec = SpatialRun.new(problem, options, subdomains=options.subdomains).engine_options()
         workers = list(client.scheduler_info()["workers"])
         futures = [client.submit(explorer_task, "r", f"e{i}", space.kind, spec, 0.05, workers=[workers[i]],
                                  allow_other_workers=True, pure=False) for i in range(explorers)]  # fmt: skip

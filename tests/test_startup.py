@@ -15,6 +15,7 @@ import urllib.request
 import pytest
 from distributed import Client, LocalCluster
 
+from pbbflow.cli import main as cli_main
 from pbbflow.cli import startup as startup_module
 from pbbflow.cli.main import main
 from pbbflow.cli.startup import Startup, process_age
@@ -22,8 +23,9 @@ from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.search import ivm
 from pbbflow.workflow import warmup
 from pbbflow.workflow.cluster import open_cluster
-from pbbflow.workflow.run import create_run, drive
-from pbbflow.workflow.warmup import CodeLoad, warm_workers
+from pbbflow.search.family import create_flowshop_run
+from pbbflow.workflow.run import drive
+from pbbflow.workflow.warmup import CodeLoad, warm_worker, warm_workers
 
 STARTUP_FIELDS = {"imports_s", "cluster_s", "client_code_s", "workers_code_s", "initial_heuristic_s", "wait_s",
                   "search_s", "final_checkpoint_s", "close_s", "compile_s", "total_s"}  # fmt: skip
@@ -62,11 +64,11 @@ def test_warmed_workers_search_with_the_code_they_loaded(tmp_path):
     instance = taillard_instance(1)
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None) as cluster, Client(cluster) as client:  # fmt: skip
-        first = warm_workers(client, instance.p, "lb1", "minmin")
+        first = warm_workers(client, warm_worker, (instance.p, "lb1", "minmin"))
         assert list(first.values())[0].seconds > 0
-        assert list(warm_workers(client, instance.p, "lb1", "minmin").values()) == [CodeLoad(0.0, False)]
+        assert list(warm_workers(client, warm_worker, (instance.p, "lb1", "minmin")).values()) == [CodeLoad(0.0, False)]
         timings = {}
-        store = create_run(tmp_path / "run.zarr", instance, ub=None, bound="lb1", branch="minmin")
+        store = create_flowshop_run(tmp_path / "run.zarr", instance, ub=None, bound="lb1", branch="minmin")
         result = drive(store, client, timings=timings)
         signatures = client.run(lambda: (len(ivm.init_at.signatures), len(ivm.explore_steps.signatures)))
     assert result["status"] == "optimal" and list(signatures.values()) == [(1, 1)]
@@ -112,7 +114,7 @@ def solve_ta001(capsys, scheduler, tmp_path) -> tuple[dict, str]:
 @pytest.mark.parametrize(("load", "line"), [(CodeLoad(11.24, True), f"{COMPILING} 11.2 s"),
                                             (CodeLoad(0.4, False), None)])  # fmt: skip
 def test_the_compile_line_and_the_breakdown(capsys, tmp_path, monkeypatch, scheduler, load, line):
-    monkeypatch.setattr(startup_module, "warm_client", lambda p, bound, initial: load)
+    monkeypatch.setattr(cli_main, "warm_client", lambda p, bound, initial: load)
     result, err = solve_ta001(capsys, scheduler, tmp_path)
     startup = result["startup"]
     assert set(startup) == STARTUP_FIELDS and all(v >= 0 for v in startup.values())
@@ -175,7 +177,7 @@ def test_a_busy_worker_does_not_hold_the_warm_up(monkeypatch):
         while not any(client.processing().values()):
             time.sleep(0.01)
         started = time.monotonic()
-        loads = warm_workers(client, instance.p, "lb1", "minmin")
+        loads = warm_workers(client, warm_worker, (instance.p, "lb1", "minmin"))
         assert loads == {} and time.monotonic() - started < 2.5
         busy.result()
 
@@ -189,10 +191,10 @@ def test_the_dashboard_comes_only_to_runs_that_last(monkeypatch):
     def cluster():
         return open_cluster("local", workers=1, threads_per_worker=1)
 
-    with Startup(cluster, instance.p, "lb1", "minmin") as short:
+    with Startup(cluster, (warm_worker, (instance.p, "lb1", "minmin"))) as short:
         short.ready()
     assert short.link is None and "dashboard_s" not in short.times
-    with Startup(cluster, instance.p, "lb1", "minmin") as long:
+    with Startup(cluster, (warm_worker, (instance.p, "lb1", "minmin"))) as long:
         long.ready()
         deadline = time.monotonic() + 60
         while long.link is None and time.monotonic() < deadline:

@@ -106,13 +106,14 @@ def test_workflow_checkpoints_in_pieces(tmp_path):
     from distributed import Client, LocalCluster
 
     from pbbflow.storage.runstore import RunStore
-    from pbbflow.workflow.run import create_run, drive
+    from pbbflow.search.family import create_flowshop_run
+from pbbflow.workflow.run import drive
 
     instance = taillard_instance(30)  # 2.8 M nodes, 3 s on one core
     whole = explore(instance.p, WorkUnit.full(20), TAILLARD[30], threads=2)
     rng = random.Random(30)
     path = tmp_path / "run.zarr"
-    store = create_run(path, instance, ub=TAILLARD[30], bound="lb1", branch="minmin")
+    store = create_flowshop_run(path, instance, ub=TAILLARD[30], bound="lb1", branch="minmin")
     before = store.latest().remaining
     sessions = 0
     while before:

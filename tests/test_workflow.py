@@ -16,7 +16,8 @@ from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.search.explorer import explore
 from pbbflow.search.intervals import WorkUnit
 from pbbflow.storage.runstore import RunStore
-from pbbflow.workflow.run import create_run, drive
+from pbbflow.search.family import create_flowshop_run
+from pbbflow.workflow.run import drive
 from runwait import wait_for_committed_nodes
 
 TA011_NODES = explore(taillard_instance(11).p, WorkUnit.full(20), 1582).nodes  # fixed tree, one process
@@ -34,7 +35,7 @@ def cluster(workers, processes=False):
 @pytest.mark.parametrize("workers", [1, 2, 4])
 def test_fixed_tree_node_count_is_the_single_process_count(tmp_path, workers):
     with cluster(workers) as c, Client(c) as client:
-        store = create_run(tmp_path / "run.zarr", taillard_instance(11), ub=1582, bound="lb1", branch="minmin")
+        store = create_flowshop_run(tmp_path / "run.zarr", taillard_instance(11), ub=1582, bound="lb1", branch="minmin")
         result = drive(store, client, checkpoint_every=0.5)
     assert result["status"] == "bound_proved" and result["lower_bound"] == 1582
     assert result["nodes"] == TA011_NODES
@@ -46,7 +47,7 @@ def test_two_runs_side_by_side_on_one_cluster(tmp_path):
     results = {}
     with cluster(2) as c, Client(c) as client:
         def run(number):
-            store = create_run(tmp_path / f"ta{number}.zarr", taillard_instance(number), ub=None, bound="lb1",
+            store = create_flowshop_run(tmp_path / f"ta{number}.zarr", taillard_instance(number), ub=None, bound="lb1",
                                branch="minmin")  # fmt: skip
             results[number] = drive(store, client, checkpoint_every=1)
 
@@ -62,7 +63,7 @@ def test_two_runs_side_by_side_on_one_cluster(tmp_path):
 def test_limit_then_resume_explores_every_position_once(tmp_path):
     path = tmp_path / "run.zarr"
     with cluster(2) as c, Client(c) as client:
-        store = create_run(path, taillard_instance(17), ub=1484, bound="lb1", branch="minmin")
+        store = create_flowshop_run(path, taillard_instance(17), ub=1484, bound="lb1", branch="minmin")
         first = drive(store, client, node_limit=2_000_000, checkpoint_every=0.2, budget_s=0.2)
         assert first["status"] == "limit" and 0 < first["remaining_fraction"] < 1
         assert first["nodes"] < TA017_NODES
@@ -77,7 +78,7 @@ def test_stop_event_writes_a_resumable_checkpoint(tmp_path):
     path = tmp_path / "run.zarr"
     stop = threading.Event()
     with cluster(2) as c, Client(c) as client:
-        store = create_run(path, taillard_instance(17), ub=1484, bound="lb1", branch="minmin")
+        store = create_flowshop_run(path, taillard_instance(17), ub=1484, bound="lb1", branch="minmin")
         threading.Timer(1.0, stop.set).start()
         result = drive(store, client, stop=stop, checkpoint_every=60)
     assert result["status"] == "limit"
@@ -87,7 +88,7 @@ def test_stop_event_writes_a_resumable_checkpoint(tmp_path):
 
 def test_workers_that_join_during_a_run_get_explorers(tmp_path):
     with cluster(1) as c, Client(c) as client:
-        store = create_run(tmp_path / "run.zarr", taillard_instance(17), ub=1484, bound="lb1", branch="minmin")
+        store = create_flowshop_run(tmp_path / "run.zarr", taillard_instance(17), ub=1484, bound="lb1", branch="minmin")
         threading.Timer(1.0, c.scale, args=(2,)).start()
         result = drive(store, client, node_limit=15_000_000, checkpoint_every=60)
     assert result["status"] == "limit"
@@ -96,7 +97,7 @@ def test_workers_that_join_during_a_run_get_explorers(tmp_path):
 
 def test_improvements_found_by_explorers_reach_the_result(tmp_path):
     with cluster(2) as c, Client(c) as client:
-        store = create_run(tmp_path / "run.zarr", taillard_instance(5), ub=None, bound="lb1", branch="minmin")
+        store = create_flowshop_run(tmp_path / "run.zarr", taillard_instance(5), ub=None, bound="lb1", branch="minmin")
         result = drive(store, client)
     assert result["status"] == "optimal" and result["makespan"] == 1235 and result["leaves"] > 0
 
@@ -104,7 +105,7 @@ def test_improvements_found_by_explorers_reach_the_result(tmp_path):
 def test_killing_a_worker_loses_no_interval(tmp_path):
     """SIGKILL one worker process mid-run: its work returns to the pool, the proof completes."""
     with cluster(2, processes=True) as c, Client(c) as client:
-        store = create_run(tmp_path / "run.zarr", taillard_instance(17), ub=1484, bound="lb1", branch="minmin")
+        store = create_flowshop_run(tmp_path / "run.zarr", taillard_instance(17), ub=1484, bound="lb1", branch="minmin")
         victim = next(iter(client.run(os.getpid).values()))
         threading.Timer(3.0, os.kill, args=(victim, signal.SIGKILL)).start()
         result = drive(store, client, checkpoint_every=1)
@@ -159,7 +160,7 @@ def test_sigterm_checkpoints_and_exits_3_then_a_tampered_store_is_refused(tmp_pa
 
 def test_a_heuristic_worker_improves_the_incumbent_during_the_search(tmp_path):
     with cluster(2) as c, Client(c) as client:
-        store = create_run(tmp_path / "run.zarr", taillard_instance(11), ub=None, bound="lb1", branch="minmin")
+        store = create_flowshop_run(tmp_path / "run.zarr", taillard_instance(11), ub=None, bound="lb1", branch="minmin")
         neh_makespan = store.latest().incumbent
         result = drive(store, client, checkpoint_every=0.5, heuristics=1)  # one explorer, one iterated greedy
     assert result["status"] == "optimal" and result["makespan"] == 1582 < neh_makespan
@@ -169,7 +170,7 @@ def test_a_heuristic_worker_improves_the_incumbent_during_the_search(tmp_path):
 
 def test_heuristic_tasks_never_take_the_last_explorer(tmp_path):
     with cluster(2) as c, Client(c) as client:
-        store = create_run(tmp_path / "run.zarr", taillard_instance(1), ub=None, bound="lb1", branch="minmin",
+        store = create_flowshop_run(tmp_path / "run.zarr", taillard_instance(1), ub=None, bound="lb1", branch="minmin",
                            initial="ig")  # fmt: skip
         result = drive(store, client, checkpoint_every=0.5, heuristics=5)
     assert result["status"] == "optimal" and result["makespan"] == 1278
@@ -189,7 +190,7 @@ def test_a_failing_heuristic_task_stops_the_run_with_a_checkpoint(tmp_path, monk
     monkeypatch.setattr(family, "iterated_greedy", failing_greedy)
     path = tmp_path / "run.zarr"
     with cluster(2) as c, Client(c) as client:
-        store = create_run(path, taillard_instance(30), ub=2178, bound="lb1", branch="minmin")  # 3 s
+        store = create_flowshop_run(path, taillard_instance(30), ub=2178, bound="lb1", branch="minmin")  # 3 s
         with pytest.raises(RunFailed, match="pbbflow-heuristic-.*ValueError: injected heuristic failure") as failed:
             drive(store, client, checkpoint_every=60, heuristics=1, budget_s=0.01)
     assert failed.value.checkpointed and "Traceback" in failed.value.details
@@ -218,7 +219,7 @@ def test_an_explorer_that_does_not_answer_the_stop_keeps_its_work_in_the_checkpo
     monkeypatch.setattr(_CpuEngine, "run", stuck_run)
     path = tmp_path / "run.zarr"
     with cluster(1) as c, Client(c) as client:
-        store = create_run(path, taillard_instance(30), ub=2178, bound="lb1", branch="minmin")
+        store = create_flowshop_run(path, taillard_instance(30), ub=2178, bound="lb1", branch="minmin")
         started = time.monotonic()
         first = drive(store, client, time_limit=0.5, checkpoint_every=60)
         assert time.monotonic() - started < 15
@@ -246,7 +247,7 @@ def test_a_scheduler_that_stops_answering_fails_the_run_instead_of_hanging(tmp_p
     monkeypatch.setattr(run_module, "STOP_SECONDS", 1.0)
     path = tmp_path / "run.zarr"
     with cluster(1) as c, Client(c) as client:
-        store = create_run(path, taillard_instance(30), ub=2178, bound="lb1", branch="minmin")
+        store = create_flowshop_run(path, taillard_instance(30), ub=2178, bound="lb1", branch="minmin")
         client.register_plugin(Coordinator())  # drive registers it again: idempotent, keeps this one
         c.scheduler.handlers["pbbflow_state"] = never
         started = time.monotonic()

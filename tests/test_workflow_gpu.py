@@ -10,7 +10,8 @@ from pbbflow.flowshop.evaluation import brute_force_optimum
 from pbbflow.flowshop.instance import FlowShop
 from pbbflow.search.explorer import explore
 from pbbflow.search.intervals import WorkUnit
-from pbbflow.workflow.run import create_run, drive
+from pbbflow.search.family import create_flowshop_run
+from pbbflow.workflow.run import drive
 
 pytestmark = pytest.mark.gpu
 
@@ -27,7 +28,7 @@ def run_on(tmp_path, workers_resources: list[dict], flowshop: FlowShop, ub: int)
     scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
     with SpecCluster(workers=workers, scheduler=scheduler) as cluster, Client(cluster) as client:
         client.wait_for_workers(len(workers))
-        store = create_run(tmp_path / "run.zarr", flowshop, ub=ub, bound="lb1", branch="minmin")
+        store = create_flowshop_run(tmp_path / "run.zarr", flowshop, ub=ub, bound="lb1", branch="minmin")
         return drive(store, client, checkpoint_every=0.5, ivms=4)
 
 
@@ -57,7 +58,7 @@ def test_a_gpu_request_that_cannot_be_served_is_refused_before_any_store(tmp_pat
 def test_a_gpu_worker_that_cannot_serve_the_run_is_one_clear_error(tmp_path, capsys):
     flowshop = instance(seed=3, n=5, m=3)
     run = tmp_path / "lb2.zarr"
-    create_run(run, flowshop, ub=None, bound="lb2", branch="minmin")
+    create_flowshop_run(run, flowshop, ub=None, bound="lb2", branch="minmin")
     workers = {"w0": {"cls": Worker, "options": {"nthreads": 1, "resources": {"GPU": 1}}}}
     scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
     with SpecCluster(workers=workers, scheduler=scheduler) as cluster:

@@ -94,9 +94,11 @@ def plot_run(store: RunStore, out: Path) -> list[Path]:
     """Write ``gantt.png`` (when the run holds a schedule) and ``history.png`` into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     latest = store.latest()
+    instance = store.instance
     written = []
-    if latest.permutation is not None:
-        written.append(gantt(store.p, list(latest.permutation), out / "gantt.png", store.instance_name))
-    state = "finished" if not latest.remaining else f"{latest.remaining.fraction_of_space():.3%} left"
-    written.append(history(latest.series, out / "history.png", f"{store.instance_name} ({state})"))
+    if instance.kind == "flowshop" and latest.solution is not None:
+        written.append(gantt(instance.p, list(latest.solution), out / "gantt.png", instance.name))
+    share = instance.space().remaining_fraction([instance.space().decode(latest.remaining.to_bytes())])
+    state = "finished" if not latest.remaining else f"{share:.3%} left"
+    written.append(history(latest.series, out / "history.png", f"{instance.name} ({state})"))
     return written

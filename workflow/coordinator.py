@@ -137,6 +137,8 @@ class Coordinator(SchedulerPlugin):
             "ub": ledger.ub,
             "solution": ledger.solution,
             "settled": ledger.settled,
+            "lower_bound": ledger.lower_bound(),
+            "pieces": ledger.pieces(),
             "remaining_fraction": ledger.remaining_fraction(),
             "remaining_log10": ledger.remaining_log10(),
             "active_explorers": len(ledger.active),

@@ -8,7 +8,10 @@ through these protocols and know no family:
 - a :class:`WorkSpace` is the space those sets live in: it decodes their wire format (bytes,
   never a pickle), forms unions, and measures what is left;
 - an :class:`Engine` explores a work set held in a worker between checkpoints;
-- a :class:`Family` (a module) names its space, makes engines and runs its side heuristic.
+- a :class:`RunInstance` is what a run solves, with its options, as the run store and the driver
+  see it: its arrays on disk, its work and incumbent there, its result, its code to warm up;
+- a :class:`Family` (a module) names its space and its instance, makes engines and runs its side
+  heuristic.
 
 A family is found by its run kind in ``FAMILIES`` (a module, imported on first use), so that a
 scheduler or a worker builds what it needs from a message naming the kind and plain parameters
@@ -20,6 +23,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, Self, cast
+
+import numpy as np
 
 # run kind -> the module of its family (a Family)
 FAMILIES = {
@@ -83,6 +88,10 @@ class WorkSpace(Protocol):
     def remaining_log10(self, sets: Sequence[WorkSet]) -> float | None:
         """log10 of that share (None when the sets are empty): readable where it is tiny."""
 
+    def lower_bound(self, sets: Sequence[WorkSet]) -> float | None:
+        """The lowest bound the sets' pieces hold (spatial: the least box bound, inf when empty);
+        None for a family whose pieces hold none (flow shop)."""
+
 
 class Engine(Protocol):
     """Explores a work set held in a worker, from one checkpoint to the next."""
@@ -106,10 +115,75 @@ class Engine(Protocol):
         """More of its checkpoint (``Ledger.checkpoint``'s keywords, e.g. ``settled``); may be empty."""
 
 
+class StoredWork(Protocol):
+    """A checkpoint's work as the family keeps it in the run store (flow shop: a ``WorkUnit``;
+    spatial: a ``BoxSet``): as many pieces as ``len``, and the wire format of its ``WorkSet``."""
+
+    def __len__(self) -> int: ...
+
+    def to_bytes(self) -> bytes: ...
+
+
+class RunInstance(Protocol):
+    """What a run solves and how, as its run store and its driver see it (``storage.runstore``,
+    ``workflow.run``).  Its arrays and options are everything a result depends on: the store signs
+    them and rebuilds the instance from them (``Family.Instance.from_store``)."""
+
+    kind: str  # the family's run kind (``FAMILIES``)
+    name: str  # the instance's or problem's name
+    options: dict  # plain JSON
+    work_arrays: tuple[str, ...]  # the names of a checkpoint's work arrays, in order
+    solution_array: str  # the name of a checkpoint's incumbent array
+
+    @classmethod
+    def from_store(cls, name: str, arrays: dict[str, np.ndarray], options: Any) -> Self:
+        """The instance a store holds; ``ValueError`` (one line) for anything invalid."""
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The instance as named arrays (``instance/<name>`` in the store)."""
+
+    def space(self) -> WorkSpace:
+        """The space of its work."""
+
+    def encode_work(self, work: StoredWork) -> dict[str, np.ndarray]:
+        """A checkpoint's work as arrays named ``work_arrays``."""
+
+    def decode_work(self, arrays: dict[str, np.ndarray] | None = None, data: bytes | None = None) -> StoredWork:
+        """A checkpoint's work from its arrays, or from the wire format ``data``; ``ValueError``."""
+
+    def encode_solution(self, solution: Any) -> np.ndarray:
+        """The incumbent (None: none) as an array (empty: none)."""
+
+    def decode_solution(self, array: np.ndarray) -> Any:
+        """The incumbent of ``encode_solution``'s array (None for an empty one)."""
+
+    def incumbent_problem(self, value: Any, solution: Any) -> str | None:
+        """What is wrong with ``(value, solution)`` as an incumbent (None: nothing; both None: no
+        incumbent yet)."""
+
+    def search_ub(self) -> Any:
+        """The value the search prunes with from the start (without an incumbent)."""
+
+    def engine_options(self, **settings: Any) -> dict:
+        """The options its engines and side heuristic get (``settings``: the session's, e.g. ``ivms``)."""
+
+    def result(self, remaining: StoredWork, incumbent: Any, solution: Any, settled: float, nodes: int,
+               leaves: int, elapsed_s: float) -> dict:  # fmt: skip
+        """The JSON result of a run in this state (its ``status``: ``LIMIT`` while work is left)."""
+
+    def client_code(self) -> Any:
+        """Load the code the client process runs for this run (the coordinator's): a ``CodeLoad``."""
+
+    def worker_code(self) -> tuple[Callable[..., Any], tuple]:
+        """``(function, arguments)``: the task that loads a worker's code for this run (it returns a
+        ``workflow.warmup.CodeLoad``)."""
+
+
 class Family(Protocol):
     """What a family's module provides."""
 
     Space: Callable[..., WorkSpace]  # its WorkSpace, built from ``params()``
+    Instance: type[RunInstance]  # its run instance, rebuilt from a store
 
     def make_engine(self, options: dict, *, gpu: bool, threads: int) -> Engine:
         """An engine for the run's ``options`` on a GPU worker or on ``threads`` CPU threads."""

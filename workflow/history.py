@@ -9,6 +9,7 @@ number of samples is one they have drawn before.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -33,7 +34,8 @@ def node_rate(t: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 @dataclass
 class RunHistory:
-    """Samples of one run: time since opened, nodes, remaining share, incumbent, activity per worker."""
+    """Samples of one run: time since opened, nodes, remaining share, incumbent, lower bound, open
+    pieces, activity per worker."""
 
     label: str
     max_samples: int = 4096
@@ -43,7 +45,9 @@ class RunHistory:
     t: list[float] = field(default_factory=list)
     nodes: list[int] = field(default_factory=list)
     remaining_fraction: list[float] = field(default_factory=list)
-    incumbent: list[int] = field(default_factory=list)
+    incumbent: list[float] = field(default_factory=list)
+    lower_bound: list[float] = field(default_factory=list)  # NaN for a family whose work holds no bounds
+    pieces: list[int] = field(default_factory=list)  # open intervals or boxes
     activity: list[dict[str, float]] = field(default_factory=list)  # worker address -> busy share
 
     def __len__(self) -> int:
@@ -56,9 +60,13 @@ class RunHistory:
         self.nodes.append(ledger.nodes)
         self.remaining_fraction.append(ledger.remaining_fraction())
         self.incumbent.append(ledger.ub)
+        lower = ledger.lower_bound()
+        self.lower_bound.append(math.nan if lower is None else lower)
+        self.pieces.append(ledger.pieces())
         self.activity.append(ledger.activity())
         if len(self.t) > self.max_samples:
-            for column in (self.t, self.nodes, self.remaining_fraction, self.incumbent, self.activity):
+            for column in (self.t, self.nodes, self.remaining_fraction, self.incumbent, self.lower_bound, self.pieces,
+                           self.activity):  # fmt: skip
                 del column[1::2]
             self.generation += 1
 

@@ -78,6 +78,12 @@ class Ledger:
         """Share of the space not proved explored."""
         return self.space.remaining_fraction(self._sets())
 
+    def lower_bound(self) -> float | None:
+        """The run's certified lower bound where its pieces hold bounds (spatial): below every open
+        piece and everything settled; None for a family whose pieces hold none."""
+        lowest = self.space.lower_bound(self._sets())
+        return None if lowest is None else min(self.settled, lowest)
+
     def remaining_log10(self) -> float | None:
         """log10 of that share (None when nothing is left): readable where the share is tiny."""
         return self.space.remaining_log10(self._sets())
@@ -96,6 +102,10 @@ class Ledger:
     def remaining(self) -> WorkSet:
         """Everything not proved explored: the pool plus every explorer's copy."""
         return self.space.union(self._sets())
+
+    def pieces(self) -> int:
+        """The pieces of work open (intervals, boxes) as of the last checkpoints."""
+        return sum(len(s) for s in self._sets())
 
     @property
     def finished(self) -> bool:

@@ -1,17 +1,19 @@
 """Drive a run on a Dask cluster: coordinator, explorer tasks, periodic Zarr checkpoints.
 
-``create_run`` writes a new run store (instance, options, NEH incumbent, the whole space
-as the first checkpoint), held for writing by this process.  ``drive`` claims the store
-(unless its caller did) and continues the run from its last committed checkpoint
-on whatever cluster the client reaches, until the search ends, a time limit passes or
-``stop`` is set (a signal): the explorers are told to stop, and the last state is written
-as a new checkpoint.  Checkpoints are written by the client process on a background thread,
-never on the scheduler's event loop.
+``create_run`` writes a new run store (the family's instance and options, its first work and
+incumbent as the first checkpoint), held for writing by this process.  ``drive`` claims the store
+(unless its caller did) and continues the run from its last committed checkpoint on whatever
+cluster the client reaches, until the search ends, a time limit passes or ``stop`` is set (a
+signal): the explorers are told to stop, and the last state is written as a new checkpoint.
+Checkpoints are written by the client process on a background thread, never on the scheduler's
+event loop.  Nothing here knows a family: the store's instance (``workflow.family.RunInstance``)
+gives the work space, the engines' options, the code to load and the result.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 import traceback
@@ -19,26 +21,21 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
-import numpy as np
 from distributed import Client, wait
 
 from ..gpu import DEFAULT_IVMS, GpuError
-from ..flowshop.evaluation import neh
-from ..flowshop.iterated_greedy import iterated_greedy
-from ..flowshop.instance import FlowShop
-from ..search.intervals import WorkUnit
-from ..search.packed import PermutationSpace
-from ..search.solve import classify
-from ..storage.options import run_options
 from ..storage.runstore import RunStore, RunStoreError
 from .coordinator import Coordinator
+from .family import RunInstance, StoredWork
 from .history import activity_column
 from .tasks import explorer_task, heuristic_task
 from .warmup import warm_workers
 
 STOP_SECONDS = 60.0  # after a stop, how long explorers get to send their last checkpoint
-SERIES = ("t", "nodes", "leaves", "remaining_fraction", "incumbent", "active_explorers")  # + activity columns
+# + activity columns; lower_bound is NaN for a family whose work holds no bounds (flow shop)
+SERIES = ("t", "nodes", "leaves", "remaining_fraction", "incumbent", "lower_bound", "pieces", "active_explorers")
 POLL_SECONDS = 0.2
 CALL_SECONDS = 120.0  # the longest wait for one answer of the coordinator
 
@@ -59,42 +56,22 @@ class Progress:
     elapsed_s: float
     nodes: int
     nodes_per_s: float
-    ub: int  # the pruning bound: the best makespan found, or the initial bound
+    ub: Any  # the pruning bound: the best value found, or the initial bound (inf: none)
     remaining_fraction: float
     remaining_log10: float | None  # log10 of the share left, None when nothing is
     active_explorers: int
+    lower_bound: float | None = None  # the certified lower bound, for families whose work holds bounds
+    pieces: int = 0  # open intervals or boxes
 
 
-def initial_seconds(n: int, m: int) -> float:
-    """Iterated greedy's time before a search: a tenth of the literature's n m / 2 x 30 ms, at most 30 s."""
-    return min(30.0, n * m / 2 * 0.003)
-
-
-def first_schedule(instance: FlowShop, initial: str,
-                   should_stop: Callable[[], bool] | None = None) -> tuple[int, np.ndarray]:  # fmt: skip
-    """(makespan, permutation) of a run's first schedule: ``"neh"`` (NEH's) or ``"ig"`` (iterated
-    greedy from NEH for :func:`initial_seconds`, or until ``should_stop`` returns True)."""
-    if initial == "ig":
-        first = iterated_greedy(instance.p, seconds=initial_seconds(instance.n, instance.m), should_stop=should_stop)
-        return first.makespan, first.permutation
-    if initial == "neh":
-        return neh(instance.p)
-    raise ValueError(f"initial must be 'neh' or 'ig', not {initial!r}")
-
-
-def create_run(path, instance: FlowShop, *, ub: int | None, bound: str, branch: str, overwrite: bool = False,
-               initial: str = "neh", first: tuple[int, np.ndarray] | None = None) -> RunStore:
-    """A new run store whose first checkpoint is the whole space and a first schedule.
-
-    ``initial``: how the first schedule is made (:func:`first_schedule`), unless ``first`` gives
-    it.  The search looks for schedules better than it, or than ``ub``.
-    """
-    makespan, permutation = first if first is not None else first_schedule(instance, initial)
-    options = run_options(instance.p, bound=bound, branch=branch, user_ub=ub, initial=initial,
-                          initial_makespan=makespan)  # fmt: skip
-    store = RunStore.create(path, instance_name=instance.name, p=instance.p, options=options, overwrite=overwrite)
-    store.commit(remaining=WorkUnit.full(instance.n), incumbent=makespan, permutation=permutation.tolist(),
-                 nodes=0, leaves=0, elapsed_s=0.0, series={k: [] for k in SERIES})  # fmt: skip
+def create_run(path, instance: RunInstance, *, work: StoredWork, incumbent: Any = None, solution: Any = None,
+               settled: float = math.inf, nodes: int = 0, overwrite: bool = False) -> RunStore:  # fmt: skip
+    """A new run store of ``instance`` whose first checkpoint is ``work`` (all of the space, or
+    what is left after the family's first steps: ``nodes`` of them, ``settled``) and the first
+    incumbent, if any."""
+    store = RunStore.create(path, instance, overwrite=overwrite)
+    store.commit(remaining=work, incumbent=incumbent, solution=solution, settled=settled, nodes=nodes, leaves=0,
+                 elapsed_s=0.0, series={k: [] for k in SERIES})  # fmt: skip
     return store
 
 
@@ -102,31 +79,21 @@ def result_of(store: RunStore) -> dict:
     """The JSON result of the run as of its last checkpoint (RunStoreError if the result recorded
     there disagrees with the checkpoint's state)."""
     cp = store.latest()
-    result = _result(store, cp.remaining, cp.incumbent, cp.permutation, cp.nodes, cp.leaves, cp.elapsed_s)
+    result = _result(store, cp.remaining, cp.incumbent, cp.solution, cp.settled, cp.nodes, cp.leaves, cp.elapsed_s)
     recorded = cp.result
     if recorded is not None and (not isinstance(recorded, dict) or recorded != {**result, "run": recorded.get("run")}):
         raise RunStoreError(store.path, f"checkpoint {cp.seq} records a result that disagrees with its state")
     return result
 
 
-def _result(store: RunStore, remaining: WorkUnit, incumbent, permutation, nodes, leaves, elapsed_s) -> dict:
-    options = store.options
-    status, proved = classify(not remaining, incumbent, options["search_ub"], options["root_lower_bound"])
-    return {
-        "instance": store.instance_name,
-        "n": store.n,
-        "m": int(store.p.shape[1]),
-        "status": status,
-        "makespan": incumbent,
-        "permutation": None if permutation is None else [int(j) for j in permutation],
-        "lower_bound": proved,
-        "nodes": nodes,
-        "leaves": leaves,
-        "elapsed_s": round(elapsed_s, 6),
-        "remaining_fraction": remaining.fraction_of_space(),
-        "remaining_log10": remaining.log10_fraction(),
-        "run": str(store.path),
-    }
+def finished(store: RunStore) -> bool:
+    """Whether the run's last checkpoint holds no work."""
+    return not store.latest().remaining
+
+
+def _result(store: RunStore, remaining: StoredWork, incumbent, solution, settled, nodes, leaves, elapsed_s) -> dict:
+    result = store.instance.result(remaining, incumbent, solution, settled, nodes, leaves, elapsed_s)
+    return {**result, "run": str(store.path)}
 
 
 def _is_gpu(worker_info: dict) -> bool:
@@ -144,15 +111,17 @@ class _Session:
         self.series = {k: list(v) for k, v in self.start.series.items()} or {k: [] for k in SERIES}
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pbbflow-checkpoint")
         self.pending = None
-        options = store.options
-        ub = options["search_ub"] if self.start.incumbent is None else min(options["search_ub"], self.start.incumbent)
+        instance = store.instance
+        ub = instance.search_ub()
+        if self.start.incumbent is not None:
+            ub = min(ub, self.start.incumbent)
         client.register_plugin(Coordinator())
         info = client.scheduler_info()["workers"]
-        space = PermutationSpace(store.n)
+        space = instance.space()
         self.kind = space.kind
         self.call("pbbflow_open", kind=space.kind, space=space.params(), work=self.start.remaining.to_bytes(), ub=ub,
-                  nodes=self.start.nodes, leaves=self.start.leaves, pieces=max(1, len(info)),
-                  label=store.instance_name, client=client.id)  # fmt: skip
+                  nodes=self.start.nodes, leaves=self.start.leaves, settled=self.start.settled,
+                  pieces=max(1, len(info)), label=instance.name, client=client.id)  # fmt: skip
         self.budget_s, self.ivms = budget_s, ivms
         self.futures = []
         self.served: set[str] = set()  # workers that were given their tasks
@@ -185,7 +154,6 @@ class _Session:
             self.served.add(worker)
 
     def _submit_explorer(self, worker: str) -> None:
-        options = self.store.options
         explorer = f"{self.run}-{self.explorers}"
         self.futures.append(self.client.submit(
             explorer_task, self.run, explorer, self.kind, self.engine_options(), self.budget_s,
@@ -203,8 +171,7 @@ class _Session:
 
     def engine_options(self) -> dict:
         """The run's options for its family's engines and side heuristic."""
-        options = self.store.options
-        return {"p": self.store.p, "bound": options["bound"], "branch": options["branch"], "ivms": self.ivms}
+        return self.store.instance.engine_options(ivms=self.ivms)
 
     def call(self, op: str, **kwargs) -> dict:
         """The coordinator's ``op`` for this run; TimeoutError after ``CALL_SECONDS`` (a scheduler
@@ -216,8 +183,9 @@ class _Session:
         return self.start.elapsed_s + time.monotonic() - self.started
 
     def sample(self, state: dict) -> None:
-        row = (self.elapsed(), state["nodes"], state["leaves"], state["remaining_fraction"],
-               state["ub"], state["active_explorers"])  # fmt: skip
+        lower = state["lower_bound"]
+        row = (self.elapsed(), state["nodes"], state["leaves"], state["remaining_fraction"], state["ub"],
+               math.nan if lower is None else lower, state["pieces"], state["active_explorers"])  # fmt: skip
         for key, value in zip(SERIES, row, strict=True):
             self.series[key].append(value)
         # per-worker busy share; NaN where a worker held no explorer (workers come and go)
@@ -232,16 +200,16 @@ class _Session:
         """Write the ledger's state as a new version (waits for the previous write first)."""
         if self.pending is not None:
             self.pending.result()
-        remaining = WorkUnit.from_bytes(self.store.n, state["remaining"])
-        incumbent, permutation = self.start.incumbent, self.start.permutation
+        remaining = self.store.instance.decode_work(data=state["remaining"])
+        incumbent, solution = self.start.incumbent, self.start.solution
         if state["solution"] is not None:
-            incumbent, permutation = state["ub"], state["solution"]
-        args = {"remaining": remaining, "incumbent": incumbent, "permutation": permutation, "nodes": state["nodes"],
-                "leaves": state["leaves"], "elapsed_s": self.elapsed(),
+            incumbent, solution = state["ub"], state["solution"]
+        args = {"remaining": remaining, "incumbent": incumbent, "solution": solution, "settled": state["settled"],
+                "nodes": state["nodes"], "leaves": state["leaves"], "elapsed_s": self.elapsed(),
                 "series": {k: list(v) for k, v in self.series.items()}}  # fmt: skip
         if final and not remaining:  # the search ended: the result goes into the store too
-            args["result"] = _result(self.store, remaining, incumbent, permutation, state["nodes"], state["leaves"],
-                                     args["elapsed_s"])  # fmt: skip
+            args["result"] = _result(self.store, remaining, incumbent, solution, state["settled"], state["nodes"],
+                                     state["leaves"], args["elapsed_s"])  # fmt: skip
         self.pending = self.writer.submit(lambda: self.store.commit(**args))
         if final:
             self.pending.result()
@@ -286,9 +254,9 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
     stop = stop or threading.Event()
     hurry = hurry or threading.Event()
     store.claim()  # a no-op when the caller holds it already
-    if not store.latest().remaining or stop.is_set():
+    if finished(store) or stop.is_set():
         return result_of(store)
-    warm_workers(client, store.p, store.options["bound"], store.options["branch"])
+    warm_workers(client, *store.instance.worker_code())
     session = _Session(store, client, budget_s, ivms, heuristics)
     try:
         failure = _search(session, stop, time_limit, node_limit, checkpoint_every, on_progress)
@@ -329,7 +297,7 @@ def _search(session: _Session, stop: threading.Event, time_limit: float | None, 
                 rate = (state["nodes"] - session.start.nodes) / max(now - session.started, 1e-9)
                 on_progress(Progress(session.elapsed(), state["nodes"], rate, state["ub"],
                                      state["remaining_fraction"], state["remaining_log10"],
-                                     state["active_explorers"]))  # fmt: skip
+                                     state["active_explorers"], state["lower_bound"], state["pieces"]))  # fmt: skip
             if now - last_sample >= 1.0:
                 session.sample(state)
                 last_sample = now

@@ -170,11 +170,12 @@ def warm_worker(p: np.ndarray, bound: str, branch: str) -> CodeLoad:
     return CodeLoad(outcome["seconds"], outcome["compiled"])
 
 
-def submit_warm_workers(client: Client, p: np.ndarray, bound: str, branch: str) -> dict[str, Future]:
-    """:func:`warm_worker` submitted to every worker of ``client`` now, one task each."""
+def submit_warm_workers(client: Client, code: Callable[..., CodeLoad], args: tuple) -> dict[str, Future]:
+    """``code(*args)`` (a run's ``worker_code``: flow shop's :func:`warm_worker`) submitted to every
+    worker of ``client`` now, one task each."""
     tag = uuid.uuid4().hex
-    return {w: client.submit(warm_worker, p, bound, branch, key=f"pbbflow-warmup-{tag}-{i}", workers=[w],
-                             allow_other_workers=True, pure=False)
+    return {w: client.submit(code, *args, key=f"pbbflow-warmup-{tag}-{i}", workers=[w], allow_other_workers=True,
+                             pure=False)
             for i, w in enumerate(sorted(client.scheduler_info()["workers"]))}  # fmt: skip
 
 
@@ -186,6 +187,6 @@ def loaded_code(futures: dict[str, Future]) -> dict[str, CodeLoad]:
     return {worker: future.result() for worker, future in futures.items() if future.done()}
 
 
-def warm_workers(client: Client, p: np.ndarray, bound: str, branch: str) -> dict[str, CodeLoad]:
-    """:func:`warm_worker` on every worker of ``client`` now, waited for as :func:`loaded_code`."""
-    return loaded_code(submit_warm_workers(client, p, bound, branch))
+def warm_workers(client: Client, code: Callable[..., CodeLoad], args: tuple) -> dict[str, CodeLoad]:
+    """``code(*args)`` on every worker of ``client`` now, waited for as :func:`loaded_code`."""
+    return loaded_code(submit_warm_workers(client, code, args))

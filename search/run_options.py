@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..flowshop.bounds import BOUND_NAMES, lower_bound
-from ..search.ivm import BRANCH_NAMES
+from .ivm import BRANCH_NAMES
 
 INITIAL_NAMES = ("neh", "ig")
 KEYS = ("bound", "branch", "search_ub", "user_ub", "initial", "initial_makespan", "root_lower_bound")

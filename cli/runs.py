@@ -1,0 +1,153 @@
+"""Driving a run from the command line, for every family: its cluster, its progress, its result
+and its failures (``solve``, ``resume`` and ``minimize --run``)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import shlex
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..search.solve import LIMIT
+from ..storage.runstore import RunStore
+from ..workflow.cluster import ClusterError, SlurmOptions, open_cluster, resolve_gpus
+from ..workflow.run import Progress, RunFailed, drive
+from .progress import ProgressBar
+from .results import print_result
+from .signals import StopSignals
+from .startup import Startup
+
+EXIT_DONE, EXIT_INTERNAL, EXIT_USAGE, EXIT_LIMIT = 0, 1, 2, 3
+
+
+def slurm_options(args: argparse.Namespace) -> SlurmOptions:
+    return SlurmOptions(
+        partition=args.partition, account=args.account, jobs=args.jobs, cores=args.cores, memory=args.memory,
+        walltime=args.walltime, gpus_per_job=args.gpus_per_job, extra_directives=args.directive,
+        prologue=args.prologue, log_directory=args.log_directory, tls=args.tls, interface=args.interface,
+    )  # fmt: skip
+
+
+def local_gpus(args: argparse.Namespace, no_gpu: str | None = None) -> int:
+    """GPUs of the local cluster; ClusterError for a request that cannot be served (``no_gpu``: why
+    this run cannot use GPUs, if it cannot)."""
+    if no_gpu is not None:
+        if args.gpus not in (None, 0):
+            raise ClusterError(f"{no_gpu}; use --gpus 0")
+        return 0
+    return resolve_gpus(args.gpus)
+
+
+def run_cluster(args: argparse.Namespace, no_gpu: str | None = None):
+    """The cluster the options name (``no_gpu`` as :func:`local_gpus`), as a context manager."""
+    if args.scheduler:
+        return open_cluster("address", scheduler=args.scheduler, connect_timeout=args.connect_timeout)
+    if args.cluster == "slurm":
+        return open_cluster("slurm", slurm=slurm_options(args))
+    return open_cluster("local", workers=args.workers, threads_per_worker=args.threads,
+                        gpus=local_gpus(args, no_gpu))
+
+
+def report(result: dict, kind: str, as_json: bool) -> int:
+    """Print a run's result (JSON or lines for its family ``kind``); the exit code of its status."""
+    if as_json:
+        print(json.dumps(result))
+    else:
+        print_result(result, kind)
+    if result["status"] == LIMIT:
+        print(f"pbbflow: stopped; continue with: {resume_command(result['run'])}", file=sys.stderr)
+        return EXIT_LIMIT
+    return EXIT_DONE
+
+
+def resume_command(run: str | Path) -> str:
+    """The command that continues ``run``, quoted for a POSIX shell."""
+    return f"pbbflow resume {shlex.quote(str(run))}"
+
+
+def error_log_path(run: Path) -> Path:
+    """Where the tracebacks of a run's internal errors go: beside its store."""
+    return run.with_name(run.name + ".error.log")
+
+
+def report_failure(store: RunStore, failure: RunFailed) -> int:
+    """One line for an internal error of a run (its traceback appended to the log file)."""
+    log = error_log_path(store.path)
+    stamp = datetime.datetime.now().isoformat(timespec="seconds")
+    try:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"--- {stamp} pbbflow {' '.join(sys.argv[1:])}\n{failure.details}\n")
+        where = f"traceback in {log}"
+    except OSError as error:
+        where = f"no traceback log ({error.strerror}: {log})"
+    state = "checkpointed" if failure.checkpointed else "the last checkpoint stands"
+    print(f"pbbflow: internal error in {failure}; {where}; {state}: {resume_command(store.path)}", file=sys.stderr)
+    return EXIT_INTERNAL
+
+
+class _Watch:
+    """Prints the dashboard's link once it is known, before or during the search (``startup``
+    finds it), and draws the progress bar, if any: the run's ``on_progress``."""
+
+    def __init__(self, startup: Startup, bar: ProgressBar | None) -> None:
+        self.startup, self.bar, self.link = startup, bar, None
+
+    def announce(self) -> None:
+        """Print the link, once, if it is known by now; the bar shows it from then on."""
+        if self.link is not None or self.startup.link is None:
+            return
+        self.link = self.startup.link
+        line = f"pbbflow: watch the run at {self.link}"
+        if self.bar is None:
+            print(line, file=sys.stderr)
+        else:
+            self.bar.print(line)
+            self.bar.dashboard = self.link
+
+    def __call__(self, progress: Progress) -> None:
+        self.announce()
+        if self.bar is not None:
+            self.bar(progress)
+
+
+def drive_run(store: RunStore, args: argparse.Namespace, startup: Startup, signals: StopSignals) -> int:
+    """Run ``store`` on the cluster ``startup`` opens; ``signals`` stop it gracefully."""
+    client = startup.ready()
+    compiling = startup.compile_seconds()
+    if compiling and not args.quiet:
+        print(f"pbbflow: compiling, first run only: {compiling:.1f} s", file=sys.stderr)
+    bar = ProgressBar(sys.stderr) if not args.quiet and sys.stderr.isatty() else None
+    watch = None if args.quiet else _Watch(startup, bar)
+    if watch is not None:
+        watch.announce()
+    try:
+        result = drive(store, client, time_limit=args.time_limit, node_limit=args.node_limit,
+                       checkpoint_every=args.checkpoint_every, stop=signals.stop, hurry=signals.hurry,
+                       on_progress=watch, ivms=args.ivms, heuristics=args.heuristic_workers,
+                       timings=startup.times)  # fmt: skip
+    except RunFailed as failure:  # reported once the cluster is closed
+        result = failure
+    finally:
+        if bar is not None:
+            bar.close()
+    startup.close()
+    if isinstance(result, RunFailed):
+        return report_failure(store, result)
+    result["startup"] = startup.breakdown()
+    return report(result, store.kind, args.json)
+
+
+@contextlib.contextmanager
+def reserved(path: Path, *, overwrite: bool) -> Iterator[None]:
+    """Hold ``path`` for a new run store (refused here, before the cluster starts); the directory
+    goes again if the run ends before writing anything into it."""
+    with RunStore.reserve(path, overwrite=overwrite):
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):  # not empty: the store was written
+                path.rmdir()
