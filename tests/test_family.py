@@ -5,6 +5,7 @@ Its node count must equal the size of the space: nothing explored twice, nothing
 
 import math
 import sys
+import threading
 import time
 import types
 
@@ -98,7 +99,7 @@ class RangeSpace:
 
 
 class ScanEngine:
-    """Scans its ranges in chunks of 1,000 integers; a node is one integer evaluated."""
+    """Scans its ranges in chunks of 1,000 integers, 1 ms each; a node is one integer evaluated."""
 
     capacity = 1
 
@@ -114,6 +115,7 @@ class ScanEngine:
             a, b = self.left[0]
             stop = min(b, a + 1000)
             values = value(np.arange(a, stop))
+            time.sleep(0.001)  # a search that takes a while (a run can be stopped in its middle)
             nodes += stop - a
             i = int(np.argmin(values))
             if values[i] < ub and (best is None or values[i] < best[0]):
@@ -251,11 +253,12 @@ def test_a_third_familys_run_store_is_driven_stopped_and_resumed_untouched(toy_f
                ).release()  # fmt: skip
     everything = value(np.arange(SIZE))
     results = []
-    for workers, limit in ((2, 1), (3, None)):
+    for workers, stop_at_once in ((2, True), (3, False)):
+        stop = threading.Event()
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
                 Client(cluster) as client:  # fmt: skip
-            results.append(drive(RunStore.open(path), client, node_limit=limit, budget_s=0.02, checkpoint_every=0.2,
-                                 heuristics=1))  # fmt: skip
+            results.append(drive(RunStore.open(path), client, budget_s=0.02, checkpoint_every=0.2, heuristics=1,
+                                 stop=stop, on_progress=lambda p: stop_at_once and p.nodes > 0 and stop.set()))  # fmt: skip
     stopped, result = results
     assert stopped["status"] == "limit" and 0 < stopped["nodes"] < SIZE and 0 < stopped["remaining_fraction"] < 1
     assert result == result_of(RunStore.open(path))
