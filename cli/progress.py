@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import sys
@@ -25,18 +26,18 @@ def format_share(fraction: float, log10: float | None) -> str:
     return f"10^{log10:.1f}"
 
 
-def format_rate(nodes_per_s: float) -> str:
+def format_rate(nodes_per_s: float, unit: str = "nodes") -> str:
     """A rate in three significant digits with a unit that fits: '512 nodes/s', '12.3 k nodes/s',
-    '5.00 M nodes/s', '1.20 G nodes/s'."""
+    '5.00 M nodes/s', '1.20 G nodes/s' (``unit``: what is counted, e.g. "boxes")."""
     scale, prefix = 1.0, ""
-    for unit, name in ((1e3, "k"), (1e6, "M"), (1e9, "G")):
-        if nodes_per_s >= 0.9995 * unit:  # what would round to 1000 of the unit below
-            scale, prefix = unit, name
+    for size, name in ((1e3, "k"), (1e6, "M"), (1e9, "G")):
+        if nodes_per_s >= 0.9995 * size:  # what would round to 1000 of the unit below
+            scale, prefix = size, name
     value = nodes_per_s / scale
     if not prefix:
-        return f"{value:.0f} nodes/s"
+        return f"{value:.0f} {unit}/s"
     decimals = 2 if value < 9.995 else 1 if value < 99.95 else 0
-    return f"{value:.{decimals}f} {prefix} nodes/s"
+    return f"{value:.{decimals}f} {prefix} {unit}/s"
 
 
 def clock(seconds: float) -> str:
@@ -64,10 +65,11 @@ def fit_fields(fields: list[tuple[int, str]], width: int) -> str:
 
 
 class ProgressBar:
-    """Draws the share of [0, n!) left (exact, from the ledger), rate, the pruning UB, elapsed,
+    """Draws the share of the space left (exact, from the ledger), rate, the pruning UB, elapsed,
     the explorers and the dashboard's link, in one line that never reaches the terminal's last
     column: the link goes first where it does not fit, then the explorers, the bar, the clock,
-    the rate and the UB."""
+    the rate and the UB.  A run whose work holds bounds (spatial) shows its certified lower bound,
+    its incumbent and its open boxes instead of the bar and the share."""
 
     def __init__(self, stream: TextIO = sys.stderr, dashboard: str | None = None, every: float = 0.5) -> None:
         self.stream, self.dashboard, self.every = stream, dashboard, every  # the link may be set later
@@ -80,17 +82,8 @@ class ProgressBar:
         if now - self.last < self.every:
             return
         self.last = now
-        done = 1.0 - progress.remaining_fraction
-        filled = min(WIDTH, int(done * WIDTH))
-        share = format_share(progress.remaining_fraction, progress.remaining_log10)
-        fields = [
-            (3, f"[{'#' * filled}{'.' * (WIDTH - filled)}]"),
-            (7, f"{share:>8} left"),
-            (5, f"{format_rate(progress.nodes_per_s):>14}"),
-            (6, f"UB {progress.ub}"),
-            (4, clock(progress.elapsed_s)),
-            (2, f"{progress.active_explorers} explorers"),
-        ]
+        fields = self._bounds(progress) if progress.lower_bound is not None else self._share(progress)
+        fields += [(4, clock(progress.elapsed_s)), (2, f"{progress.active_explorers} explorers")]
         if self.dashboard:
             fields.append((1, self.dashboard))
         width = terminal_columns(self.stream) - 1  # a character in the last column may wrap the line
@@ -99,6 +92,28 @@ class ProgressBar:
         self.stream.flush()
         self.shown = len(line)
         self.drawn = True
+
+    @staticmethod
+    def _share(progress: Progress) -> list[tuple[int, str]]:
+        done = 1.0 - progress.remaining_fraction
+        filled = min(WIDTH, int(done * WIDTH))
+        share = format_share(progress.remaining_fraction, progress.remaining_log10)
+        return [
+            (3, f"[{'#' * filled}{'.' * (WIDTH - filled)}]"),
+            (7, f"{share:>8} left"),
+            (5, f"{format_rate(progress.nodes_per_s):>14}"),
+            (6, f"UB {progress.ub}"),
+        ]
+
+    @staticmethod
+    def _bounds(progress: Progress) -> list[tuple[int, str]]:
+        ub = "-" if progress.ub == math.inf else f"{progress.ub:.10g}"
+        return [
+            (7, f"LB {progress.lower_bound:.10g}"),
+            (6, f"UB {ub}"),
+            (3, f"{progress.pieces:,} open"),
+            (5, f"{format_rate(progress.nodes_per_s, 'boxes'):>14}"),
+        ]
 
     def print(self, text: str) -> None:
         """Write the line ``text`` in place of the bar, which is drawn again below it at the next progress."""

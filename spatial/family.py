@@ -251,7 +251,13 @@ class SpatialRun:
     def encode_work(self, work: BoxSet) -> dict[str, np.ndarray]:
         if not isinstance(work, BoxSet) or work.d != self.problem.dimension:
             raise ValueError(f"remaining must be a BoxSet of dimension {self.problem.dimension}")
-        return {"lo": np.asarray(work.lo), "hi": np.asarray(work.hi), "lb": np.asarray(work.lb)}
+        return {"lo": np.asarray(self._inside(work).lo), "hi": np.asarray(work.hi), "lb": np.asarray(work.lb)}
+
+    def _inside(self, boxes: BoxSet) -> BoxSet:
+        """``boxes``, when they lie in the domain; ValueError otherwise."""
+        if len(boxes) and not (np.all(boxes.lo >= self.problem.lower) and np.all(boxes.hi <= self.problem.upper)):
+            raise ValueError("a box reaches outside the problem's domain")
+        return boxes
 
     def decode_work(self, arrays: dict[str, np.ndarray] | None = None, data: bytes | None = None) -> BoxSet:
         d = self.problem.dimension
@@ -261,9 +267,7 @@ class SpatialRun:
             if any(arrays[k].dtype != np.float64 for k in self.work_arrays):
                 raise ValueError("boxes must be float64 arrays")
             boxes = BoxSet(arrays["lo"], arrays["hi"], arrays["lb"])
-        if len(boxes) and not (np.all(boxes.lo >= self.problem.lower) and np.all(boxes.hi <= self.problem.upper)):
-            raise ValueError("a box reaches outside the problem's domain")
-        return boxes
+        return self._inside(boxes)
 
     def encode_solution(self, solution) -> np.ndarray:
         if solution is None:

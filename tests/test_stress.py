@@ -107,7 +107,7 @@ def test_workflow_checkpoints_in_pieces(tmp_path):
 
     from pbbflow.storage.runstore import RunStore
     from pbbflow.search.family import create_flowshop_run
-from pbbflow.workflow.run import drive
+    from pbbflow.workflow.run import drive
 
     instance = taillard_instance(30)  # 2.8 M nodes, 3 s on one core
     whole = explore(instance.p, WorkUnit.full(20), TAILLARD[30], threads=2)
