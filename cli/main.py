@@ -29,8 +29,8 @@ from ..workflow.warmup import warm_client, warm_worker
 from . import minimize
 from .arguments import add_run_options, parse_duration, seed, upper_bound
 from .results import print_result
-from .runs import (EXIT_DONE, EXIT_INTERNAL, EXIT_LIMIT, EXIT_USAGE, drive_run, local_gpus, reserved, resume_command,
-                   run_cluster, slurm_options)
+from .runs import (EXIT_DONE, EXIT_INTERNAL, EXIT_LIMIT, EXIT_USAGE, drive_run, local_gpus, prepare_cluster,
+                   reserved, resume_command, run_cluster, slurm_options)
 from .signals import StopSignals
 from .startup import Startup
 
@@ -114,6 +114,7 @@ def _solve(args: argparse.Namespace) -> int:
     initial = "neh" if isinstance(args.ub, int) else args.ub
     ub = args.ub if isinstance(args.ub, int) else None
     worker_code = (warm_worker, (instance.p, args.bound, args.branch))
+    prepare_cluster(args)  # in this thread: start-up's opens the cluster
     with StopSignals() as signals, reserved(path, overwrite=args.overwrite), \
             Startup(lambda: run_cluster(args, _no_gpu(args.bound)), worker_code,
                     dashboard_after=args.dashboard_after) as startup:
@@ -138,6 +139,7 @@ def _resume(args: argparse.Namespace) -> int:
     args.store_written = True
     instance = store.instance
     no_gpu = _no_gpu(instance.options["bound"]) if instance.kind == "flowshop" else None
+    prepare_cluster(args)  # in this thread: start-up's opens the cluster
     with StopSignals() as signals, Startup(lambda: run_cluster(args, no_gpu), instance.worker_code(),
                                            dashboard_after=args.dashboard_after) as startup:
         startup.load_client_code(instance.client_code)

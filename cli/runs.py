@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..search.solve import LIMIT
 from ..storage.runstore import RunStore
-from ..workflow.cluster import ClusterError, SlurmOptions, open_cluster, resolve_gpus
+from ..workflow.cluster import ClusterError, SlurmOptions, import_jobqueue, open_cluster, resolve_gpus
 from ..workflow.run import Progress, RunFailed, drive
 from .progress import ProgressBar
 from .results import print_result
@@ -42,8 +42,15 @@ def local_gpus(args: argparse.Namespace, no_gpu: str | None = None) -> int:
     return resolve_gpus(args.gpus)
 
 
+def prepare_cluster(args: argparse.Namespace) -> None:
+    """What opening the cluster needs from the main thread, before start-up's thread opens it."""
+    if args.cluster == "slurm" and not args.scheduler:
+        import_jobqueue()
+
+
 def run_cluster(args: argparse.Namespace, no_gpu: str | None = None):
-    """The cluster the options name (``no_gpu`` as :func:`local_gpus`), as a context manager."""
+    """The cluster the options name (``no_gpu`` as :func:`local_gpus`), as a context manager
+    (opened on start-up's thread: :func:`prepare_cluster` first)."""
     if args.scheduler:
         return open_cluster("address", scheduler=args.scheduler, connect_timeout=args.connect_timeout)
     if args.cluster == "slurm":

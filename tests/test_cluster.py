@@ -257,3 +257,27 @@ def test_the_local_cuda_cluster_is_asked_for_tls(monkeypatch):
     assert _local_gpu_cluster(2, "127.0.0.1:0") == "cluster"
     assert asked["protocol"] == "tls" and asked["security"].require_encryption
     assert asked["host"] == "127.0.0.1" and asked["n_workers"] == 2
+
+
+def test_jobqueue_is_imported_in_any_thread_and_leaves_the_sigint_handler_alone():
+    """dask_jobqueue's runner installs a SIGINT handler at import (``sys.exit``: no final
+    checkpoint on Ctrl-C), which raises outside the main thread where start-up opens clusters."""
+    script = textwrap.dedent("""
+        import signal, sys, threading
+        from pbbflow.workflow.cluster import import_jobqueue
+        errors = []
+        def run():
+            try:
+                import_jobqueue()
+            except Exception as error:
+                errors.append(repr(error))
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
+        assert not errors, errors
+        assert "dask_jobqueue" in sys.modules
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        print("ok")
+    """)  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "ok", proc.stderr

@@ -215,3 +215,19 @@ def test_the_progress_bar_of_a_spatial_run_shows_its_bounds_and_open_boxes():
         "LB -6.5601  UB -6.55  42 open  2.50 k boxes/s  0:01:01  2 explorers",
         "LB -inf  UB -  1 open  2.50 k boxes/s  0:01:02  2 explorers",
     ]
+
+
+@pytest.mark.slurm
+def test_minimize_on_slurm_workers_proves_the_problem(tmp_path, capsys):
+    """`pbbflow minimize --run --cluster slurm`: explorer tasks on SLURMCluster workers prove it."""
+    from test_cluster import slurm_idle
+
+    reason = slurm_idle()
+    if reason:
+        pytest.skip(reason)
+    code = main(["minimize", "peaks-ann-error-min", "--run", str(tmp_path / "run.zarr"), "--cluster", "slurm",
+                 "--jobs", "2", "--cores", "1", "--memory", "1GB", "--walltime", "00:10:00", "--log-directory",
+                 str(tmp_path), "--json", "--quiet"])  # fmt: skip
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0
+    certified(result, "peaks-ann-error-min")

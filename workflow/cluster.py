@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -74,8 +75,24 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def import_jobqueue() -> None:
+    """Import ``dask_jobqueue`` without letting it touch the process's SIGINT handler: its runner
+    module installs one (``sys.exit``) when imported, which would end a run on Ctrl-C without its
+    final checkpoint, and which raises ValueError in any thread but the main one (where the
+    clusters open).  Call it from the main thread first: the import then overlaps nothing."""
+    if "dask_jobqueue" in sys.modules:
+        return
+    install = signal.signal
+    signal.signal = lambda signalnum, handler: signal.getsignal(signalnum)
+    try:
+        import dask_jobqueue  # noqa: F401
+    finally:
+        signal.signal = install
+
+
 def _slurm_cluster(slurm: SlurmOptions, dashboard_address: str):
     """A ``SLURMCluster`` for ``slurm`` (starts its scheduler, submits no job)."""
+    import_jobqueue()
     from dask_jobqueue import SLURMCluster
     from distributed.security import Security
 
