@@ -231,3 +231,14 @@ def test_minimize_on_slurm_workers_proves_the_problem(tmp_path, capsys):
     result = json.loads(capsys.readouterr().out)
     assert code == 0
     certified(result, "peaks-ann-error-min")
+
+
+def test_minimize_run_on_a_running_scheduler(capsys, tmp_path):
+    """`--scheduler ADDRESS`: the run's tasks on the workers of a scheduler started elsewhere."""
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
+                      dashboard_address=None) as cluster:  # fmt: skip
+        code = main(["minimize", "peaks-ann-error-min", "--run", str(tmp_path / "a.zarr"), "--scheduler",
+                     cluster.scheduler_address, "--json", "--quiet"])  # fmt: skip
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0
+    certified(result, "peaks-ann-error-min")
