@@ -18,5 +18,5 @@ def test_notebook_executes(path, tmp_path):
     assert any(o.output_type in ("execute_result", "display_data") for o in outputs)
 
 
-def test_there_are_two_notebooks():
-    assert {p.stem for p in NOTEBOOKS} == {"quickstart", "scaling"}
+def test_there_are_three_notebooks():
+    assert {p.stem for p in NOTEBOOKS} == {"quickstart", "scaling", "spatial"}
