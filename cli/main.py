@@ -28,7 +28,7 @@ from ..workflow.run import finished, result_of
 from ..workflow.warmup import warm_client, warm_worker
 from . import minimize
 from .arguments import add_run_options, parse_duration, seed, upper_bound
-from .results import print_result
+from .results import history_summary, print_history, print_result
 from .runs import (EXIT_DONE, EXIT_INTERNAL, EXIT_LIMIT, EXIT_USAGE, drive_run, local_gpus, prepare_cluster,
                    reserved, resume_command, run_cluster, slurm_options)
 from .signals import StopSignals
@@ -183,14 +183,17 @@ def _plot(args: argparse.Namespace) -> int:
 def _info(args: argparse.Namespace) -> int:
     store = RunStore.open(args.run)
     result = result_of(store)
+    latest = store.latest()
     result["options"] = store.options
-    result["checkpoint"] = store.latest().seq
+    result["checkpoint"] = latest.seq
+    result["history"] = history_summary(latest.series)
     if args.json:
         print(json.dumps(result))
     else:
         print_result(result, store.kind)
         print(f"checkpoint   {result['checkpoint']}")
         print(f"options      {json.dumps(store.options)}")
+        print_history(result["history"], store.kind)
     return EXIT_DONE
 
 

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from ..search.solve import LIMIT
-from .progress import format_rate, format_share
+from .progress import clock, format_rate, format_share
+
+HISTORY_SAMPLES = 100  # at most, evenly spaced, in ``info``'s history
+HISTORY_COLUMNS = ("t", "nodes", "incumbent", "lower_bound", "remaining_fraction", "pieces")
+HISTORY_LINES = 6  # text output: this many samples, first and last included
 
 
 def print_result(result: dict, kind: str) -> None:
@@ -51,3 +59,34 @@ def _spatial_lines(result: dict) -> list[str]:
         f"({_rate(result):,.0f} boxes/s)",
         f"run          {result['run']}",
     ]
+
+
+def history_summary(series: dict[str, np.ndarray]) -> dict[str, list]:
+    """A run's time series at no more than ``HISTORY_SAMPLES`` samples, first and last included,
+    as JSON (NaN and infinities as null; columns the run did not record are left out)."""
+    length = len(series.get("t", ()))
+    rows = np.unique(np.linspace(0, length - 1, min(length, HISTORY_SAMPLES)).round().astype(int)) if length else []
+    summary = {}
+    for column in HISTORY_COLUMNS:
+        if column in series:
+            values = np.asarray(series[column])[rows].tolist()
+            summary[column] = [v if not isinstance(v, float) or math.isfinite(v) else None for v in values]
+    return summary
+
+
+def print_history(history: dict[str, list], kind: str) -> None:
+    """A few rows of the history: the certified LB and the incumbent over time for a spatial run,
+    the incumbent and the share left for a flow-shop run."""
+    t = history.get("t", [])
+    if not t:
+        return
+    rows = sorted({round(i * (len(t) - 1) / (HISTORY_LINES - 1)) for i in range(HISTORY_LINES)})
+    for label, i in (("history", rows[0]), *(("", i) for i in rows[1:])):
+        incumbent = history["incumbent"][i]
+        if kind == "flowshop":
+            left = history["remaining_fraction"][i]
+            text = f"UB {incumbent}  {'-' if left is None else f'{left:.4%}'} left"
+        else:
+            lower = history.get("lower_bound", [None] * len(t))[i]
+            text = f"LB {'-' if lower is None else f'{lower:.10g}'}  UB {'-' if incumbent is None else f'{incumbent:.10g}'}"
+        print(f"{label:<12} {clock(t[i])}  {text}  {history['nodes'][i]:,} nodes")

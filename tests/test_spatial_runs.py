@@ -63,11 +63,16 @@ def test_minimize_run_proves_the_problem_into_a_store_that_info_and_resume_read(
     assert main(["info", str(path), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert {k: info[k] for k in result if k != "startup"} == {k: v for k, v in result.items() if k != "startup"}
+    history = info["history"]  # LB and UB over time, at most 100 samples
+    assert history["lower_bound"][-1] == result["lower_bound"] and history["incumbent"][-1] == result["objective"]
+    assert len(history["t"]) == len(history["lower_bound"]) == len(history["pieces"]) <= 100
+    assert history["pieces"][-1] == 0 and all(lb is None or lb <= result["objective"] for lb in history["lower_bound"])
     assert main(["resume", str(path), "--json"]) == 0  # finished: answered without a cluster
     assert json.loads(capsys.readouterr().out)["status"] == "optimal"
     assert main(["info", str(path)]) == 0
     text = capsys.readouterr().out
     assert "problem      peaks (2 variables)" in text and "status       optimal" in text and "boxes bounded" in text
+    assert "\nhistory      0:00:" in text and f"LB {result['lower_bound']:.10g}  UB " in text
 
 
 def test_a_stopped_run_resumes_on_another_cluster_shape(capsys, tmp_path):
