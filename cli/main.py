@@ -81,9 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--orientation", choices=ORIENTATIONS, default="job-major",
                    help="Taillard-format files: n rows of m times (job-major, default) or m rows of n")
     h.add_argument("--json", action="store_true", help="print the result as JSON")
-    g = commands.add_parser("plot", help="PNGs of a run: the best schedule's Gantt chart and the search history")
+    g = commands.add_parser("plot", help="PNGs of a run: the search history, and the best schedule's Gantt chart "
+                                           "(flow shop) or the open boxes of a problem of two variables (spatial)")
     g.add_argument("run", type=Path, help="the run store (run.zarr), live or finished")
-    g.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for gantt.png and history.png")
+    g.add_argument("--out", type=Path, required=True, metavar="DIR",
+                   help="folder for the PNGs (gantt.png or boxes.png, and history.png)")
     r = commands.add_parser("resume", help="continue a run from its last checkpoint, on any cluster")
     r.add_argument("run", type=Path, help="the run store (run.zarr)")
     add_run_options(r)

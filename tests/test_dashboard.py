@@ -1,7 +1,8 @@
 """The pbbflow page of the Dask dashboard: the coordinator's history, the page's route and data
-sources while a run is live (local, Slurm and local CUDA clusters), and a headless Chromium
-screenshot of it.  The Slurm test needs a running Slurm; the CUDA one a real GPU."""
+sources while a run is live (local, Slurm and local CUDA clusters; flow shop and spatial), and a
+headless Chromium screenshot of it.  The Slurm test needs a running Slurm; the CUDA one a real GPU."""
 
+import math
 import threading
 import time
 import urllib.request
@@ -15,13 +16,18 @@ from browser import chromium, screenshot
 from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.search.intervals import WorkUnit
 from pbbflow.search.packed import PackedUnit
-from pbbflow.viz.dashboard import page_url, pbbflow_doc
+from pbbflow.spatial.bnb import MinimizeOptions
+from pbbflow.spatial.boxes import BoxSet
+from pbbflow.spatial.family import BoxSpace, SpatialRun, first_work
+from pbbflow.spatial.load import load_problem
+from pbbflow.viz.dashboard import RunPage, SpatialView, page_url, pbbflow_doc
 from pbbflow.workflow.cluster import SlurmOptions, attach_dashboard, dashboard_link, gpu_count, open_cluster
 from pbbflow.workflow.coordinator import PLUGIN_NAME
 from pbbflow.workflow.history import RunHistory
 from pbbflow.workflow.ledger import Ledger
 from pbbflow.search.family import create_flowshop_run
-from pbbflow.workflow.run import drive
+from pbbflow.storage.runstore import RunStore
+from pbbflow.workflow.run import create_run, drive
 
 from test_cluster import slurm_idle
 
@@ -55,10 +61,7 @@ def test_the_activity_image_stays_small_on_long_runs():
     for step in range(3000):
         history.record(ledger, now=history.opened + step)
 
-    class Scheduler:
-        plugins = {PLUGIN_NAME: type("Coordinator", (), {"latest_history": lambda self: history})()}
-
-    (image,) = sources(Scheduler())["pbbflow-activity"]["image"]
+    (image,) = sources(showing(lambda: history))["pbbflow-activity"]["image"]
     assert image.shape == (1, 500) and np.all(image == 1.0)  # every 6th of 3,000 samples, all busy
 
 
@@ -68,17 +71,106 @@ def test_page_url():
     assert page_url(None) is None
 
 
-def sources(scheduler) -> dict:
-    """The page's data sources as a new browser session would get them."""
+FLOWSHOP_SOURCES = ("pbbflow-series", "pbbflow-rates", "pbbflow-activity")
+SPATIAL_SOURCES = ("pbbflow-bounds", "pbbflow-boxes", "pbbflow-box-rates", "pbbflow-box-activity")
+
+
+def page(scheduler) -> Document:
+    """The page as a new browser session would get it."""
     doc = Document()
     pbbflow_doc(scheduler, {}, doc)
-    return {name: doc.get_model_by_name(name).data for name in ("pbbflow-series", "pbbflow-rates", "pbbflow-activity")}
+    return doc
 
 
-def live_page(client, tmp_path, check, number: int = 21, ub: int = 2297) -> None:
-    """Drive a run of Taillard's instance ``number`` (UB = optimum) on ``client``'s cluster; once
-    its history has samples with nodes, while it is live, ``check(url)``."""
-    store = create_flowshop_run(tmp_path / "run.zarr", taillard_instance(number), ub=ub, bound="lb1", branch="minmin")
+def sources(scheduler, names=FLOWSHOP_SOURCES) -> dict:
+    """The page's data sources."""
+    doc = page(scheduler)
+    return {name: doc.get_model_by_name(name).data for name in names}
+
+
+def header(scheduler) -> str:
+    """The HTML of the page's header."""
+    return page(scheduler).get_model_by_name("pbbflow-header").text
+
+
+def showing(history):
+    """A scheduler whose coordinator's latest history is ``history()``."""
+
+    class Scheduler:
+        plugins = {PLUGIN_NAME: type("Coordinator", (), {"latest_history": lambda self: history()})()}
+
+    return Scheduler()
+
+
+def spatial_history() -> RunHistory:
+    """Three samples of a spatial run of peaks, a second apart: its root box handed out (LB -inf, no
+    incumbent); split into two halves of bounds -7 and -5, -6 settled (LB -7, 100 boxes bounded);
+    the incumbent -6.5 found and the halves' bounds raised to -6.6 and -6.55 (LB -6.6, gap 0.1,
+    200 more boxes)."""
+    problem = load_problem("peaks")
+    space = BoxSpace(problem.lower, problem.upper)
+    ledger = Ledger(space.decode(BoxSet.root(problem).to_bytes()), ub=math.inf)
+    history = RunHistory("peaks", kind="spatial")
+    lo, hi = problem.lower, problem.upper
+    mid = (lo[0] + hi[0]) / 2
+
+    def halves(*bounds: float):
+        boxes = BoxSet(np.array([lo, [mid, lo[1]]]), np.array([[mid, hi[1]], hi]), np.array(bounds))
+        return space.decode(boxes.to_bytes())
+
+    history.record(ledger, now=history.opened)
+    assert ledger.checkpoint("e0", "tcp://w0", space.empty()).action == "replace"
+    ledger.checkpoint("e0", "tcp://w0", halves(-7.0, -5.0), nodes=100, settled=-6.0)
+    history.record(ledger, now=history.opened + 1)
+    ledger.improve(-6.5, [0.2, -1.6])
+    ledger.checkpoint("e0", "tcp://w0", halves(-6.6, -6.55), nodes=200)
+    history.record(ledger, now=history.opened + 2)
+    return history
+
+
+def test_the_page_of_a_spatial_history():
+    history = spatial_history()
+    assert history.lower_bound == [-math.inf, -7.0, -6.6] and history.pieces == [1, 2, 2]
+    scheduler = showing(lambda: history)
+    data = sources(scheduler, SPATIAL_SOURCES)
+    bounds = data["pbbflow-bounds"]
+    assert list(bounds["t"]) == [0.0, 1.0, 2.0]
+    assert np.isnan(bounds["lower"][0]) and list(bounds["lower"][1:]) == [-7.0, -6.6]  # -inf is not drawn
+    assert np.isnan(bounds["upper"][:2]).all() and bounds["upper"][2] == -6.5  # nor is the UB before one is found
+    assert list(data["pbbflow-boxes"]["boxes"]) == [1, 2, 2]
+    assert list(data["pbbflow-box-rates"]["rate"]) == [100.0, 200.0]
+    (image,) = data["pbbflow-box-activity"]["image"]
+    assert image.shape == (1, 3) and np.isnan(image[0, 0]) and list(image[0, 1:]) == [1.0, 1.0]
+    text = header(scheduler)
+    assert "peaks (live)" in text and "LB -6.6, UB -6.5, gap 0.1" in text
+    assert "2 open boxes" in text and "200 boxes/s" in text and "300 boxes bounded" in text
+
+
+def test_a_session_shows_the_family_of_the_latest_run():
+    """A notebook's flow-shop run, then a spatial one on the same cluster: an open page switches."""
+    ledger, flowshop = full_ledger(), RunHistory("ta000")
+    flowshop.record(ledger, now=flowshop.opened)
+    ledger.nodes = 2_000_000
+    flowshop.record(ledger, now=flowshop.opened + 1)
+    shown = [flowshop]
+    session = RunPage(showing(lambda: shown[-1]))
+    session.update()
+    assert "ta000 (live)" in session.header.text and "2.00 M nodes/s" in session.header.text  # today's flow-shop page
+    assert not isinstance(session.view, SpatialView)
+    shown.append(spatial_history())
+    session.update()
+    assert isinstance(session.view, SpatialView) and session.layout.children == [session.header, session.view.layout]
+    assert "LB -6.6" in session.header.text
+
+
+def taillard_run(tmp_path, number: int = 21, ub: int = 2297) -> RunStore:
+    """A new run store of Taillard's instance ``number`` (UB = optimum: the tree is fixed)."""
+    return create_flowshop_run(tmp_path / "run.zarr", taillard_instance(number), ub=ub, bound="lb1", branch="minmin")
+
+
+def live_page(client, store: RunStore, check, samples: int = 4) -> None:
+    """Drive the run in ``store`` on ``client``'s cluster; once its history has ``samples`` samples
+    and its node count grew, while it is live, ``check(url)``."""
     stop, outcome = threading.Event(), {}
     thread = threading.Thread(target=lambda: outcome.update(drive(store, client, stop=stop, time_limit=120)))
     thread.start()
@@ -88,7 +180,7 @@ def live_page(client, tmp_path, check, number: int = 21, ub: int = 2297) -> None
         while time.monotonic() < deadline:
             coordinator = client.cluster.scheduler.plugins.get(PLUGIN_NAME)
             history = None if coordinator is None else coordinator.latest_history()
-            if history is not None and len(history) >= 4 and history.nodes[-1] > 0:
+            if history is not None and len(history) >= samples and history.nodes[-1] > history.nodes[0]:
                 break
             time.sleep(0.25)
         else:
@@ -98,7 +190,7 @@ def live_page(client, tmp_path, check, number: int = 21, ub: int = 2297) -> None
     finally:
         stop.set()
         thread.join(timeout=120)
-    assert outcome["status"] in ("limit", "bound_proved")
+    assert outcome["status"] in ("limit", "bound_proved", "optimal")
 
 
 def assert_page_is_served(client, url: str, workers: int = 2) -> None:
@@ -125,9 +217,33 @@ def test_page_on_a_local_cluster_with_a_chromium_screenshot(tmp_path):
 
     with open_cluster("local", workers=2, threads_per_worker=1) as client:
         attach_dashboard(client)
-        live_page(client, tmp_path, check)
+        live_page(client, taillard_run(tmp_path), check)
     if chromium() is None:
         pytest.skip("chromium not installed (.ci/run installs it): the screenshot was not taken")
+
+
+def test_the_page_of_a_live_spatial_run_on_a_local_cluster(tmp_path):
+    """peaks-ann-error-max with a tolerance it cannot reach in seconds: live while the page is read."""
+    run = SpatialRun.new(load_problem("peaks-ann-error-max"), MinimizeOptions(subdomains=16, eps_abs=0, eps_rel=0))
+    first = first_work(run)
+    store = create_run(tmp_path / "run.zarr", run, work=first.boxes, incumbent=first.value, solution=first.x,
+                       settled=first.settled, nodes=first.nodes)  # fmt: skip
+
+    def check(url: str) -> None:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            assert response.status == 200 and "bokeh" in response.read().decode().lower()
+        data = sources(client.cluster.scheduler, SPATIAL_SOURCES)
+        bounds = data["pbbflow-bounds"]
+        assert len(bounds["t"]) >= 2 and np.nanmax(bounds["lower"]) <= np.nanmin(bounds["upper"])
+        assert np.nanmax(data["pbbflow-boxes"]["boxes"]) > 1 and max(data["pbbflow-box-rates"]["rate"]) > 0
+        (image,) = data["pbbflow-box-activity"]["image"]
+        assert image.shape[0] == 2 and np.nanmax(image) > 0
+        text = header(client.cluster.scheduler)
+        assert "peaks-ann-error-max (live)" in text and "open boxes" in text and "boxes/s" in text
+
+    with open_cluster("local", workers=2, threads_per_worker=1) as client:
+        attach_dashboard(client)
+        live_page(client, store, check, samples=2)
 
 
 def test_a_cluster_without_a_run_shows_an_empty_page():
@@ -148,7 +264,7 @@ def test_page_on_a_slurm_cluster(tmp_path):
                            start_timeout=60)  # fmt: skip
     with open_cluster("slurm", slurm=options) as client:
         client.wait_for_workers(2, timeout=60)
-        live_page(client, tmp_path, lambda url: assert_page_is_served(client, url))
+        live_page(client, taillard_run(tmp_path), lambda url: assert_page_is_served(client, url))
 
 
 @pytest.mark.gpu
@@ -157,7 +273,8 @@ def test_page_on_a_local_cuda_cluster(tmp_path):
     """ta023 (about 25 s on an H200): long enough to be watched live."""
     with open_cluster("local", gpus=1) as client:
         attach_dashboard(client)
-        live_page(client, tmp_path, lambda url: assert_page_is_served(client, url, workers=1), number=23, ub=2326)
+        live_page(client, taillard_run(tmp_path, number=23, ub=2326),
+                  lambda url: assert_page_is_served(client, url, workers=1))
 
 
 def free_port() -> int:

@@ -1,1 +1,1 @@
-"""Pictures of runs: the best schedule and the search history, from a run store."""
+"""Pictures of runs of both families: PNGs from a run store (``pbbflow plot``) and the dashboard page."""

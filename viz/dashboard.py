@@ -1,8 +1,10 @@
 """The pbbflow page of the Dask dashboard (Bokeh), served by the scheduler at ``/pbbflow``.
 
 It shows the run opened last on the cluster, from the coordinator's history (sampled on the
-scheduler every second): the remaining share of [0, n!) on a log scale, nodes/s, the
-incumbent, and the busy share of each worker's explorers (threads or IVMs) over time.
+scheduler every second), as its family's view: for a flow-shop run the remaining share of
+[0, n!) on a log scale, nodes/s and the incumbent; for a spatial run the certified lower bound
+and the incumbent on one figure, the open boxes and boxes/s; for both the busy share of each
+worker's explorers (threads or IVMs) over time.
 
 The page must be registered before the scheduler's dashboard starts, in the scheduler's
 process: :func:`register_page` does it for the clusters pbbflow starts (their schedulers run in
@@ -23,6 +25,7 @@ from bokeh.plotting import figure
 
 from ..workflow.coordinator import PLUGIN_NAME
 from ..workflow.history import RunHistory, node_rate
+from .summary import bounds_text
 
 ROUTE = "/pbbflow"
 UPDATE_MS = 1000
@@ -53,30 +56,15 @@ def pbbflow_doc(scheduler, extra: dict, doc) -> None:
 
 
 class RunPage:
-    """The figures of one browser session and the data sources they draw."""
+    """The header and the figures of one browser session, drawn by the view of the shown run's
+    family (a new view when the cluster's latest run is of another family)."""
 
     def __init__(self, scheduler) -> None:
         self.scheduler = scheduler
         self.shown: tuple | None = None  # (history, generation, samples, closed) last drawn
         self.header = Div(text="", name="pbbflow-header", sizing_mode="stretch_width")
-        self.series = ColumnDataSource({"t": [], "remaining": [], "incumbent": []}, name="pbbflow-series")
-        self.rates = ColumnDataSource({"t": [], "rate": []}, name="pbbflow-rates")
-        self.activity = ColumnDataSource({"image": [], "dw": [], "dh": []}, name="pbbflow-activity")
-        common = {"height": 260, "sizing_mode": "stretch_width", "tools": "pan,wheel_zoom,box_zoom,reset,save",
-                  "x_axis_label": "elapsed (s)"}  # fmt: skip
-        remaining = figure(title="remaining share of [0, n!)", y_axis_type="log", **common)
-        remaining.step("t", "remaining", source=self.series, mode="after", line_width=2)
-        rate = figure(title="nodes / s", **common)
-        rate.step("t", "rate", source=self.rates, mode="before", line_width=2, color="darkorange")
-        rate.yaxis.formatter = NumeralTickFormatter(format="0.0a")
-        incumbent = figure(title="incumbent (makespan)", **common)
-        incumbent.step("t", "incumbent", source=self.series, mode="after", line_width=2, color="firebrick")
-        self.busy = figure(title="busy share of each worker's explorers", y_axis_label="worker", **common)
-        mapper = LinearColorMapper(palette=Viridis256, low=0.0, high=1.0, nan_color=(0, 0, 0, 0))
-        self.busy.image(image="image", x=0, y=0, dw="dw", dh="dh", source=self.activity, color_mapper=mapper)
-        self.busy.add_layout(ColorBar(color_mapper=mapper, width=10), "right")
-        grid = gridplot([[remaining, rate], [incumbent, self.busy]], sizing_mode="stretch_width")
-        self.layout = column(self.header, grid, sizing_mode="stretch_width")
+        self.view: FlowShopView | SpatialView = FlowShopView()
+        self.layout = column(self.header, self.view.layout, sizing_mode="stretch_width")
 
     def history(self) -> RunHistory | None:
         coordinator = self.scheduler.plugins.get(PLUGIN_NAME)
@@ -92,17 +80,43 @@ class RunPage:
         if key == self.shown:
             return
         self.shown = key
-        t = np.asarray(history.t, dtype=float)
-        nodes = np.asarray(history.nodes, dtype=float)
-        remaining = np.asarray(history.remaining_fraction, dtype=float)
-        self.series.data = {"t": t, "remaining": np.where(remaining > 0, remaining, np.nan),
-                            "incumbent": np.asarray(history.incumbent, dtype=float)}  # fmt: skip
-        rate_t, rate = node_rate(t, nodes)
-        self.rates.data = {"t": rate_t, "rate": rate}
-        self._draw_activity(history, t)
-        self.header.text = self._summary(history, rate)
+        view = VIEWS.get(history.kind, FlowShopView)
+        if not isinstance(self.view, view):
+            self.view = view()
+            self.layout.children = [self.header, self.view.layout]
+        self.header.text = self.view.draw(history)
 
-    def _draw_activity(self, history: RunHistory, t: np.ndarray) -> None:
+
+def _common() -> dict:
+    """The options of every figure of the page."""
+    return {"height": 260, "sizing_mode": "stretch_width", "tools": "pan,wheel_zoom,box_zoom,reset,save",
+            "x_axis_label": "elapsed (s)"}  # fmt: skip
+
+
+def _finite(values: list[float]) -> np.ndarray:
+    """NaN where a value is infinite (no incumbent yet, nothing left to bound): not drawn."""
+    a = np.asarray(values, dtype=float)
+    return np.where(np.isfinite(a), a, np.nan)
+
+
+def _positive(values: list[float]) -> np.ndarray:
+    """NaN where a value is not positive: a log axis draws no 0."""
+    a = np.asarray(values, dtype=float)
+    return np.where(a > 0, a, np.nan)
+
+
+class ActivityFigure:
+    """The busy share of each worker's explorers (threads or IVMs) over time, as an image."""
+
+    def __init__(self, name: str) -> None:
+        self.source = ColumnDataSource({"image": [], "dw": [], "dh": []}, name=name)
+        self.figure = figure(title="busy share of each worker's explorers", y_axis_label="worker", **_common())
+        mapper = LinearColorMapper(palette=Viridis256, low=0.0, high=1.0, nan_color=(0, 0, 0, 0))
+        self.figure.image(image="image", x=0, y=0, dw="dw", dh="dh", source=self.source, color_mapper=mapper)
+        self.figure.add_layout(ColorBar(color_mapper=mapper, width=10), "right")
+
+    def draw(self, history: RunHistory, t: np.ndarray) -> None:
+        """A row per worker, a column per sample (at most ``IMAGE_COLUMNS``)."""
         workers = history.workers()
         if not workers or t.size == 0:
             return
@@ -110,16 +124,78 @@ class RunPage:
         samples = history.activity[::stride]
         grid = np.array([[sample.get(w, math.nan) for sample in samples] for w in workers], dtype=np.float32)
         width = float(t[-1] + (t[-1] - t[-2] if t.size > 1 else 1.0))
-        self.activity.data = {"image": [grid], "dw": [width], "dh": [len(workers)]}
+        self.source.data = {"image": [grid], "dw": [width], "dh": [len(workers)]}
         if len(workers) <= 16:
-            self.busy.yaxis.ticker = FixedTicker(ticks=[i + 0.5 for i in range(len(workers))])
-            self.busy.yaxis.major_label_overrides = {i + 0.5: w for i, w in enumerate(workers)}
+            self.figure.yaxis.ticker = FixedTicker(ticks=[i + 0.5 for i in range(len(workers))])
+            self.figure.yaxis.major_label_overrides = {i + 0.5: w for i, w in enumerate(workers)}
 
-    @staticmethod
-    def _summary(history: RunHistory, rate: np.ndarray) -> str:
+
+class FlowShopView:
+    """A flow-shop run: the remaining share of [0, n!) on a log scale, nodes/s, the incumbent, the
+    activity."""
+
+    def __init__(self) -> None:
+        self.series = ColumnDataSource({"t": [], "remaining": [], "incumbent": []}, name="pbbflow-series")
+        self.rates = ColumnDataSource({"t": [], "rate": []}, name="pbbflow-rates")
+        self.activity = ActivityFigure("pbbflow-activity")
+        remaining = figure(title="remaining share of [0, n!)", y_axis_type="log", **_common())
+        remaining.step("t", "remaining", source=self.series, mode="after", line_width=2)
+        rate = figure(title="nodes / s", **_common())
+        rate.step("t", "rate", source=self.rates, mode="before", line_width=2, color="darkorange")
+        rate.yaxis.formatter = NumeralTickFormatter(format="0.0a")
+        incumbent = figure(title="incumbent (makespan)", **_common())
+        incumbent.step("t", "incumbent", source=self.series, mode="after", line_width=2, color="firebrick")
+        self.layout = gridplot([[remaining, rate], [incumbent, self.activity.figure]], sizing_mode="stretch_width")
+
+    def draw(self, history: RunHistory) -> str:
+        """Draw ``history``; returns the header's HTML."""
+        t = np.asarray(history.t, dtype=float)
+        self.series.data = {"t": t, "remaining": _positive(history.remaining_fraction),
+                            "incumbent": np.asarray(history.incumbent, dtype=float)}  # fmt: skip
+        rate_t, rate = node_rate(t, np.asarray(history.nodes, dtype=float))
+        self.rates.data = {"t": rate_t, "rate": rate}
+        self.activity.draw(history, t)
         state = "closed" if history.closed else "live"
-        remaining = history.remaining_fraction[-1]
         speed = f"{rate[-1] / 1e6:.2f} M nodes/s" if rate.size else "no rate yet"
         return (f"<h3>pbbflow: {history.label} ({state})</h3><p>{history.t[-1]:.0f} s, "
-                f"{history.nodes[-1]:,} nodes, {speed}, {remaining:.6%} of the space left, "
+                f"{history.nodes[-1]:,} nodes, {speed}, {history.remaining_fraction[-1]:.6%} of the space left, "
                 f"incumbent {history.incumbent[-1]}</p>")  # fmt: skip
+
+
+class SpatialView:
+    """A spatial run: the certified lower bound and the incumbent (the gap between them shaded),
+    open boxes on a log scale, boxes/s, the activity."""
+
+    def __init__(self) -> None:
+        self.bounds = ColumnDataSource({"t": [], "lower": [], "upper": []}, name="pbbflow-bounds")
+        self.boxes = ColumnDataSource({"t": [], "boxes": []}, name="pbbflow-boxes")
+        self.rates = ColumnDataSource({"t": [], "rate": []}, name="pbbflow-box-rates")
+        self.activity = ActivityFigure("pbbflow-box-activity")
+        bounds = figure(title="certified lower bound (LB) and incumbent (UB)", **_common())
+        bounds.varea_step("t", "lower", "upper", source=self.bounds, step_mode="after", color="purple", alpha=0.15)
+        bounds.step("t", "upper", source=self.bounds, mode="after", line_width=2, color="firebrick", legend_label="UB")
+        bounds.step("t", "lower", source=self.bounds, mode="after", line_width=2, legend_label="LB")
+        bounds.legend.location = "bottom_right"
+        boxes = figure(title="open boxes", y_axis_type="log", **_common())
+        boxes.step("t", "boxes", source=self.boxes, mode="after", line_width=2)
+        rate = figure(title="boxes / s", **_common())
+        rate.step("t", "rate", source=self.rates, mode="before", line_width=2, color="darkorange")
+        rate.yaxis.formatter = NumeralTickFormatter(format="0.0a")
+        self.layout = gridplot([[bounds, boxes], [rate, self.activity.figure]], sizing_mode="stretch_width")
+
+    def draw(self, history: RunHistory) -> str:
+        """Draw ``history``; returns the header's HTML."""
+        t = np.asarray(history.t, dtype=float)
+        self.bounds.data = {"t": t, "lower": _finite(history.lower_bound), "upper": _finite(history.incumbent)}
+        self.boxes.data = {"t": t, "boxes": _positive(history.pieces)}
+        rate_t, rate = node_rate(t, np.asarray(history.nodes, dtype=float))
+        self.rates.data = {"t": rate_t, "rate": rate}
+        self.activity.draw(history, t)
+        state = "closed" if history.closed else "live"
+        speed = f"{rate[-1]:,.0f} boxes/s" if rate.size else "no rate yet"
+        return (f"<h3>pbbflow: {history.label} ({state})</h3><p>{history.t[-1]:.0f} s, "
+                f"{bounds_text(history.lower_bound[-1], history.incumbent[-1])}, "
+                f"{history.pieces[-1]:,} open boxes, {speed}, {history.nodes[-1]:,} boxes bounded</p>")  # fmt: skip
+
+
+VIEWS = {"flowshop": FlowShopView, "spatial": SpatialView}  # run kind -> its view; others: flow shop's

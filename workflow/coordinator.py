@@ -91,7 +91,7 @@ class Coordinator(SchedulerPlugin):
             self.clients[run] = client
         self.runs[run] = Ledger(unassigned, ub=ub, solution=solution, nodes=nodes, leaves=leaves, settled=settled,
                                 pieces=pieces, min_split=min_split)  # fmt: skip
-        self.histories[run] = RunHistory(label or run)
+        self.histories[run] = RunHistory(label or run, kind=kind)
         self.histories[run].record(self.runs[run])
         return {"run": run}
 

@@ -34,10 +34,11 @@ def node_rate(t: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 @dataclass
 class RunHistory:
-    """Samples of one run: time since opened, nodes, remaining share, incumbent, lower bound, open
-    pieces, activity per worker."""
+    """Samples of one run of family ``kind`` (``workflow.family.FAMILIES``): time since opened, nodes,
+    remaining share, incumbent, lower bound, open pieces, activity per worker."""
 
     label: str
+    kind: str = "flowshop"
     max_samples: int = 4096
     opened: float = field(default_factory=time.monotonic)
     generation: int = 0
