@@ -1,5 +1,6 @@
 """The spatial family's side of the workflow (``workflow.family``): open boxes as the work, the
-resumable exploration as the engine, local solves from random starts as the side heuristic.
+resumable exploration as the engine (on the device of a GPU worker), local solves from random
+starts as the side heuristic.
 
 Work is a set of boxes with their certified lower bounds (:class:`.boxes.BoxSet`, its wire format
 on the wire).  An explorer refines the boxes it was given, so the coordinator accepts its report as
@@ -20,6 +21,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +29,9 @@ from .bnb import MinimizeOptions, _Incumbent, _LocalSolver
 from .boxes import BoxSet
 from .explorer import Exploration
 from .problem import Problem
+
+if TYPE_CHECKING:
+    from ..gpu.spatial_bnb import GpuExploration
 
 
 class BoxSpace:
@@ -115,20 +120,33 @@ def run_options(problem: Problem, options: MinimizeOptions) -> dict:
 
 
 def make_engine(options: dict, *, gpu: bool, threads: int) -> ExplorationEngine:
-    """The engine for a worker.  There is no GPU engine for this family yet: a GPU worker explores
-    on its CPU threads."""
+    """The engine for a worker: on a GPU worker a ``GpuExploration`` (its open boxes stay on the
+    device), unless the problem's tape is beyond the kernels' caps; elsewhere, and then, the CPU
+    :class:`.Exploration` on the worker's threads."""
     problem, minimize = _problem_and_options(options)
-    return ExplorationEngine(problem, dataclasses.replace(minimize, parallel=threads > 1))
+    empty = BoxSet.empty(problem.dimension)
+    if gpu:
+        from ..gpu.spatial_bnb import GpuExploration  # only GPU workers import numba-cuda's runtime
+        from ..gpu.spatial_kernels import TapeTooLarge, check_size
+
+        try:
+            check_size(problem.tape)
+        except TapeTooLarge:
+            pass
+        else:
+            return ExplorationEngine(GpuExploration(problem, minimize, empty))
+    return ExplorationEngine(Exploration(problem, dataclasses.replace(minimize, parallel=threads > 1), empty))
 
 
 class ExplorationEngine:
-    """A resumable :class:`.Exploration` whose open boxes stay in this process between checkpoints."""
+    """A resumable exploration (:class:`.Exploration`, or ``GpuExploration`` on a GPU) whose open
+    boxes stay in this process, or on its device, between checkpoints."""
 
     capacity = 1
 
-    def __init__(self, problem: Problem, options: MinimizeOptions) -> None:
-        self.problem = problem
-        self.exploration = Exploration(problem, options, boxes=BoxSet.empty(problem.dimension))
+    def __init__(self, exploration: Exploration | GpuExploration) -> None:
+        self.problem = exploration.problem
+        self.exploration = exploration
         self.reported = math.inf  # the incumbent value last sent up
 
     def load(self, data: bytes) -> None:

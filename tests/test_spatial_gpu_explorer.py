@@ -1,6 +1,6 @@
-"""The resumable spatial B&B on the GPU (``GpuExploration``): runs stopped, re-uploaded and resumed,
-explorations sharing work, a sampling oracle at every stop, starts from a ``BoxSet`` node for node
-with the CPU's ``Exploration``.
+"""The resumable spatial B&B on the GPU (``GpuExploration``) and the spatial engine of a GPU worker:
+runs stopped, re-uploaded and resumed, explorations sharing work, a sampling oracle at every stop,
+starts from a ``BoxSet`` node for node with the CPU's ``Exploration``, the engine's round trip.
 
 Under numba's CUDA simulator (CI) the device bounds equal the CPU's, so runs are compared to the
 node; on a GPU (``PBBFLOW_TEST_GPU=1``) only the certified answers are.
@@ -8,6 +8,7 @@ node; on a GPU (``PBBFLOW_TEST_GPU=1``) only the certified answers are.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -20,6 +21,7 @@ from pbbflow.spatial import explorer
 from pbbflow.spatial.bnb import MinimizeOptions
 from pbbflow.spatial.boxes import BoxSet
 from pbbflow.spatial.explorer import Exploration
+from pbbflow.spatial.family import make_engine, run_options
 from pbbflow.spatial.parse import problem_from_dict
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("simulated_libdevice")]
@@ -231,3 +233,37 @@ def test_a_single_box_is_given_bisected_and_dimensions_are_checked():
         GpuExploration(problem, SLOW, BoxSet.empty(3))
     with pytest.raises(ValueError):
         exploration.replace(BoxSet.empty(3))
+
+
+def test_a_gpu_worker_explores_on_the_device_through_the_engine():
+    """The engine of a GPU worker: boxes loaded as bytes, run for budgets, checkpointed back as
+    bytes and loaded again, to the end: the best value sent up once per improvement, the settled
+    bound and the open boxes' bounds at or below the optimum."""
+    problem = _problem("C9-st-e01-globallib")
+    options = MinimizeOptions(subdomains=4, contract=False)
+    engine = make_engine(run_options(problem, options), gpu=True, threads=1)
+    assert isinstance(engine.exploration, GpuExploration) and engine.capacity == 1
+    engine.load(BoxSet.root(problem).to_bytes())
+    sent, total, rounds, asked = [], 0, 0, itertools.count()
+    while True:  # one phase per run: ``waiting`` answers no, then yes
+        nodes, leaves, best = engine.run(math.inf, 60.0, None, lambda: next(asked) % 2 == 1)
+        total, rounds = total + nodes, rounds + 1
+        if best is not None:
+            sent.append(best[0])
+        remaining = BoxSet.from_bytes(engine.remaining(), problem.dimension)
+        settled = engine.extras()["settled"]
+        assert leaves == 0 and _at_or_below_optimum(min(settled, remaining.lowest()), problem)
+        if not len(remaining):
+            break
+        assert np.all(remaining.lb < engine.exploration.level)  # settled: nothing the incumbent prunes
+        engine.load(remaining.to_bytes())
+    assert rounds >= 2 and total == engine.exploration.nodes and sent == sorted(sent, reverse=True)
+    assert abs(sent[-1] - problem.optimum) <= _tolerance(problem.optimum, options)
+    assert sent[-1] - settled <= _tolerance(problem.optimum, options) * (1 + 1e-9)
+
+
+def test_a_tape_beyond_the_kernels_caps_explores_on_the_cpu(monkeypatch):
+    monkeypatch.setattr("pbbflow.gpu.spatial_kernels.MAX_TAPE", 4)
+    problem = _problem("B2-six-hump-camel")
+    engine = make_engine(run_options(problem, SLOW), gpu=True, threads=2)
+    assert type(engine.exploration) is Exploration and engine.exploration.options.parallel
