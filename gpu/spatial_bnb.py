@@ -14,6 +14,11 @@ small each box is split into up to 8 children (bisected in up to 3 rounds): fewe
 The lists grow on demand up to ``capacity`` boxes. Before a phase that could overflow ``q_out``
 there, the open boxes are sorted and the upper half by bound moves to a host reserve; it comes
 back, lowest bounds first, when the device runs short of work. No box is ever dropped.
+
+:class:`GpuExploration` is this search as a resumable object, the device twin of
+:class:`pbbflow.spatial.explorer.Exploration` (run for a budget, stop, share, resume from a
+``BoxSet``): its lists, counters and incumbent stay on the device between calls.
+``minimize_gpu`` runs one over the whole domain.
 """
 
 from __future__ import annotations
@@ -27,7 +32,9 @@ import numpy as np
 from numba import config, cuda
 
 from ..spatial.bnb import (BOUNDS, MinimizeOptions, MinimizeResult, Progress, _Incumbent, _LocalSolver,
-                           load_host_code, make_result, prune_level, subdomains_per_dim)
+                           load_host_code, make_result, subdomains_per_dim)
+from ..spatial.boxes import BoxSet
+from ..spatial.explorer import ExplorationBase
 from ..spatial.lagrangian import lagrangian_bound, multipliers
 from ..spatial.problem import Problem
 from . import spatial_phase as phase
@@ -157,174 +164,260 @@ def _levels(selected: int, n_subdomains: int, room: int) -> int:
     return levels
 
 
-def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
-                 progress: Callable[[Progress], None] | None = None, progress_seconds: float = 0.5,
-                 should_stop: Callable[[], bool] | None = None, phase_subdomains: int = PHASE_SUBDOMAINS,
-                 capacity: int = CAPACITY) -> MinimizeResult:  # fmt: skip
-    """Minimize ``problem`` by spatial B&B on the current GPU (see the module docstring); the
-    result is the CPU solver's :class:`MinimizeResult`. TapeTooLarge for tapes beyond the kernels'
-    caps."""
-    options = options or MinimizeOptions()
-    began = time.perf_counter()
-    tape, d = problem.tape, problem.dimension
-    n_per_dim = subdomains_per_dim(options.subdomains, d)
-    n_subdomains = n_per_dim**d
-    mode = int(BOUNDS[options.bound])
-    eps_abs, eps_rel, feas_tol = float(options.eps_abs), float(options.eps_rel), float(options.feas_tol)
-    dtape = DeviceTape.upload(tape)
-    offer_candidates = phase.candidate_kernel(*caps(tape)[:2])
-    per_phase = max(1, int(phase_subdomains) // n_subdomains)  # boxes bisected per phase at most
-    capacity = max(int(capacity), 4 * per_phase)
-    lists = [_BoxList(INITIAL_BOXES, capacity, d), _BoxList(INITIAL_BOXES, capacity, d)]
-    children = _Children(INITIAL_BOXES, 2 * per_phase, d, n_per_dim)
-    real = cuda.to_device(np.full(phase.N_REAL, np.inf))
-    count = cuda.to_device(np.zeros(phase.N_COUNT, np.int64))
-    scale = cuda.to_device(problem.upper - problem.lower)
-    incumbent = _Incumbent(problem, feas_tol)
-    local = _LocalSolver(problem, incumbent) if options.local_solves else None
-    reserve = _Reserve(d)
-    lagrangian: tuple[DeviceTape, float] | None = None
-    nodes = phases = spills = 0
-    waited = 0.0  # seconds the host waited for the device: the kernels' share, roughly
+class GpuExploration(ExplorationBase):
+    """The CPU's :class:`pbbflow.spatial.explorer.Exploration` with its open boxes in the device's
+    static lists (see the module docstring), kept there between calls: the same public surface
+    (:class:`.ExplorationBase`) and invariants (that module's docstring).
 
-    def read(array) -> np.ndarray:
+    ``boxes`` None explores the whole domain (the root is bounded and solved locally from its best
+    point); a ``BoxSet`` is pushed open with its bounds as they are. The kernels prune with
+    :attr:`ub` (the device's value is lowered to it at each phase); device points join the
+    incumbent when they beat it. The lowest bounds of the boxes the device pruned or cut
+    (``R_PRUNED``) and of those too small to split (``R_UNSPLIT``, ``C_UNSPLIT``) stay on it
+    across calls. TapeTooLarge for tapes beyond the kernels' caps."""
+
+    def __init__(self, problem: Problem, options: MinimizeOptions | None = None, boxes: BoxSet | None = None, *,
+                 phase_subdomains: int = PHASE_SUBDOMAINS, capacity: int = CAPACITY):  # fmt: skip
+        options = options or MinimizeOptions()
+        d = problem.dimension
+        if boxes is not None and boxes.d != d:
+            raise ValueError(f"boxes of dimension {boxes.d} for a problem of dimension {d}")
+        self.problem, self.options = problem, options
+        self.began = time.perf_counter()
+        self.n_per_dim = subdomains_per_dim(options.subdomains, d)
+        self._n_subdomains = self.n_per_dim**d
+        self._mode = int(BOUNDS[options.bound])
+        self._dtape = DeviceTape.upload(problem.tape)
+        self._offer_candidates = phase.candidate_kernel(*caps(problem.tape)[:2])
+        self._per_phase = max(1, int(phase_subdomains) // self._n_subdomains)  # boxes bisected per phase at most
+        self._capacity = max(int(capacity), 4 * self._per_phase)
+        self._lists = [_BoxList(INITIAL_BOXES, self._capacity, d), _BoxList(INITIAL_BOXES, self._capacity, d)]
+        self._children = _Children(INITIAL_BOXES, 2 * self._per_phase, d, self.n_per_dim)
+        self._real = cuda.to_device(np.full(phase.N_REAL, np.inf))
+        self._count = cuda.to_device(np.zeros(phase.N_COUNT, np.int64))
+        self._reals, self._counts = self._real.copy_to_host(), self._count.copy_to_host()  # as of the last phase
+        self._scale = problem.upper - problem.lower
+        self._device_scale = cuda.to_device(self._scale)
+        self.incumbent = _Incumbent(problem, options.feas_tol)
+        self.local = _LocalSolver(problem, self.incumbent) if options.local_solves else None
+        self._reserve = _Reserve(d)
+        self._lagrangian: tuple[DeviceTape, float] | None = None
+        self._ub_elsewhere = math.inf
+        self._settled = math.inf  # what settle() closed (the device keeps the rest)
+        self._next_local = LOCAL_EVERY_SUBDOMAINS
+        self._current, self._n_open, self._open_lowest = 0, 0, math.inf  # lists[current][:n_open] are open
+        self.nodes = self.phases = self.spills = 0
+        self.device_wait_s = 0.0  # seconds the host waited for the device: the kernels' share, roughly
+        if boxes is not None:
+            self.replace(boxes)
+            return
+        phase.begin_phase[1, 1](self._real, self._count, math.inf)
+        self._children.lo[0:1] = problem.lower[None, :].copy()
+        self._children.hi[0:1] = problem.upper[None, :].copy()
+        self._bound_children(1, self._lists[self._current])
+        self._n_open, self._open_lowest = int(self._counts[phase.C_OUT]), float(self._reals[phase.R_OPEN_MIN])
+        root_point = self._children.bounds.best_point[0].copy_to_host()
+        if self.local is not None and np.all(np.isfinite(root_point)):
+            self._solve_locally(root_point)
+
+    @property
+    def settled_lb(self) -> float:
+        """The lowest bound of anything discarded (pruned, cut away, closed by :meth:`settle`)."""
+        return min(self._settled, float(self._reals[phase.R_PRUNED]))
+
+    @property
+    def unsplittable(self) -> int:
+        """Boxes too small to split in floating point, dropped from the open boxes."""
+        return int(self._counts[phase.C_UNSPLIT])
+
+    @property
+    def unsplittable_lb(self) -> float:
+        """The lowest bound of those boxes (inf when none)."""
+        return float(self._reals[phase.R_UNSPLIT])
+
+    def _lowest(self) -> float:
+        """The lowest bound of an open box, on the device or in the reserve."""
+        return min(self._open_lowest, self._reserve.lowest())
+
+    def _open_count(self) -> int:
+        return self._n_open + len(self._reserve)
+
+    def _count_below(self, level: float) -> int:
+        below = int(np.count_nonzero(self._reserve.lb < level))
+        if self._n_open:
+            below += int(np.count_nonzero(self._lists[self._current].lb[: self._n_open].copy_to_host() < level))
+        return below
+
+    def replace(self, boxes: BoxSet) -> None:
+        """Explore ``boxes`` from now on instead of the open boxes (uploaded; beyond the lists'
+        capacity the upper half by bound waits on the host). The incumbent, the bounds it prunes
+        with and the counters stay."""
+        if boxes.d != self.problem.dimension:
+            raise ValueError(f"boxes of dimension {boxes.d} for a problem of dimension {self.problem.dimension}")
+        self._reserve = _Reserve(boxes.d)
+        if len(boxes) > self._capacity:
+            self._place(boxes.lo, boxes.hi, boxes.lb)
+            return
+        self._lists[self._current].upload(0, boxes.lo, boxes.hi, boxes.lb)
+        self._n_open, self._open_lowest = len(boxes), boxes.lowest()
+
+    def settle(self) -> None:
+        """Close the open boxes whose bounds reached the prune level, as taking them would: their
+        bounds go into ``settled_lb`` (:attr:`lower_bound` stays the same). Only the bounds are
+        downloaded unless some box must go (the phases prune the others on the device)."""
+        level = self.level
+        device_lb = self._lists[self._current].lb[: self._n_open].copy_to_host()
+        if not (np.any(device_lb >= level) or np.any(self._reserve.lb >= level)):
+            return
+        boxes = self.remaining()
+        above = boxes.lb >= level
+        self._settled = min(self._settled, float(boxes.lb[above].min()))
+        self.replace(BoxSet(boxes.lo[~above], boxes.hi[~above], boxes.lb[~above]))
+
+    def remaining(self) -> BoxSet:
+        """The open boxes (downloaded, and the host reserve's), whatever their bounds (see :meth:`settle`)."""
+        lo, hi, lb = self._lists[self._current].download(self._n_open)
+        reserve = self._reserve
+        return BoxSet(np.concatenate([lo, reserve.lo]), np.concatenate([hi, reserve.hi]),
+                      np.concatenate([lb, reserve.lb]))  # fmt: skip
+
+    def _read(self, array) -> np.ndarray:
         """A small device array on the host (the wait for the kernels before it is counted)."""
-        nonlocal waited
-        began_read = time.perf_counter()
+        began = time.perf_counter()
         values = array.copy_to_host()
-        waited += time.perf_counter() - began_read
+        self.device_wait_s += time.perf_counter() - began
         return values
 
-    next_local = LOCAL_EVERY_SUBDOMAINS
-    next_report = began + progress_seconds
+    def _place(self, lo: np.ndarray, hi: np.ndarray, lb: np.ndarray) -> None:
+        """Open boxes split by bound: the lower ``capacity // 2`` on the device, the rest to the reserve."""
+        order = np.argsort(lb, kind="stable")
+        stay, leave = order[: self._capacity // 2], order[self._capacity // 2 :]
+        self._reserve.put(lo[leave], hi[leave], lb[leave])
+        self._lists[self._current].upload(0, lo[stay], hi[stay], lb[stay])
+        self._n_open, self._open_lowest = len(stay), float(lb[stay].min())
 
-    def bound_children(n_children: int, out: _BoxList) -> tuple[np.ndarray, np.ndarray]:
-        """Contract, bound, offer and keep children 0 .. n_children - 1 into ``out``; the counters."""
-        nonlocal nodes
-        nodes += n_children
+    def _step(self) -> None:
+        """One phase: refill from the reserve or spill to it, select, branch, bound the children,
+        swap the lists; a local solve when one is due."""
+        per_phase, n_subdomains = self._per_phase, self._n_subdomains
+        source = self._lists[self._current]
+        if self._n_open < per_phase and len(self._reserve):
+            lo, hi, lb = self._reserve.take(per_phase - self._n_open)
+            source.upload(self._n_open, lo, hi, lb)
+            self._n_open += len(lb)
+            self._open_lowest = min(self._open_lowest, float(lb.min()))
+        n_open = self._n_open
+        selected = min(per_phase, n_open)
+        levels = _levels(selected, n_subdomains, 2 * per_phase)
+        if n_open + selected * ((1 << levels) - 1) > self._capacity:  # q_out could overflow: half waits on the host
+            self._place(*source.download(n_open))
+            n_open = self._n_open
+            selected = min(per_phase, n_open)
+            levels = _levels(selected, n_subdomains, 2 * per_phase)
+            self.spills += 1
+        select_lb = math.inf
+        if n_open > selected:
+            select_lb = float(np.partition(source.lb[:n_open].copy_to_host(), selected - 1)[selected - 1])
+        target = self._lists[1 - self._current]
+        target.ensure(n_open + selected * ((1 << levels) - 1), 0)
+        children = self._children
+        children.ensure(selected << levels)
+        options, real, count = self.options, self._real, self._count
+        phase.begin_phase[1, 1](real, count, self.ub)
+        phase.branch[blocks(n_open), THREADS_PER_BLOCK](
+            n_open, source.lo, source.hi, source.lb, select_lb, selected, levels, self._device_scale,
+            float(options.eps_abs), float(options.eps_rel), real, count, target.lo, target.hi, target.lb, children.lo,
+            children.hi)  # fmt: skip
+        n_children = int(self._read(count)[phase.C_CHILDREN])
+        self.phases += 1
+        if n_children:
+            self._bound_children(n_children, target)
+        else:
+            self._reals, self._counts = self._read(real), self._read(count)
+        self._current = 1 - self._current
+        self._n_open, self._open_lowest = int(self._counts[phase.C_OUT]), float(self._reals[phase.R_OPEN_MIN])
+        best_kept = int(self._counts[phase.C_BEST_KEPT])
+        if self.local is not None and self.nodes * n_subdomains >= self._next_local and best_kept != phase.NONE:
+            self._next_local = self.nodes * n_subdomains + LOCAL_EVERY_SUBDOMAINS
+            self._solve_locally(children.bounds.best_point[best_kept].copy_to_host())
+
+    def _bound_children(self, n_children: int, out: _BoxList) -> None:
+        """Contract, bound, offer and keep children 0 .. n_children - 1 into ``out``; read the
+        counters and take the device's incumbent when one of these children holds it."""
+        options, children, dtape, real, count = self.options, self._children, self._dtape, self._real, self._count
+        eps_abs, eps_rel, feas_tol = float(options.eps_abs), float(options.eps_rel), float(options.feas_tol)
+        self.nodes += n_children
         grid = blocks(n_children)
         if options.contract:
-            contract_boxes_device(dtape, children.lo, children.hi, n_children, real[phase.R_UB:phase.R_UB + 1],
-                                  feas_tol, children.emptied)
+            contract_boxes_device(dtape, children.lo, children.hi, n_children, real[phase.R_UB : phase.R_UB + 1],
+                                  feas_tol, children.emptied)  # fmt: skip
         fill_edges[grid, THREADS_PER_BLOCK](n_children, children.lo, children.hi, children.edges)
+        lagrangian = self._lagrangian
         slack = lagrangian[1] if lagrangian is not None else 0.0
         phase.fill_levels[grid, THREADS_PER_BLOCK](n_children, real, eps_abs, eps_rel, slack, children.threshold,
-                                                   children.threshold_l)
+                                                   children.threshold_l)  # fmt: skip
         found = children.bounds
-        bound_on_device(dtape, n_children, children.emptied, children.edges, n_per_dim, mode, feas_tol,
-                        children.threshold, found)
-        offer_candidates[grid, THREADS_PER_BLOCK](*dtape.arrays, tape.n_ineq, dtape.varying, n_children,
-                                                  found.best_point, feas_tol, children.candidate, real)
+        bound_on_device(dtape, n_children, children.emptied, children.edges, self.n_per_dim, self._mode, feas_tol,
+                        children.threshold, found)  # fmt: skip
+        self._offer_candidates[grid, THREADS_PER_BLOCK](*dtape.arrays, self.problem.tape.n_ineq, dtape.varying,
+                                                        n_children, found.best_point, feas_tol, children.candidate,
+                                                        real)  # fmt: skip
         by_l = found
         if lagrangian is not None:
             by_l = children.lagrangian_bounds()
-            bound_on_device(lagrangian[0], n_children, children.emptied, children.edges, n_per_dim, mode, feas_tol,
-                            children.threshold_l, by_l)
+            bound_on_device(lagrangian[0], n_children, children.emptied, children.edges, self.n_per_dim, self._mode,
+                            feas_tol, children.threshold_l, by_l)  # fmt: skip
         phase.keep[grid, THREADS_PER_BLOCK](
             n_children, children.lo, children.hi, children.emptied, found.box_lb, found.hull_lo, found.hull_hi,
             children.threshold, lagrangian is not None, by_l.box_lb, by_l.hull_lo, by_l.hull_hi, slack, eps_abs,
             eps_rel, real, count, children.kept_lb, out.lo, out.hi, out.lb)
         phase.claim[grid, THREADS_PER_BLOCK](n_children, children.candidate, children.kept_lb, real, count)
-        return read(real), read(count)
+        self._reals, self._counts = self._read(real), self._read(count)
+        child = int(self._counts[phase.C_UB_CHILD])
+        if child != phase.NONE and self._reals[phase.R_UB] < self.incumbent.value:
+            self.incumbent.value = float(self._reals[phase.R_UB])
+            self.incumbent.x = found.best_point[child].copy_to_host()
 
-    def take_incumbent(reals: np.ndarray, counts: np.ndarray) -> None:
-        """The device's incumbent, when one of this phase's children holds it."""
-        child = int(counts[phase.C_UB_CHILD])
-        if child != phase.NONE and reals[phase.R_UB] < incumbent.value:
-            incumbent.value = float(reals[phase.R_UB])
-            incumbent.x = children.bounds.best_point[child].copy_to_host()
+    def _solve_locally(self, start: np.ndarray) -> None:
+        """A local solve; one that improves the incumbent brings the multipliers at its optimum."""
+        optimum = self.local.run(start)
+        if optimum is not None:
+            self._use_multipliers_at(optimum)
 
-    def solve_locally(start: np.ndarray) -> None:
-        """A local solve; one that improves the incumbent of a constrained problem brings a
-        Lagrangian bound (skipped when its tape is beyond the kernels' caps)."""
-        nonlocal lagrangian
-        optimum = local.run(start)
-        if optimum is None or not (tape.n_ineq or tape.n_eq):
+    def _use_multipliers_at(self, x: np.ndarray) -> None:
+        """A constrained problem bounds with the Lagrangian of the multipliers at ``x`` from now on
+        (kept as it was when that Lagrangian's tape is beyond the kernels' caps)."""
+        tape = self.problem.tape
+        if not (tape.n_ineq or tape.n_eq):
             return
-        weights = multipliers(tape, optimum)
+        weights = multipliers(tape, x)
         if weights is None:
             return
-        bound_l = lagrangian_bound(tape, *weights, feas_tol)
+        bound_l = lagrangian_bound(tape, *weights, self.options.feas_tol)
         try:
-            lagrangian = (DeviceTape.upload(bound_l.tape), float(bound_l.slack))
+            self._lagrangian = (DeviceTape.upload(bound_l.tape), float(bound_l.slack))
         except TapeTooLarge:
             pass
 
-    phase.begin_phase[1, 1](real, count, math.inf)
-    children.lo[0:1] = problem.lower[None, :].copy()
-    children.hi[0:1] = problem.upper[None, :].copy()
-    current = 0
-    reals, counts = bound_children(1, lists[current])
-    take_incumbent(reals, counts)
-    root_point = children.bounds.best_point[0].copy_to_host()
-    if local is not None and np.all(np.isfinite(root_point)):
-        solve_locally(root_point)
-    n_open, open_lowest = int(counts[phase.C_OUT]), float(reals[phase.R_OPEN_MIN])
-    status = None
-    while True:
-        now = time.perf_counter()
-        level = prune_level(incumbent.value, options)
-        lowest = min(open_lowest, reserve.lowest())
-        if progress is not None and now >= next_report:
-            overall = min(lowest, reals[phase.R_PRUNED], reals[phase.R_UNSPLIT])
-            objective = None if incumbent.x is None else incumbent.value
-            progress(Progress(float(overall), objective, n_open + len(reserve), nodes, now - began))
-            next_report = now + progress_seconds
-        if (n_open == 0 and not len(reserve)) or lowest >= level:
-            break
-        if options.limit_reached(now - began, nodes) or (should_stop is not None and should_stop()):
-            status = "limit"
-            break
-        source = lists[current]
-        if n_open < per_phase and len(reserve):
-            lo, hi, lb = reserve.take(per_phase - n_open)
-            source.upload(n_open, lo, hi, lb)
-            n_open += len(lb)
-            open_lowest = min(open_lowest, float(lb.min()))
-        selected = min(per_phase, n_open)
-        levels = _levels(selected, n_subdomains, 2 * per_phase)
-        if n_open + selected * ((1 << levels) - 1) > capacity:  # q_out could overflow: half waits on the host
-            lo, hi, lb = source.download(n_open)
-            order = np.argsort(lb, kind="stable")
-            stay, leave = order[: capacity // 2], order[capacity // 2:]
-            reserve.put(lo[leave], hi[leave], lb[leave])
-            source.upload(0, lo[stay], hi[stay], lb[stay])
-            n_open = len(stay)
-            selected = min(per_phase, n_open)
-            levels = _levels(selected, n_subdomains, 2 * per_phase)
-            spills += 1
-        select_lb = math.inf
-        if n_open > selected:
-            select_lb = float(np.partition(source.lb[:n_open].copy_to_host(), selected - 1)[selected - 1])
-        target = lists[1 - current]
-        target.ensure(n_open + selected * ((1 << levels) - 1), 0)
-        children.ensure(selected << levels)
-        phase.begin_phase[1, 1](real, count, incumbent.value)
-        phase.branch[blocks(n_open), THREADS_PER_BLOCK](
-            n_open, source.lo, source.hi, source.lb, select_lb, selected, levels, scale, eps_abs, eps_rel, real,
-            count, target.lo, target.hi, target.lb, children.lo, children.hi)
-        n_children = int(read(count)[phase.C_CHILDREN])
-        phases += 1
-        if n_children:
-            reals, counts = bound_children(n_children, target)
-            take_incumbent(reals, counts)
-        else:
-            reals, counts = read(real), read(count)
-        current = 1 - current
-        n_open, open_lowest = int(counts[phase.C_OUT]), float(reals[phase.R_OPEN_MIN])
-        best_kept = int(counts[phase.C_BEST_KEPT])
-        if local is not None and nodes * n_subdomains >= next_local and best_kept != phase.NONE:
-            next_local = nodes * n_subdomains + LOCAL_EVERY_SUBDOMAINS
-            solve_locally(children.bounds.best_point[best_kept].copy_to_host())
-    level = prune_level(incumbent.value, options)
-    lower_bound = float(min(open_lowest, reserve.lowest(), reals[phase.R_PRUNED], reals[phase.R_UNSPLIT]))
-    unsplittable = int(counts[phase.C_UNSPLIT])
-    open_below = unsplittable + int(np.count_nonzero(reserve.lb < level))
-    if n_open:
-        open_below += int(np.count_nonzero(lists[current].lb[:n_open].copy_to_host() < level))
-    return make_result(problem, options, incumbent, local, status, unsplittable, lower_bound, nodes, n_subdomains,
-                       began, open_below, backend="gpu", phases=phases, reserve_spills=spills,
-                       device_wait_s=round(waited, 6))
+
+def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
+                 progress: Callable[[Progress], None] | None = None, progress_seconds: float = 0.5,
+                 should_stop: Callable[[], bool] | None = None, phase_subdomains: int = PHASE_SUBDOMAINS,
+                 capacity: int = CAPACITY) -> MinimizeResult:  # fmt: skip
+    """Minimize ``problem`` by spatial B&B on the current GPU: a :class:`GpuExploration` of the
+    whole domain run to its end or to a limit (see the module docstring); the result is the CPU
+    solver's :class:`MinimizeResult`. TapeTooLarge for tapes beyond the kernels' caps."""
+    options = options or MinimizeOptions()
+    began = time.perf_counter()
+    exploration = GpuExploration(problem, options, phase_subdomains=phase_subdomains, capacity=capacity)
+    time_limit = None if options.time_limit is None else options.time_limit - (time.perf_counter() - began)
+    node_limit = None if options.node_limit is None else options.node_limit - exploration.nodes
+    report = exploration.run(should_stop, time_limit, node_limit, progress=progress, progress_seconds=progress_seconds)
+    return make_result(problem, options, exploration.incumbent, exploration.local, None if report.done else "limit",
+                       report.unsplittable, report.lower_bound, report.total_nodes,
+                       exploration.n_per_dim**problem.dimension, began, report.open_boxes + report.unsplittable,
+                       backend="gpu", phases=exploration.phases, reserve_spills=exploration.spills,
+                       device_wait_s=round(exploration.device_wait_s, 6))
 
 
 def load_code(problem: Problem, options: MinimizeOptions | None = None) -> tuple[float, bool]:

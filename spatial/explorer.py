@@ -18,6 +18,9 @@ Between two calls (after ``run`` returns, after ``give_share``) nothing is in fl
 
 Incumbents pass between explorations as points (:meth:`Exploration.offer`), each checked
 rigorously where it is offered.
+
+:class:`ExplorationBase` is what this exploration shares with the GPU's
+(``gpu.spatial_bnb.GpuExploration``): the surface above and the run loop.
 """
 
 from __future__ import annotations
@@ -114,7 +117,97 @@ class _OpenBoxes:
         return taken, len(self.heap) + 2 * len(taken) > self.max_open
 
 
-class Exploration:
+class ExplorationBase:
+    """What the explorations share, on the CPU (:class:`Exploration`) and the GPU
+    (``gpu.spatial_bnb.GpuExploration``): the value they prune with, their certified bound, offers,
+    shares and the run loop. A subclass sets ``problem``, ``options``, ``began``, ``incumbent``,
+    ``local``, ``nodes``, ``settled_lb``, ``unsplittable``, ``unsplittable_lb``, ``_scale`` and
+    ``_ub_elsewhere`` and holds the open boxes (``remaining``, ``replace``, ``settle``, ``_lowest``,
+    ``_open_count``, ``_count_below``), its step (``_step``) and ``_use_multipliers_at``."""
+
+    @property
+    def ub(self) -> float:
+        """The best value known: the incumbent's, or a lower one reached elsewhere (:meth:`prune_at`)."""
+        return min(self.incumbent.value, self._ub_elsewhere)
+
+    @property
+    def level(self) -> float:
+        """The prune level of :attr:`ub` (+inf without one)."""
+        return prune_level(self.ub, self.options)
+
+    @property
+    def done(self) -> bool:
+        """Whether nothing is left below the prune level."""
+        return self._lowest() >= self.level
+
+    @property
+    def lower_bound(self) -> float:
+        """The certified lower bound over this exploration's share (inf when it holds nothing)."""
+        return min(self._lowest(), self.settled_lb, self.unsplittable_lb)
+
+    def offer(self, x: np.ndarray) -> bool:
+        """Take ``x`` (another explorer's point) when it verifies rigorously and improves the
+        incumbent; a constrained problem then bounds with the Lagrangian of its multipliers there."""
+        if not self.incumbent.offer(x):
+            return False
+        self._use_multipliers_at(self.incumbent.x)
+        return True
+
+    def prune_at(self, value: float) -> None:
+        """Prune with ``value`` from now on where it is below the incumbent's: the value of a point
+        verified elsewhere (another explorer's incumbent, known to this one by its value only)."""
+        self._ub_elsewhere = min(self._ub_elsewhere, float(value))
+
+    def give_share(self) -> BoxSet:
+        """About half the open boxes, removed from this exploration (:meth:`.BoxSet.split`: a single
+        open box is bisected); empty when nothing can be given."""
+        keep, give = self.remaining().split(self._scale)
+        if len(give):
+            self.replace(keep)
+        return give
+
+    def run(self, should_stop: Callable[[], bool] | None = None, time_limit: float | None = None,
+            node_limit: int | None = None, *, progress: Callable[[Progress], None] | None = None,
+            progress_seconds: float = 0.5) -> RunReport:  # fmt: skip
+        """Explore best first until nothing is left below the prune level, ``time_limit`` seconds
+        or ``node_limit`` boxes bounded in this call (0 or less: stop unless done), or
+        ``should_stop()``, checked between steps; ``progress`` gets a snapshot every ``progress_seconds``."""
+        began = time.perf_counter()
+        nodes_before = self.nodes
+        next_report = began + progress_seconds
+        while True:
+            now = time.perf_counter()
+            if progress is not None and now >= next_report:
+                objective = None if self.incumbent.x is None else self.incumbent.value
+                progress(Progress(self.lower_bound, objective, self._open_count(), self.nodes, now - self.began))
+                next_report = now + progress_seconds
+            if self.done:
+                done = True
+                break
+            if ((time_limit is not None and now - began >= time_limit)
+                    or (node_limit is not None and self.nodes - nodes_before >= node_limit)
+                    or (should_stop is not None and should_stop())):  # fmt: skip
+                done = False
+                break
+            self._step()
+        found = self.incumbent.x is not None
+        return RunReport(
+            done=done,
+            nodes=self.nodes - nodes_before,
+            elapsed_s=time.perf_counter() - began,
+            objective=self.incumbent.value if found else None,
+            x=self.incumbent.x.tolist() if found else None,
+            lower_bound=self.lower_bound,
+            settled_lb=self.settled_lb,
+            open_boxes=self._count_below(self.level),
+            unsplittable=self.unsplittable,
+            unsplittable_lb=self.unsplittable_lb,
+            total_nodes=self.nodes,
+            local_solves=0 if self.local is None else self.local.count,
+        )
+
+
+class Exploration(ExplorationBase):
     """Best-first spatial B&B over the domain (``boxes`` None) or over ``boxes``; see the module.
 
     ``incumbent`` and ``local`` (None without local solves) are what :func:`.bnb.make_result`
@@ -149,39 +242,6 @@ class Exploration:
         if root is not None and self.local is not None and np.all(np.isfinite(root.best_point[0])):
             self._solve_locally(root.best_point[0])
 
-    @property
-    def ub(self) -> float:
-        """The best value known: the incumbent's, or a lower one reached elsewhere (:meth:`prune_at`)."""
-        return min(self.incumbent.value, self._ub_elsewhere)
-
-    @property
-    def level(self) -> float:
-        """The prune level of :attr:`ub` (+inf without one)."""
-        return prune_level(self.ub, self.options)
-
-    @property
-    def done(self) -> bool:
-        """Whether nothing is left below the prune level."""
-        return not self._open or self._open.lowest() >= self.level
-
-    @property
-    def lower_bound(self) -> float:
-        """The certified lower bound over this exploration's share (inf when it holds nothing)."""
-        return min(self._open.lowest(), self.settled_lb, self.unsplittable_lb)
-
-    def offer(self, x: np.ndarray) -> bool:
-        """Take ``x`` (another explorer's point) when it verifies rigorously and improves the
-        incumbent; a constrained problem then bounds with the Lagrangian of its multipliers there."""
-        if not self.incumbent.offer(x):
-            return False
-        self._use_multipliers_at(self.incumbent.x)
-        return True
-
-    def prune_at(self, value: float) -> None:
-        """Prune with ``value`` from now on where it is below the incumbent's: the value of a point
-        verified elsewhere (another explorer's incumbent, known to this one by its value only)."""
-        self._ub_elsewhere = min(self._ub_elsewhere, float(value))
-
     def replace(self, boxes: BoxSet) -> None:
         """Explore ``boxes`` from now on instead of the open boxes (the incumbent, the bounds it
         prunes with and the counters stay)."""
@@ -202,53 +262,14 @@ class Exploration:
         """The open boxes (the dive's included), whatever their bounds (see :meth:`settle`)."""
         return self._open.boxes(self.problem.dimension)
 
-    def give_share(self) -> BoxSet:
-        """About half the open boxes, removed from this exploration (:meth:`.BoxSet.split`: a single
-        open box is bisected); empty when nothing can be given."""
-        keep, give = self.remaining().split(self._scale)
-        if len(give):
-            self._open.reset(keep)
-        return give
+    def _lowest(self) -> float:
+        return self._open.lowest()
 
-    def run(self, should_stop: Callable[[], bool] | None = None, time_limit: float | None = None,
-            node_limit: int | None = None, *, progress: Callable[[Progress], None] | None = None,
-            progress_seconds: float = 0.5) -> RunReport:  # fmt: skip
-        """Explore best first until nothing is left below the prune level, ``time_limit`` seconds
-        or ``node_limit`` boxes bounded in this call (0 or less: stop unless done), or
-        ``should_stop()``; ``progress`` gets a snapshot every ``progress_seconds``."""
-        began = time.perf_counter()
-        nodes_before = self.nodes
-        next_report = began + progress_seconds
-        while True:
-            now = time.perf_counter()
-            if progress is not None and now >= next_report:
-                objective = None if self.incumbent.x is None else self.incumbent.value
-                progress(Progress(self.lower_bound, objective, len(self._open), self.nodes, now - self.began))
-                next_report = now + progress_seconds
-            if self.done:
-                done = True
-                break
-            if ((time_limit is not None and now - began >= time_limit)
-                    or (node_limit is not None and self.nodes - nodes_before >= node_limit)
-                    or (should_stop is not None and should_stop())):  # fmt: skip
-                done = False
-                break
-            self._step()
-        found = self.incumbent.x is not None
-        return RunReport(
-            done=done,
-            nodes=self.nodes - nodes_before,
-            elapsed_s=time.perf_counter() - began,
-            objective=self.incumbent.value if found else None,
-            x=self.incumbent.x.tolist() if found else None,
-            lower_bound=self.lower_bound,
-            settled_lb=self.settled_lb,
-            open_boxes=self._open.count_below(self.level),
-            unsplittable=self.unsplittable,
-            unsplittable_lb=self.unsplittable_lb,
-            total_nodes=self.nodes,
-            local_solves=0 if self.local is None else self.local.count,
-        )
+    def _open_count(self) -> int:
+        return len(self._open)
+
+    def _count_below(self, level: float) -> int:
+        return self._open.count_below(level)
 
     def _step(self) -> None:
         """Bisect the boxes taken and bound their children; a local solve when one is due."""

@@ -1,6 +1,6 @@
 """The spatial family's side of the workflow (``workflow.family``): the problem as the run's
-instance, open boxes as the work, the resumable exploration as the engine, local solves from random
-starts as the side heuristic.
+instance, open boxes as the work, the resumable exploration as the engine (on the device of a GPU
+worker), local solves from random starts as the side heuristic.
 
 A run's instance (:class:`SpatialRun`) is the problem's plain-JSON ``source`` (in the run store:
 its UTF-8 bytes as the array ``source``, never code) and the options of :data:`OPTION_KEYS`; a
@@ -27,6 +27,7 @@ import json
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -36,6 +37,9 @@ from .bounds import evaluate_point
 from .boxes import BoxSet
 from .explorer import Exploration
 from .problem import Problem, ProblemError
+
+if TYPE_CHECKING:
+    from ..gpu.spatial_bnb import GpuExploration
 
 
 class BoxSpace:
@@ -114,27 +118,40 @@ class BoxWork:
         return reported
 
 
-def _problem_and_options(options: dict, *, gpu: bool = False) -> tuple[Problem, MinimizeOptions]:
-    """The problem and exploration options of an engine's or heuristic's ``options``
-    (``SpatialRun.engine_options``)."""
-    return Problem.from_source(options["problem"]), _minimize_options(options["run"], gpu=gpu)
+def _problem_and_options(options: dict) -> tuple[Problem, MinimizeOptions]:
+    """The problem and (CPU) exploration options of a heuristic's ``options`` (``SpatialRun.engine_options``)."""
+    return Problem.from_source(options["problem"]), _minimize_options(options["run"], gpu=False)
 
 
 def make_engine(options: dict, *, gpu: bool, threads: int) -> ExplorationEngine:
-    """The engine for a worker.  There is no GPU engine for this family yet: a GPU worker explores
-    on its CPU threads."""
-    problem, minimize = _problem_and_options(options)
-    return ExplorationEngine(problem, dataclasses.replace(minimize, parallel=threads > 1))
+    """The engine for a worker: on a GPU worker a ``GpuExploration`` (its open boxes stay on the
+    device), unless the problem's tape is beyond the kernels' caps; elsewhere, and then, the CPU
+    :class:`.Exploration` on the worker's threads."""
+    problem = Problem.from_source(options["problem"])
+    empty = BoxSet.empty(problem.dimension)
+    if gpu:
+        from ..gpu.spatial_bnb import GpuExploration  # only GPU workers import numba-cuda's runtime
+        from ..gpu.spatial_kernels import TapeTooLarge, check_size
+
+        try:
+            check_size(problem.tape)
+        except TapeTooLarge:
+            pass
+        else:
+            return ExplorationEngine(GpuExploration(problem, _minimize_options(options["run"], gpu=True), empty))
+    minimize = _minimize_options(options["run"], gpu=False)
+    return ExplorationEngine(Exploration(problem, dataclasses.replace(minimize, parallel=threads > 1), empty))
 
 
 class ExplorationEngine:
-    """A resumable :class:`.Exploration` whose open boxes stay in this process between checkpoints."""
+    """A resumable exploration (:class:`.Exploration`, or ``GpuExploration`` on a GPU) whose open
+    boxes stay in this process, or on its device, between checkpoints."""
 
     capacity = 1
 
-    def __init__(self, problem: Problem, options: MinimizeOptions) -> None:
-        self.problem = problem
-        self.exploration = Exploration(problem, options, boxes=BoxSet.empty(problem.dimension))
+    def __init__(self, exploration: Exploration | GpuExploration) -> None:
+        self.problem = exploration.problem
+        self.exploration = exploration
         self.reported = math.inf  # the incumbent value last sent up
 
     def load(self, data: bytes) -> None:

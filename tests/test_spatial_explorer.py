@@ -10,11 +10,11 @@ from dataclasses import FrozenInstanceError
 
 import numpy as np
 import pytest
+from spatial_oracle import Oracle, covering_bound
 
 from pbbflow.spatial.bnb import MinimizeOptions, minimize
 from pbbflow.spatial.boxes import BoxSet
 from pbbflow.spatial.explorer import Exploration
-from pbbflow.spatial.floateval import evaluate_float
 from pbbflow.spatial.load import load_problem
 from pbbflow.spatial.parse import problem_from_dict
 
@@ -75,13 +75,6 @@ def _random_set(rng: np.random.Generator, k: int, d: int) -> BoxSet:
     lb = rng.normal(size=k)
     lb[rng.random(k) < 0.2] = -math.inf
     return BoxSet(np.array(lo)[keep], np.array(hi)[keep], lb)
-
-
-def _covering_bound(boxes: BoxSet, points: np.ndarray) -> np.ndarray:
-    """Per point: the highest bound of a box holding it (NaN where none does)."""
-    inside = np.all((points[:, None, :] >= boxes.lo[None]) & (points[:, None, :] <= boxes.hi[None]), axis=2)
-    bounds = np.where(inside, boxes.lb[None, :], -np.inf)
-    return np.where(inside.any(axis=1), bounds.max(axis=1, initial=-np.inf), np.nan)
 
 
 # ---------------------------------------------------------------- BoxSet
@@ -179,8 +172,8 @@ def test_a_split_covers_exactly_and_never_lowers_a_bound(k):
         inner = boxes.lo[chosen] + rng.random((2000, 3)) * (boxes.hi[chosen] - boxes.lo[chosen])
         on_face = rng.random((2000, 3)) < 0.2
         points = np.vstack([points, np.where(on_face, boxes.lo[chosen], inner)])
-    before = _covering_bound(boxes, points)
-    after = np.fmax(_covering_bound(first, points), _covering_bound(second, points))
+    before = covering_bound(boxes, points)
+    after = np.fmax(covering_bound(first, points), covering_bound(second, points))
     assert np.array_equal(np.isnan(before), np.isnan(after))  # the same union of points
     covered = ~np.isnan(before)
     assert np.all(after[covered] >= before[covered])
@@ -202,36 +195,8 @@ def test_a_single_box_is_bisected_unless_it_cannot_be():
 # ---------------------------------------------------------------- the oracle
 
 
-class _Oracle:
-    """Sample points of a problem's domain (uniform, and close to its global minimizers at several
-    scales) with their float objective and constraints, evaluated once."""
-
-    def __init__(self, stem: str, count: int = 3000):
-        problem = _problem(stem)
-        rng = np.random.default_rng(len(stem))
-        width = problem.upper - problem.lower
-        uniform = problem.lower + rng.random((count, problem.dimension)) * width
-        near = [np.asarray(x) + rng.normal(size=(count // 6, problem.dimension)) * width * scale
-                for x in MINIMIZERS[stem] for scale in (1e-4, 1e-3, 1e-2)]  # fmt: skip
-        self.points = np.clip(np.vstack([uniform, *near]), problem.lower, problem.upper)
-        values = [evaluate_float(problem.tape, point) for point in self.points]
-        self.f = np.array([v[0] for v in values])
-        self.g_max = np.array([max(v[1], default=-math.inf) for v in values])
-
-    def check(self, open_boxes: BoxSet, level: float, settled: float) -> int:
-        """Every sampled feasible point below ``level`` lies in an open box; every one in open boxes
-        is at or above their best bound there, every other one at or above ``settled`` (the min
-        bound of all that was discarded). The number of points below the level (what the check saw)."""
-        margin = 1e-9 * (1.0 + np.abs(self.f))
-        feasible = np.isfinite(self.f) & (self.g_max <= -1e-9)
-        below = feasible & (self.f < level - margin)
-        bound = _covering_bound(open_boxes, self.points)
-        inside = ~np.isnan(bound)
-        assert np.all(inside[below]), self.points[below & ~inside][:5]
-        assert np.all(self.f[feasible & inside] >= bound[feasible & inside] - margin[feasible & inside])
-        outside = feasible & ~inside
-        assert np.all(self.f[outside] >= settled - margin[outside]), self.points[outside][:5]
-        return int(below.sum())
+def _oracle(stem: str) -> Oracle:
+    return Oracle(_problem(stem), MINIMIZERS[stem], seed=len(stem))
 
 
 # ---------------------------------------------------------------- Exploration
@@ -246,7 +211,7 @@ def test_minimize_is_an_uninterrupted_exploration_and_chunks_change_nothing():
     boxes in the same order: equal nodes, objective and bound, to the bit."""
     rng = np.random.default_rng(3)
     for stem in SEARCHED:
-        problem, oracle = _problem(stem), _Oracle(stem)
+        problem, oracle = _problem(stem), _oracle(stem)
         for options in (SLOW, MinimizeOptions(subdomains=16, max_open=4)):  # the second dives
             result = minimize(problem, options)
             whole = Exploration(problem, options)
@@ -296,7 +261,7 @@ def test_stopped_serialised_and_resumed_it_proves_what_minimize_proves(stem):
     """Chunks of random small node limits; after each the open boxes go through bytes into a new
     exploration that is offered the incumbent. The oracle holds at every stop; the end is the
     answer of one uninterrupted minimize, within eps."""
-    problem, oracle = _problem(stem), _Oracle(stem)
+    problem, oracle = _problem(stem), _oracle(stem)
     rng = np.random.default_rng(11)
     expected = minimize(problem, SLOW)
     exploration, settled, stops, seen = Exploration(problem, SLOW), math.inf, 0, 0
@@ -325,7 +290,7 @@ def test_two_explorations_sharing_work_prove_it_together(stem):
     """One exploration gives half its open boxes to another; they run alternately (one faster),
     trading incumbents and, when one runs dry, work. At every stop the global bound min(settled, open) is at or below
     the optimum and the oracle holds over the union of their open boxes."""
-    problem, oracle = _problem(stem), _Oracle(stem)
+    problem, oracle = _problem(stem), _oracle(stem)
     rng = np.random.default_rng(12)
     expected = minimize(problem, SLOW)
     first = Exploration(problem, SLOW)
