@@ -247,3 +247,21 @@ def test_minimize_run_on_a_running_scheduler(capsys, tmp_path):
     result = json.loads(capsys.readouterr().out)
     assert code == 0
     certified(result, "peaks-ann-error-min")
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("simulated_libdevice")
+def test_a_gpu_worker_and_a_cpu_worker_prove_a_spatial_run_together(tmp_path):
+    """A worker with the resource GPU explores on its device (GpuExploration; the simulator in CI),
+    a local-solve task beside it, a CPU worker's exploration beside them: one ledger of boxes."""
+    from distributed import Scheduler, SpecCluster, Worker
+
+    workers = {f"w{i}": {"cls": Worker, "options": {"nthreads": 1, "resources": r}}
+               for i, r in enumerate([{"GPU": 1}, {}])}  # fmt: skip
+    store = new_store(tmp_path / "g.zarr", "peaks", subdomains=16)
+    with SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {"dashboard_address": None}}) as cluster, \
+            Client(cluster) as client:  # fmt: skip
+        client.wait_for_workers(2)
+        result = drive(store, client, checkpoint_every=0.5, budget_s=0.5)
+    certified(result, "peaks")
+    assert result == result_of(RunStore.open(store.path))
