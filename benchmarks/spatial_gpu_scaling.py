@@ -33,6 +33,7 @@ def main() -> None:
     parser.add_argument("--gpus", type=int, nargs="+", default=[2, 1])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--commit", default=None, help="the code's commit, where this copy has no git history")
     args = parser.parse_args()
     problem = load_problem(args.problem)
     options = MinimizeOptions(eps_abs=args.eps_abs, eps_rel=args.eps_rel, subdomains=args.subdomains,
@@ -48,8 +49,8 @@ def main() -> None:
     rate = {k: statistics.median(r["boxes_per_s"] for r in runs if r["gpus"] == k) for k in args.gpus}
     seconds = {k: statistics.median(r["seconds"] for r in runs if r["gpus"] == k) for k in args.gpus}
     finished = all(r["status"] != "limit" for r in runs)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(__file__).parent).stdout.strip()  # fmt: skip
+    commit = args.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                           cwd=Path(__file__).parent).stdout.strip()  # fmt: skip
     report = {
         "benchmark": "spatial_gpu_scaling", "problem": problem.name, "code_commit": commit,
         "options": {"eps_abs": args.eps_abs, "eps_rel": args.eps_rel, "subdomains": args.subdomains,

@@ -44,7 +44,8 @@ def bare(problem, options: MinimizeOptions, gpu: bool) -> dict:
             "status": result.status, "lower_bound": result.lower_bound, "objective": result.objective}  # fmt: skip
 
 
-def workflow(problem, options: MinimizeOptions, gpu: bool, folder: Path, index: int) -> dict:
+def workflow(problem, options: MinimizeOptions, gpu: bool, folder: Path, index: int,
+             heuristics: int | None = None) -> dict:  # fmt: skip
     started = time.perf_counter()
     with open_cluster("local", workers=1, threads_per_worker=usable_cores(), gpus=int(gpu)) as client:
         opened = time.perf_counter()
@@ -53,8 +54,8 @@ def workflow(problem, options: MinimizeOptions, gpu: bool, folder: Path, index: 
         store = create_run(folder / f"run-{index}.zarr", instance, work=first.boxes, incumbent=first.value,
                            solution=first.x, settled=first.settled, nodes=first.nodes)  # fmt: skip
         timings: dict[str, float] = {}
-        result = drive(store, client, timings=timings, time_limit=options.time_limit)
-    return {"mode": "workflow", "seconds": round(timings["search_s"], 3), "nodes": result["nodes"],
+        result = drive(store, client, timings=timings, time_limit=options.time_limit, heuristics=heuristics)
+    return {"mode": "workflow", "heuristics": heuristics, "seconds": round(timings["search_s"], 3), "nodes": result["nodes"],
             "status": result["status"], "lower_bound": result["lower_bound"], "objective": result["objective"],
             "cluster_s": round(opened - started, 3), "final_checkpoint_s": round(timings["final_checkpoint_s"], 3),
             "wall_s": round(time.perf_counter() - started, 3)}  # fmt: skip
@@ -69,7 +70,11 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=None, help="a cap on each run (seconds)")
     parser.add_argument("--gpu", action="store_true")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--heuristics", type=lambda t: None if t == "default" else int(t), nargs="+", default=[None],
+                        help="the workflow's side-heuristic tasks, one workflow run per value each repeat "
+                             "(default: drive's, one beside each GPU worker)")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--commit", default=None, help="the code's commit, where this copy has no git history")
     args = parser.parse_args()
     problem = load_problem(args.problem)
     subdomains = args.subdomains or (1024 if args.gpu else 64)
@@ -78,16 +83,20 @@ def main() -> None:
     runs = []
     with tempfile.TemporaryDirectory() as folder:
         for repeat in range(args.repeats):
-            order = ("bare", "workflow") if repeat % 2 == 0 else ("workflow", "bare")
-            for mode in order:
-                run = bare(problem, options, args.gpu) if mode == "bare" else workflow(problem, options, args.gpu,
-                                                                                        Path(folder), repeat)
+            order = ["bare", *args.heuristics]
+            for mode in order if repeat % 2 == 0 else order[::-1]:
+                if mode == "bare":
+                    run = bare(problem, options, args.gpu)
+                else:
+                    run = workflow(problem, options, args.gpu, Path(folder), len(runs), heuristics=mode)
                 runs.append({"repeat": repeat, **run})
                 print(json.dumps(runs[-1]), flush=True)
     seconds = {mode: [r["seconds"] for r in runs if r["mode"] == mode] for mode in ("bare", "workflow")}
     rates = {mode: [r["nodes"] / r["seconds"] for r in runs if r["mode"] == mode] for mode in ("bare", "workflow")}
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(__file__).parent).stdout.strip()  # fmt: skip
+    by_heuristics = {str(h): statistics.median(r["nodes"] / r["seconds"] for r in runs if r["mode"] == "workflow"
+                                               and r["heuristics"] == h) for h in args.heuristics}  # fmt: skip
+    commit = args.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                           cwd=Path(__file__).parent).stdout.strip()  # fmt: skip
     report = {
         "benchmark": "spatial_workflow_overhead", "problem": problem.name, "backend": "gpu" if args.gpu else "cpu",
         "cores": usable_cores(), "options": {"eps_abs": args.eps_abs, "eps_rel": args.eps_rel,
@@ -95,6 +104,7 @@ def main() -> None:
         "code_commit": commit, "runs": runs,
         "median_seconds": {k: statistics.median(v) for k, v in seconds.items()},
         "median_boxes_per_s": {k: statistics.median(rates[k]) for k in rates},
+        "workflow_boxes_per_s_by_heuristics": by_heuristics,
         "overhead_time": statistics.median(seconds["workflow"]) / statistics.median(seconds["bare"]) - 1,
         "overhead_rate": statistics.median(rates["bare"]) / statistics.median(rates["workflow"]) - 1,
     }  # fmt: skip

@@ -251,7 +251,10 @@ class Exploration(ExplorationBase):
 
     def settle(self) -> None:
         """Close the open boxes whose bounds reached the prune level, as taking them would: their
-        bounds go into ``settled_lb`` (:attr:`lower_bound` stays the same)."""
+        bounds go into ``settled_lb`` (:attr:`lower_bound` stays the same).  The open boxes are
+        gathered only when some box must go (an engine settles before every checkpoint)."""
+        if self._open.count_below(self.level) == len(self._open):
+            return
         boxes = self.remaining()
         above = boxes.lb >= self.level
         if np.any(above):

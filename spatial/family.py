@@ -23,8 +23,10 @@ explorers prune with the coordinator's best value (:meth:`.Exploration.prune_at`
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -67,7 +69,7 @@ class BoxSpace:
         return BoxWork(BoxSet.concat(parts), self) if parts else self.empty()
 
     def remaining_fraction(self, sets: Iterable[BoxWork]) -> float:
-        return sum(s.boxes.volume(self.scale) for s in sets)
+        return sum(s.weight() for s in sets)
 
     def remaining_log10(self, sets: Iterable[BoxWork]) -> float | None:
         sets = list(sets)
@@ -77,7 +79,7 @@ class BoxSpace:
 
     def lower_bound(self, sets: Iterable[BoxWork]) -> float:
         """The lowest bound of an open box (inf when none is open)."""
-        return min((s.boxes.lowest() for s in sets), default=math.inf)
+        return min((s.lowest for s in sets), default=math.inf)
 
 
 Space = BoxSpace
@@ -96,8 +98,18 @@ class BoxWork:
     def to_bytes(self) -> bytes:
         return self.boxes.to_bytes()
 
-    def weight(self) -> float:
+    @functools.cached_property
+    def volume(self) -> float:
+        """Its share of the domain (computed once: the coordinator measures its sets at every poll)."""
         return self.boxes.volume(self.space.scale)
+
+    @functools.cached_property
+    def lowest(self) -> float:
+        """Its lowest box bound (inf when empty), computed once."""
+        return self.boxes.lowest()
+
+    def weight(self) -> float:
+        return self.volume
 
     def split_half(self) -> tuple[BoxWork, BoxWork]:
         kept, given = self.boxes.split(self.space.scale)
@@ -177,19 +189,28 @@ class ExplorationEngine:
 
 def side_heuristic(options: dict, seed: int, improved: Callable[[float, list[float]], None],
                    stopping: Callable[[], bool]) -> dict:  # fmt: skip
-    """Local solves (SLSQP) from uniform random starts in the domain until ``stopping()``; every
-    rigorously verified improvement goes to ``improved(value, point)``."""
+    """Local solves (SLSQP) from uniform random starts in the domain until ``stopping()``, each
+    followed by a pause: they are Python that holds the GIL, which the explorer beside them in the
+    worker needs (a GPU's kernel launches wait for it), so they take at most ``HEURISTIC_DUTY`` of
+    the time.  Every rigorously verified improvement goes to ``improved(value, point)``."""
     problem, minimize = _problem_and_options(options)
     incumbent = _Incumbent(problem, minimize.feas_tol)
     local = _LocalSolver(problem, incumbent)
     rng = np.random.default_rng(seed)
     while not stopping():
-        before = incumbent.value
+        before, began = incumbent.value, time.perf_counter()
         local.run(rng.uniform(problem.lower, problem.upper))
         if incumbent.value < before:
             improved(incumbent.value, incumbent.x.tolist())
+        pause = (1 / HEURISTIC_DUTY - 1) * (time.perf_counter() - began)
+        while pause > 0 and not stopping():
+            time.sleep(min(pause, PAUSE_STEP_S))
+            pause -= PAUSE_STEP_S
     return {"objective": None if incumbent.x is None else incumbent.value, "local_solves": local.count}
 
+
+HEURISTIC_DUTY = 0.25  # the share of its thread's time a side heuristic's local solves take at most
+PAUSE_STEP_S = 0.2  # it looks whether the run stops this often while it pauses
 
 # a run's options: MinimizeOptions' fields that decide its result (``subdomains`` null: each
 # engine's default, 64 on a CPU and 1024 on a GPU as ``pbbflow minimize``)

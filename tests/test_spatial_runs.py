@@ -38,7 +38,7 @@ SLOW = ["peaks-ann-error-max", "--eps-abs", "1e-11", "--eps-rel", "0", "--subdom
 def certified(result: dict, problem: str) -> None:
     """An ``optimal`` result whose bound is at or below the known optimum and its value above it."""
     optimum = load_problem(problem).optimum
-    assert result["status"] == "optimal" and result["open_boxes"] == 0 and result["remaining_fraction"] == 0
+    assert result["status"] == "optimal" and result["open_boxes"] == 0 and result["remaining_fraction"] == 0, result
     assert result["lower_bound"] <= optimum <= result["objective"] + 1e-12
     x = np.array(result["x"])
     spec = load_problem(problem)

@@ -117,9 +117,12 @@ class Coordinator(SchedulerPlugin):
         return {"ub": ledger.ub}
 
     def waiting(self, run: str, explorer: str) -> dict:
-        """How many other explorers of the run wait for work (cheap: asked between GPU launches)."""
+        """How many other explorers of the run wait for work, and whether the run stops (cheap: asked
+        between GPU launches)."""
         ledger = self.runs.get(run)
-        return {"waiting": 0 if ledger is None else len(ledger.waiting - {explorer})}
+        if ledger is None:
+            return {"waiting": 0, "stopping": True}
+        return {"waiting": len(ledger.waiting - {explorer}), "stopping": ledger.stopping}
 
     def status(self, run: str) -> dict:
         """Whether the run is over (stopping, finished or closed) and its incumbent: for heuristic tasks."""

@@ -1,8 +1,8 @@
 """The tasks that run on Dask workers: explorers, and a side heuristic beside them.
 
-An explorer explores its work for a time budget (cut short when other explorers wait for work),
-checkpoints to the coordinator, and does what the
-answer says.  Its engine may ask whether others wait as often as it likes: the task asks the
+An explorer explores its work for a time budget (cut short when other explorers wait for work or
+the run stops; longer than the run's when checkpoints cost more than ``CHECKPOINT_SHARE`` of it),
+checkpoints to the coordinator, and does what the answer says.  Its engine may ask whether others wait as often as it likes: the task asks the
 coordinator at most every 0.2 s.  Its engine comes from the run's family (``family.py``: ``make_engine``, a GPU engine
 on a worker with the resource ``GPU``), and so does the side heuristic (``side_heuristic``).  An
 explorer holds no state the coordinator does not have (as of the last checkpoint), so a re-run
@@ -25,6 +25,8 @@ from .ledger import REPLACE, STOP, WAIT
 
 WAIT_SECONDS = 0.05  # between checkpoints of an explorer that has nothing to do
 HURRY = 0.05  # fraction of the budget to explore before the next checkpoint when others wait
+CHECKPOINT_SHARE = 0.05  # at most this share of an explorer's time goes to its checkpoints: the budget
+# grows with their cost (a spatial explorer with a million open boxes sends 72 MB)
 POLL_SECONDS = 0.2  # how often a task asks the coordinator whether others wait, or the run is over
 
 
@@ -87,9 +89,14 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
     def report(value, solution) -> None:
         call("pbbflow_improve", best=value, solution=solution)
 
-    waiting = _at_most_every(POLL_SECONDS, lambda: call("pbbflow_waiting", explorer=explorer)["waiting"] > 0)
+    def others_wait_or_stop() -> bool:
+        answer = call("pbbflow_waiting", explorer=explorer)
+        return answer["waiting"] > 0 or answer["stopping"]
+
+    waiting = _at_most_every(POLL_SECONDS, others_wait_or_stop)
     totals = {"nodes": 0, "leaves": 0, "explorations": 0}
     reply = checkpoint(b"")
+    budget = budget_s
     while reply["action"] != STOP:
         if reply["action"] == WAIT:
             time.sleep(WAIT_SECONDS)
@@ -97,13 +104,14 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
             continue
         if reply["action"] == REPLACE:
             engine.load(reply["work"])
-        budget = budget_s * HURRY if reply["hurry"] else budget_s
-        nodes, leaves, best = engine.run(reply["ub"], budget, report, waiting)
+        nodes, leaves, best = engine.run(reply["ub"], budget * HURRY if reply["hurry"] else budget, report, waiting)
         totals["nodes"] += nodes
         totals["leaves"] += leaves
         totals["explorations"] += 1
         improvement = {} if best is None else {"best": best[0], "solution": best[1]}
+        began = time.monotonic()
         reply = checkpoint(engine.remaining(), nodes=nodes, leaves=leaves, **engine.extras(), **improvement)
+        budget = max(budget_s, (time.monotonic() - began) / CHECKPOINT_SHARE)
     return totals
 
 
