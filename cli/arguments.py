@@ -85,8 +85,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                          help=f"IVMs per GPU (default: {DEFAULT_IVMS})")
     cluster.add_argument("--heuristic-workers", type=non_negative_int, default=None, metavar="N",
                          help="side-heuristic tasks beside the search (iterated greedy; minimize: local solves from "
-                              "random starts); default: one beside each GPU worker, none on CPU-only clusters; on "
-                              "CPU workers they replace explorers; 0: none")
+                              "random starts); default: solve one beside each GPU worker, minimize none; on CPU "
+                              "workers they replace explorers; 0: none")
     cluster.add_argument("--threads", type=positive_int, default=None,
                          help="explorer threads per local worker (default: the cores shared out, 1 by default)")
     slurm = parser.add_argument_group("slurm (with --cluster slurm)")

@@ -150,6 +150,7 @@ class FlowShopRun:
     kind = "flowshop"
     work_arrays = ("starts", "ends", "end_is_total")
     solution_array = "permutation"
+    side_heuristics_per_gpu = 1  # iterated greedy beside each GPU (benchmarks/heuristic_effect.py)
 
     def __init__(self, name: str, p: np.ndarray, options: dict) -> None:
         """ValueError for an invalid ``p`` or options (see ``run_options.check_options``)."""

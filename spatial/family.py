@@ -246,6 +246,10 @@ class SpatialRun:
     kind = "spatial"
     work_arrays = ("lo", "hi", "lb")
     solution_array = "x"
+    # none by default: the explorations solve locally on their own schedule, and local solves beside a
+    # GPU worker cost its explorer 9% of its boxes/s even paused 3x their length (hs071 on an H200,
+    # benchmarks/results/spatial_workflow_overhead_h200_2026-12-01.json)
+    side_heuristics_per_gpu = 0
 
     def __init__(self, problem: Problem, options: dict) -> None:
         """ValueError for invalid options."""

@@ -152,6 +152,7 @@ class ToyRun:
     incumbent the integer ``k`` with its value."""
 
     kind, work_arrays, solution_array = "toy", ("ranges",), "k"
+    side_heuristics_per_gpu = 0
 
     def __init__(self, size: int, name: str = "toy") -> None:
         self.size, self.name, self.options = size, name, {"size": size}

@@ -166,12 +166,15 @@ def test_plugin_tells_a_busy_explorer_whether_others_wait_and_takes_improvements
     coordinator = Coordinator()
     coordinator.open_run("r", **SPACE, work=unit((0, 100)).to_bytes(), ub=100)
     coordinator.checkpoint("r", "busy", "w1", b"")
-    assert coordinator.waiting("r", "busy") == {"waiting": 0}
+    assert coordinator.waiting("r", "busy") == {"waiting": 0, "stopping": False}
     assert coordinator.checkpoint("r", "idle", "w2", b"")["action"] == WAIT
-    assert coordinator.waiting("r", "busy") == {"waiting": 1} and coordinator.waiting("r", "idle") == {"waiting": 0}
+    assert coordinator.waiting("r", "busy")["waiting"] == 1 and coordinator.waiting("r", "idle")["waiting"] == 0
     assert coordinator.improve("r", best=90, solution=[5, 4, 3, 2, 1, 0]) == {"ub": 90}
     assert coordinator.improve("r", best=95, solution=[0, 1, 2, 3, 4, 5]) == {"ub": 90}
-    assert coordinator.waiting("gone", "x") == {"waiting": 0} and coordinator.improve("gone", 1, [0]) == {"ub": 0}
+    coordinator.stop_run("r")  # an explorer cuts its run short once the run stops
+    assert coordinator.waiting("r", "busy") == {"waiting": 1, "stopping": True}
+    assert coordinator.waiting("gone", "x") == {"waiting": 0, "stopping": True}
+    assert coordinator.improve("gone", 1, [0]) == {"ub": 0}
 
 
 def test_all_stopped_once_every_present_explorer_was_told():

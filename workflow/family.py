@@ -134,6 +134,7 @@ class RunInstance(Protocol):
     options: dict  # plain JSON
     work_arrays: tuple[str, ...]  # the names of a checkpoint's work arrays, in order
     solution_array: str  # the name of a checkpoint's incumbent array
+    side_heuristics_per_gpu: int  # side-heuristic tasks beside each GPU worker by default
 
     @classmethod
     def from_store(cls, name: str, arrays: dict[str, np.ndarray], options: Any) -> Self:

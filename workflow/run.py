@@ -126,8 +126,10 @@ class _Session:
         self.futures = []
         self.served: set[str] = set()  # workers that were given their tasks
         self.explorers = self.heuristics = 0
-        # default: iterated greedy on a CPU thread beside each GPU worker, none on CPU-only clusters
-        self.heuristic_limit = sum(_is_gpu(w) for w in info.values()) if heuristics is None else heuristics
+        # default: the family's count beside each GPU worker (flow shop: one iterated greedy), none on
+        # CPU-only clusters
+        per_gpu = store.instance.side_heuristics_per_gpu
+        self.heuristic_limit = per_gpu * sum(_is_gpu(w) for w in info.values()) if heuristics is None else heuristics
         self.add_explorers()
 
     def add_explorers(self) -> None:
@@ -244,7 +246,8 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
     ``time_limit`` counts this session's seconds; ``node_limit`` the run's total nodes (checked
     between explorer checkpoints, so it is a soft limit).  ``ivms``: IVMs per GPU worker (workers
     with the Dask resource ``GPU``).  ``heuristics``: iterated greedy tasks that send improvements
-    to the coordinator during the search (default: one beside each GPU worker; 0: none).
+    to the coordinator during the search (default: the family's ``side_heuristics_per_gpu`` beside
+    each GPU worker; 0: none).
     The workers load their numba code before the session's clock starts (``warm_workers``).
     ``timings``, if given, receives this session's ``search_s`` and ``final_checkpoint_s``.
     Once stopped, the explorers get ``STOP_SECONDS`` to send their last checkpoints, or until
