@@ -28,6 +28,13 @@ import pytest  # noqa: E402
 # lock, every other thread waiting for the GIL).  The tests do not need the profiler.
 dask.config.set({"distributed.worker.profile.enabled": False})
 
+# distributed's gen_cluster (tests/test_ledger.py) puts back the Dask config as it was when
+# distributed.utils_test was imported, at collection: dask_jobqueue's defaults, added to the config
+# when it is imported, must be in it by then, or the Slurm tests after it find no "jobqueue" config.
+from pbbflow.workflow.cluster import import_jobqueue  # noqa: E402
+
+import_jobqueue()
+
 _ROOT = Path(__file__).resolve().parents[1]
 if Path(pbbflow.__file__).resolve().parent == _ROOT:
     sys.modules.setdefault(_ROOT.name if _ROOT.name.isidentifier() else "__init__", pbbflow)
