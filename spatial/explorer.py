@@ -64,19 +64,38 @@ class RunReport:
 
 
 class _OpenBoxes:
-    """Open boxes: a heap by lower bound, and a depth-first dive stack used above ``max_open``."""
+    """Open boxes: a heap by lower bound, and a depth-first dive stack used above ``max_open``.
 
-    def __init__(self, max_open: int):
-        self.max_open = max_open
-        self.heap: list[tuple[float, int, np.ndarray, np.ndarray]] = []
-        self.dive: list[tuple[float, int, np.ndarray, np.ndarray]] = []
+    Entries are ``(lb, order, slot)``; a box's corners are row ``slot`` of two growing arrays, so
+    that gathering every open box (each checkpoint of a run on a cluster) is one indexing, not a
+    stack of as many small arrays."""
+
+    def __init__(self, max_open: int, d: int):
+        self.max_open, self.d = max_open, d
+        self.heap: list[tuple[float, int, int]] = []
+        self.dive: list[tuple[float, int, int]] = []
         self._order = itertools.count()
+        self._lo = np.empty((0, d))
+        self._hi = np.empty((0, d))
+        self._free: list[int] = []  # rows of boxes taken, to reuse
 
     def __len__(self) -> int:
         return len(self.heap) + len(self.dive)
 
+    def _slot(self) -> int:
+        if not self._free:
+            used = len(self._lo)
+            grown = max(64, 2 * used)
+            self._lo = np.concatenate([self._lo, np.empty((grown - used, self.d))])
+            self._hi = np.concatenate([self._hi, np.empty((grown - used, self.d))])
+            self._free = list(range(grown - 1, used - 1, -1))
+        return self._free.pop()
+
     def push(self, lb: float, lo: np.ndarray, hi: np.ndarray, diving: bool) -> None:
-        entry = (lb, -next(self._order), lo, hi)  # ties: the newest first (depth first, e.g. at -inf)
+        slot = self._slot()
+        self._lo[slot] = lo
+        self._hi[slot] = hi
+        entry = (lb, -next(self._order), slot)  # ties: the newest first (depth first, e.g. at -inf)
         if diving:
             self.dive.append(entry)
         else:
@@ -84,17 +103,17 @@ class _OpenBoxes:
 
     def reset(self, boxes: BoxSet) -> None:
         """Hold exactly ``boxes``, all in the heap (a dive in progress ends)."""
-        self.dive = []
-        self.heap = [(lb, -next(self._order), lo, hi) for lb, lo, hi in zip(boxes.lb.tolist(), boxes.lo, boxes.hi)]
+        self.dive, self._free = [], []
+        self._lo, self._hi = np.array(boxes.lo, dtype=np.float64), np.array(boxes.hi, dtype=np.float64)
+        self.heap = [(lb, -next(self._order), i) for i, lb in enumerate(boxes.lb.tolist())]
         heapq.heapify(self.heap)
 
-    def boxes(self, d: int) -> BoxSet:
+    def boxes(self) -> BoxSet:
         """Every open box (heap and dive) as a BoxSet."""
         entries = [*self.heap, *self.dive]
-        if not entries:
-            return BoxSet.empty(d)
-        return BoxSet(np.stack([e[2] for e in entries]), np.stack([e[3] for e in entries]),
-                      np.array([e[0] for e in entries]))  # fmt: skip
+        slots = np.fromiter((e[2] for e in entries), dtype=np.intp, count=len(entries))
+        return BoxSet(self._lo[slots], self._hi[slots], np.fromiter((e[0] for e in entries), dtype=np.float64,
+                                                                      count=len(entries)))  # fmt: skip
 
     def count_below(self, level: float) -> int:
         """Open boxes whose bound is below ``level`` (the others are pruned by it)."""
@@ -105,15 +124,18 @@ class _OpenBoxes:
         heap_min = self.heap[0][0] if self.heap else math.inf
         return min([heap_min, *(entry[0] for entry in self.dive)])
 
+    def _taken(self, entry: tuple[float, int, int]) -> tuple[float, np.ndarray, np.ndarray]:
+        lb, _, slot = entry
+        self._free.append(slot)
+        return lb, self._lo[slot].copy(), self._hi[slot].copy()
+
     def take(self, count: int) -> tuple[list[tuple[float, np.ndarray, np.ndarray]], bool]:
         """Up to ``count`` boxes: the dive's last one, else the heap's lowest; and whether to dive."""
         if self.dive:
-            lb, _, lo, hi = self.dive.pop()
-            return [(lb, lo, hi)], True
+            return [self._taken(self.dive.pop())], True
         taken = []
         while self.heap and len(taken) < count:
-            lb, _, lo, hi = heapq.heappop(self.heap)
-            taken.append((lb, lo, hi))
+            taken.append(self._taken(heapq.heappop(self.heap)))
         return taken, len(self.heap) + 2 * len(taken) > self.max_open
 
 
@@ -230,7 +252,7 @@ class Exploration(ExplorationBase):
         self.unsplittable_lb = math.inf
         self._scale = problem.upper - problem.lower
         self._mode = int(BOUNDS[options.bound])
-        self._open = _OpenBoxes(options.max_open)
+        self._open = _OpenBoxes(options.max_open, d)
         self._batch = max(1, BATCH_SUBDOMAINS // (2 * self.n_per_dim**d))
         self._next_local = LOCAL_EVERY_SUBDOMAINS
         self._lagrangian: LagrangianBound | None = None
@@ -263,7 +285,7 @@ class Exploration(ExplorationBase):
 
     def remaining(self) -> BoxSet:
         """The open boxes (the dive's included), whatever their bounds (see :meth:`settle`)."""
-        return self._open.boxes(self.problem.dimension)
+        return self._open.boxes()
 
     def _lowest(self) -> float:
         return self._open.lowest()
