@@ -281,3 +281,19 @@ def test_jobqueue_is_imported_in_any_thread_and_leaves_the_sigint_handler_alone(
     """)  # fmt: skip
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_the_workers_pbbflow_starts_do_not_profile():
+    """Dask's worker profiler (a stack sample of every thread every 10 ms) cost a spatial explorer
+    about 15 % of its time: the clusters pbbflow starts turn it off, and only while they are open."""
+    import dask
+
+    from pbbflow.workflow.cluster import WORKER_PROFILE
+
+    with dask.config.set({WORKER_PROFILE: True}):
+        with open_cluster("local", workers=1, threads_per_worker=1) as client:
+            assert list(client.run(lambda: dask.config.get(WORKER_PROFILE)).values()) == [False]
+            (worker,) = client.cluster.workers.values()
+            assert "profile" not in worker.periodic_callbacks
+        assert dask.config.get(WORKER_PROFILE) is True
+    assert "\nexport DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False\n" in slurm_job_script(SlurmOptions())
