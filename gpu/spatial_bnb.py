@@ -32,7 +32,7 @@ import numpy as np
 from numba import config, cuda
 
 from ..spatial.bnb import (BOUNDS, MinimizeOptions, MinimizeResult, Progress, _Incumbent, _LocalSolver,
-                           load_host_code, make_result, subdomains_per_dim)
+                           load_host_code, run_to_end, subdomains_per_dim)
 from ..spatial.boxes import BoxSet
 from ..spatial.explorer import ExplorationBase
 from ..spatial.lagrangian import lagrangian_bound, multipliers
@@ -410,14 +410,9 @@ def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
     options = options or MinimizeOptions()
     began = time.perf_counter()
     exploration = GpuExploration(problem, options, phase_subdomains=phase_subdomains, capacity=capacity)
-    time_limit = None if options.time_limit is None else options.time_limit - (time.perf_counter() - began)
-    node_limit = None if options.node_limit is None else options.node_limit - exploration.nodes
-    report = exploration.run(should_stop, time_limit, node_limit, progress=progress, progress_seconds=progress_seconds)
-    return make_result(problem, options, exploration.incumbent, exploration.local, None if report.done else "limit",
-                       report.unsplittable, report.lower_bound, report.total_nodes,
-                       exploration.n_per_dim**problem.dimension, began, report.open_boxes + report.unsplittable,
-                       backend="gpu", phases=exploration.phases, reserve_spills=exploration.spills,
-                       device_wait_s=round(exploration.device_wait_s, 6))
+    return run_to_end(exploration, began, should_stop, progress, progress_seconds,
+                      lambda: {"backend": "gpu", "phases": exploration.phases, "reserve_spills": exploration.spills,
+                               "device_wait_s": round(exploration.device_wait_s, 6)})
 
 
 def load_code(problem: Problem, options: MinimizeOptions | None = None) -> tuple[float, bool]:

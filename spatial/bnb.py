@@ -361,10 +361,20 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
     options = options or MinimizeOptions()
     began = time.perf_counter()
     exploration = Exploration(problem, options)
+    return run_to_end(exploration, began, should_stop, progress, progress_seconds, lambda: {"backend": "cpu"})
+
+
+def run_to_end(exploration, began: float, should_stop: Callable[[], bool] | None,
+               progress: Callable[[Progress], None] | None, progress_seconds: float,
+               details: Callable[[], dict]) -> MinimizeResult:  # fmt: skip
+    """Run an exploration of the whole domain (CPU or GPU), made at ``began``, to its end or to its
+    options' limits (counted from ``began``), as ``minimize``'s result (``details()``: the backend's,
+    read after the run)."""
+    problem, options = exploration.problem, exploration.options
     time_limit = None if options.time_limit is None else options.time_limit - (time.perf_counter() - began)
     node_limit = None if options.node_limit is None else options.node_limit - exploration.nodes
     report = exploration.run(should_stop, time_limit, node_limit, progress=progress, progress_seconds=progress_seconds)
     return make_result(problem, options, exploration.incumbent, exploration.local, None if report.done else "limit",
                        report.unsplittable, report.lower_bound, report.total_nodes,
                        exploration.n_per_dim**problem.dimension, began, report.open_boxes + report.unsplittable,
-                       backend="cpu")
+                       **details())
