@@ -284,8 +284,8 @@ def test_jobqueue_is_imported_in_any_thread_and_leaves_the_sigint_handler_alone(
 
 
 def test_the_workers_pbbflow_starts_do_not_profile():
-    """Dask's worker profiler (a stack sample of every thread every 10 ms) cost a spatial explorer
-    about 15 % of its time: the clusters pbbflow starts turn it off, and only while they are open."""
+    """Dask's worker profiler (a stack sample of every thread every 10 ms) slows a spatial explorer
+    (README, Performance): the clusters pbbflow starts turn it off, and only while they are open."""
     import dask
 
     from pbbflow.workflow.cluster import WORKER_PROFILE

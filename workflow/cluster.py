@@ -395,8 +395,9 @@ def open_cluster(
             # LocalCluster has put back the log level it lowered: seen at the end of successful runs.
             logging.getLogger("distributed.batched").setLevel(logging.WARNING)
             devices = resolve_gpus(gpus) if kind == "local" else 0
-            # Dask's workers sample their threads' stacks every 10 ms for its profile page: a spatial
-            # explorer's deep Python stack made that 1.5 % against 18 % of its time (hs071, 16 cores).
+            # Dask's workers sample their threads' stacks every 10 ms for its profile page, a cost on a
+            # spatial explorer's deep Python stack: without it hs071 ran through the workflow +1.5 % over
+            # the bare exploration on 16 cores, with it +16-18 % on 2 cores (README, Performance).
             # The workers pbbflow starts do not profile (local ones read this config; Slurm's and
             # LocalCUDACluster's get it from their nanny or the job's environment).
             stack.enter_context(dask.config.set({WORKER_PROFILE: False}))
