@@ -3,6 +3,7 @@ cache load, and reported apart), the ``startup`` breakdown of ``pbbflow solve --
 workers' turns at compiling, and the fast exit."""
 
 import fcntl
+import importlib
 import json
 import os
 import subprocess
@@ -15,7 +16,6 @@ import urllib.request
 import pytest
 from distributed import Client, LocalCluster
 
-from pbbflow.cli import main as cli_main
 from pbbflow.cli import startup as startup_module
 from pbbflow.cli.main import main
 from pbbflow.cli.startup import Startup, process_age
@@ -30,6 +30,8 @@ from pbbflow.workflow.warmup import CodeLoad, warm_worker, warm_workers
 STARTUP_FIELDS = {"imports_s", "cluster_s", "client_code_s", "workers_code_s", "initial_heuristic_s", "wait_s",
                   "search_s", "final_checkpoint_s", "close_s", "compile_s", "total_s"}  # fmt: skip
 COMPILING = "pbbflow: compiling, first run only:"
+# the module (``pbbflow.cli.main`` is also the package's console-script function, until the module loads)
+cli_main = importlib.import_module("pbbflow.cli.main")
 
 
 def python(code: str, cache, cwd) -> str:
