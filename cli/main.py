@@ -29,7 +29,7 @@ from ..workflow.warmup import warm_client, warm_worker
 from . import minimize
 from .arguments import add_run_options, parse_duration, seed, upper_bound
 from .results import history_summary, print_history, print_result
-from .runs import (EXIT_DONE, EXIT_INTERNAL, EXIT_LIMIT, EXIT_USAGE, drive_run, gpu_in_process, prepare_cluster,
+from .runs import (EXIT_DONE, EXIT_INTERNAL, EXIT_LIMIT, EXIT_USAGE, drive_run, local_gpus, prepare_cluster,
                    reserved, resume_command, run_cluster, slurm_options)
 from .signals import StopSignals
 from .startup import Startup
@@ -106,8 +106,8 @@ def _solve(args: argparse.Namespace) -> int:
         print(slurm_job_script(slurm_options(args)))
         return EXIT_DONE
     instance = load_instance(args.instance, fmt=args.format, orientation=args.orientation)
-    # refuses a bad GPU request before the run store is created
-    in_process = gpu_in_process(args, _no_gpu(args.bound))
+    if args.cluster == "local" and not args.scheduler:
+        local_gpus(args, _no_gpu(args.bound))  # refuse a bad GPU request before creating the run store
     path = args.run
     if path is None:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
@@ -119,7 +119,7 @@ def _solve(args: argparse.Namespace) -> int:
     prepare_cluster(args)  # in this thread: start-up's opens the cluster
     with StopSignals() as signals, reserved(path, overwrite=args.overwrite), \
             Startup(lambda: run_cluster(args, _no_gpu(args.bound)), worker_code,
-                    dashboard_after=args.dashboard_after, gpu_in_process=in_process) as startup:
+                    dashboard_after=args.dashboard_after) as startup:
         startup.load_client_code(lambda: warm_client(instance.p, args.bound, initial=initial))
         with startup.phase("initial_heuristic_s"):
             first = first_schedule(instance, initial, should_stop=signals.stop.is_set)
@@ -141,10 +141,9 @@ def _resume(args: argparse.Namespace) -> int:
     args.store_written = True
     instance = store.instance
     no_gpu = _no_gpu(instance.options["bound"]) if instance.kind == "flowshop" else None
-    in_process = gpu_in_process(args, no_gpu)
     prepare_cluster(args)  # in this thread: start-up's opens the cluster
     with StopSignals() as signals, Startup(lambda: run_cluster(args, no_gpu), instance.worker_code(),
-                                           dashboard_after=args.dashboard_after, gpu_in_process=in_process) as startup:
+                                           dashboard_after=args.dashboard_after) as startup:
         startup.load_client_code(instance.client_code)
         return drive_run(store, args, startup, signals)
 

@@ -19,7 +19,7 @@ from ..workflow.cluster import slurm_job_script
 from ..workflow.run import create_run
 from .arguments import add_run_options, positive_int
 from .progress import clock, fit_fields, terminal_columns
-from .runs import drive_run, gpu_in_process, prepare_cluster, reserved, run_cluster, slurm_options
+from .runs import drive_run, prepare_cluster, reserved, run_cluster, slurm_options
 from .signals import StopSignals
 from .startup import Startup
 
@@ -188,11 +188,10 @@ def _run_on_cluster(args: argparse.Namespace, problem) -> int:
         raise ProblemError("--serial bounds on one CPU thread; it does not go with --gpus")
     instance = SpatialRun.new(problem, _options(args, args.subdomains or CPU_SUBDOMAINS), subdomains=args.subdomains)
     no_gpu = "--serial runs on the CPU" if args.serial else None
-    in_process = gpu_in_process(args, no_gpu)
     prepare_cluster(args)  # in this thread: start-up's opens the cluster
     with StopSignals() as signals, reserved(args.run, overwrite=args.overwrite), \
             Startup(lambda: run_cluster(args, no_gpu), instance.worker_code(),
-                    dashboard_after=args.dashboard_after, gpu_in_process=in_process) as startup:  # fmt: skip
+                    dashboard_after=args.dashboard_after) as startup:  # fmt: skip
         startup.load_client_code(lambda: _code_load(*load_code(problem, instance.minimize_options())))
         with startup.phase("initial_heuristic_s"):
             first = first_work(instance)  # the root bounded, a local solve from its best point

@@ -14,8 +14,7 @@ from pathlib import Path
 
 from ..search.solve import LIMIT
 from ..storage.runstore import RunStore
-from ..workflow.cluster import (ClusterError, SlurmOptions, gpu_worker_in_process, import_jobqueue, open_cluster,
-                                resolve_gpus)
+from ..workflow.cluster import ClusterError, SlurmOptions, import_jobqueue, open_cluster, resolve_gpus
 from ..workflow.run import Progress, RunFailed, drive
 from .progress import ProgressBar
 from .results import print_result
@@ -41,12 +40,6 @@ def local_gpus(args: argparse.Namespace, no_gpu: str | None = None) -> int:
             raise ClusterError(f"{no_gpu}; use --gpus 0")
         return 0
     return resolve_gpus(args.gpus)
-
-
-def gpu_in_process(args: argparse.Namespace, no_gpu: str | None = None) -> bool:
-    """Whether the cluster the options name runs its one GPU worker in this process (``no_gpu`` as
-    :func:`local_gpus`)."""
-    return args.cluster == "local" and not args.scheduler and gpu_worker_in_process(local_gpus(args, no_gpu))
 
 
 def prepare_cluster(args: argparse.Namespace) -> None:

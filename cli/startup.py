@@ -11,9 +11,6 @@ waited for the thread.  The local clusters of one process start without their da
 ``dashboard_s`` (absent for shorter runs) times adding it and checking its link.  The thread blocks the signals that stop a run
 (``signals.SIGNALS``), and so do the cluster's threads and the worker processes it starts: those
 signals are for the driver.
-A local cluster of one GPU runs its worker in this process: its code (the CUDA context and the
-kernels) then loads on a second thread from the start, beside the cluster's opening
-(``gpu_code_s``), and the worker finds it loaded.
 ``compile_s`` is the longest code load that compiled (0 when numba's cache held everything);
 the search's ``elapsed_s`` and nodes/s never include it.
 """
@@ -56,18 +53,11 @@ class Startup:
     where the run lasts; a context manager that closes it.  ``link`` is the dashboard's, once known."""
 
     def __init__(self, cluster: Callable[[], AbstractContextManager[Client]],
-                 worker_code: tuple[Callable[..., CodeLoad], tuple], dashboard_after: float | None = None,
-                 gpu_in_process: bool = False) -> None:  # fmt: skip
+                 worker_code: tuple[Callable[..., CodeLoad], tuple], dashboard_after: float | None = None) -> None:  # fmt: skip
         """``worker_code``: ``(function, arguments)`` of the task that loads a worker's code (a run
         instance's ``worker_code``); ``dashboard_after``: seconds after start-up before a local
-        cluster gets its dashboard (default ``DASHBOARD_DELAY_S``); ``gpu_in_process``: the cluster
-        runs its one GPU worker in this process, whose code then loads from now on."""
+        cluster gets its dashboard (default ``DASHBOARD_DELAY_S``)."""
         self.times: dict[str, float | None] = {"imports_s": process_age()}
-        self._gpu_code: threading.Thread | None = None
-        if gpu_in_process:
-            self._gpu_code = threading.Thread(target=self._load_gpu_code, args=worker_code, name="pbbflow-gpu-code",
-                                              daemon=True)  # fmt: skip
-            self._gpu_code.start()
         self.dashboard_after = DASHBOARD_DELAY_S if dashboard_after is None else dashboard_after
         self.client: Client | None = None
         self.link: str | None = None
@@ -91,8 +81,6 @@ class Startup:
                 self._context = context
             self._opened.set()
             with self.phase("workers_code_s"):
-                if self._gpu_code is not None:
-                    self._gpu_code.join()  # the worker then finds its code loaded
                 loads = submit_warm_workers(self.client, *worker_code)
                 deferred = dashboard_pending(self.client)
                 if not deferred:
@@ -106,16 +94,6 @@ class Startup:
             self._ready.set()
         if deferred and not self._closing.wait(self.dashboard_after):
             self._add_dashboard()
-
-    def _load_gpu_code(self, code: Callable[..., CodeLoad], args: tuple) -> None:
-        """Load the in-process GPU worker's code, timed as ``gpu_code_s``; where that fails, the
-        worker's own load fails the same way and reports it."""
-        block_in_this_thread()
-        try:
-            with self.phase("gpu_code_s"):
-                self.loads.append(code(*args, gpu=True))
-        except Exception:  # noqa: BLE001 (reported by the worker's load)
-            logger.debug("loading the GPU worker's code early failed", exc_info=True)
 
     def _add_dashboard(self) -> None:
         """Serve the dashboard of the cluster opened here and find its link, timed as ``dashboard_s``;
@@ -166,8 +144,6 @@ class Startup:
         timed as ``close_s``."""
         self._closing.set()
         self._thread.join()
-        if self._gpu_code is not None:  # (still loading where the cluster failed to open)
-            self._gpu_code.join()
         context, self._context = self._context, None
         if context is not None:
             with self.phase("close_s"):

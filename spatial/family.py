@@ -410,15 +410,13 @@ def first_work(run: SpatialRun) -> FirstWork:
                      min(exploration.settled_lb, exploration.unsplittable_lb), exploration.nodes)  # fmt: skip
 
 
-def warm_worker(source: dict, options: dict, gpu: bool | None = None):
-    """In a worker: load (or compile) the code its explorer runs for the problem (a Dask task);
-    ``gpu`` as flow shop's ``warm_worker``."""
+def warm_worker(source: dict, options: dict):
+    """In a worker: load (or compile) the code its explorer runs for the problem (a Dask task)."""
     from distributed import get_worker
 
     from ..workflow.warmup import CodeLoad
 
-    if gpu is None:
-        gpu = get_worker().state.total_resources.get("GPU", 0) > 0
+    gpu = get_worker().state.total_resources.get("GPU", 0) > 0
     problem = Problem.from_source(source)
     if gpu:
         from ..gpu.spatial_bnb import load_code

@@ -1,8 +1,6 @@
 """The workflow with GPU explorer tasks: workers with the Dask resource GPU run the GPU
 explorer (under the CUDA simulator in CI, like tests/test_gpu.py), beside CPU workers."""
 
-import json
-
 import numpy as np
 import pytest
 from distributed import Client, Scheduler, SpecCluster, Worker
@@ -67,34 +65,3 @@ def test_a_gpu_worker_that_cannot_serve_the_run_is_one_clear_error(tmp_path, cap
         code = main(["resume", str(run), "--scheduler", cluster.scheduler_address, "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and "lb1 only" in err and "Traceback" not in err
-
-
-def test_one_gpu_loads_its_workers_code_beside_the_cluster_start(tmp_path, capsys, monkeypatch):
-    """One local GPU: the worker runs in the CLI's process, so its code (the kernels) loads on a
-    thread from the start (``gpu_code_s``), and the worker's own load then finds it loaded."""
-    from pbbflow.workflow import warmup
-
-    import threading
-
-    from pbbflow.gpu import explorer as gpu_explorer
-
-    monkeypatch.setattr("pbbflow.workflow.cluster.gpu_count", lambda: 1)  # the simulator's GPU
-    monkeypatch.setattr(warmup, "_loaded", set())
-    loads = []
-    compile_kernels = gpu_explorer.compile_kernels
-
-    def counted(*args, **kwargs):
-        loads.append(threading.current_thread().name)
-        return compile_kernels(*args, **kwargs)
-
-    monkeypatch.setattr(gpu_explorer, "compile_kernels", counted)
-    flowshop = instance(seed=12, n=6, m=4)
-    optimum = brute_force_optimum(flowshop.p)[0]
-    source = tmp_path / "six.txt"
-    source.write_text("6 4\n" + "".join(" ".join(map(str, row)) + "\n" for row in flowshop.p))
-    code = main(["solve", str(source), "--gpus", "1", "--ivms", "4", "--ub", str(optimum), "--run",
-                 str(tmp_path / "r.zarr"), "--json", "--quiet"])  # fmt: skip
-    out = json.loads(capsys.readouterr().out)
-    assert code == 0 and out["status"] in ("optimal", "bound_proved") and out["lower_bound"] == optimum
-    assert out["nodes"] == explore(flowshop.p, WorkUnit.full(6), optimum).nodes
-    assert out["startup"]["gpu_code_s"] > 0 and loads == ["pbbflow-gpu-code"]  # the worker found it loaded

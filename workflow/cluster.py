@@ -275,11 +275,6 @@ def _in_process_cluster(dashboard_address: str, **options) -> LocalCluster:
                         worker_class=_PlainWorker, worker_dashboard_address=f"{LOOPBACK}:0", **options)  # fmt: skip
 
 
-def gpu_worker_in_process(gpus: int) -> bool:
-    """Whether a local cluster of ``gpus`` GPUs runs its (one) GPU worker in this process."""
-    return gpus == 1
-
-
 def _local_gpu_cluster(gpus: int, dashboard_address: str):
     """One GPU: a LocalCluster whose one worker (the resource GPU=1, two threads: the GPU
     explorer's and one for iterated greedy beside it) runs in this process on the first visible
@@ -287,7 +282,7 @@ def _local_gpu_cluster(gpus: int, dashboard_address: str):
     on an H200 with one) and no port.  More GPUs: a LocalCUDACluster of one worker process per
     GPU, same resources, speaking TLS with credentials made for this cluster alone, so that no
     other local user can connect to it and run code."""
-    if gpu_worker_in_process(gpus):
+    if gpus == 1:
         return _in_process_cluster(dashboard_address, n_workers=1, threads_per_worker=2, resources={"GPU": 1})
     from dask_cuda import LocalCUDACluster
     from distributed.security import Security

@@ -177,8 +177,7 @@ class RunInstance(Protocol):
 
     def worker_code(self) -> tuple[Callable[..., Any], tuple]:
         """``(function, arguments)``: the task that loads a worker's code for this run (it returns a
-        ``workflow.warmup.CodeLoad``); ``function(*arguments, gpu=True)`` loads a GPU worker's code
-        outside a worker, into this process."""
+        ``workflow.warmup.CodeLoad``)."""
 
 
 class Family(Protocol):

@@ -136,15 +136,12 @@ def _try_lock(handle) -> bool:
         return False
 
 
-def warm_worker(p: np.ndarray, bound: str, branch: str, gpu: bool | None = None) -> CodeLoad:
+def warm_worker(p: np.ndarray, bound: str, branch: str) -> CodeLoad:
     """In a worker: load (or compile) its tasks' code for instance ``p`` (a Dask task); code
     loaded once stays loaded, so a second call for the same code returns at once.  The worker's
-    process will exit without the final garbage collections, which a cluster's close waits for.
-    ``gpu``: load a GPU worker's code (None: as the worker's resources say; True outside a worker
-    loads it into this process, for the GPU worker a cluster will start in it)."""
+    process will exit without the final garbage collections, which a cluster's close waits for."""
     exit_without_final_gc()
-    if gpu is None:
-        gpu = get_worker().state.total_resources.get("GPU", 0) > 0
+    gpu = get_worker().state.total_resources.get("GPU", 0) > 0
     if gpu:
         from ..gpu.kernels import explore_kernel  # one kernel per size class of instances
 
