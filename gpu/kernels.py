@@ -168,13 +168,10 @@ def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, n, ub, branch, pack_
     sync_lanes()
     count = n - row
     chunks = lbf.shape[0]  # a constant: constant indices keep lbf and lbb in registers
-    needed = (count + WARP - 1) // WARP  # the chunks that hold children (the same on every lane)
     do_forward = branch != BACKWARD
     do_backward = branch != FORWARD
     smallest = ub
     for chunk in range(chunks):
-        if chunk >= needed:
-            break
         c = chunk * WARP + lane
         lf = ub
         lb = ub
@@ -190,8 +187,6 @@ def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, n, ub, branch, pack_
     smallest = warp_min(smallest)
     keys = int32(0)  # forward key in the low 16 bits, backward key above (keys <= n <= 512)
     for chunk in range(chunks):
-        if chunk >= needed:
-            break
         if chunk * WARP + lane < count:
             lf = lbf[chunk]
             lb = lbb[chunk]
@@ -207,8 +202,6 @@ def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, n, ub, branch, pack_
         sum_f = int64(0)
         sum_b = int64(0)
         for chunk in range(chunks):
-            if chunk >= needed:
-                break
             if chunk * WARP + lane < count:
                 sum_f += lbf[chunk]
                 sum_b += lbb[chunk]
@@ -222,8 +215,6 @@ def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, n, ub, branch, pack_
         dynamic_backward = sum_b > sum_f
     direction = 1 if branch == BACKWARD or (branch >= MINMIN and dynamic_backward) else 0
     for chunk in range(chunks):
-        if chunk >= needed:
-            break
         c = chunk * WARP + lane
         if c < count:
             lb = lbf[chunk] if direction == 0 else lbb[chunk]
