@@ -1,13 +1,13 @@
 """PBB@GPU kernels in numba-cuda: one warp per IVM, many decompositions per launch.
 
-The explore kernel (``explore_kernel(n, m)``: one compiled per machine count m and size class
-ceil(n / 32)) runs every IVM for up to ``max_steps`` nodes and leaves, fusing the paper's
+The explore kernel (``explore_kernel(n, m)``: one compiled per machine count m for n <= 32,
+one for larger n) runs every IVM for up to ``max_steps`` nodes and leaves, fusing the paper's
 selection and bounding kernels: a warp selects the next node, descends (max-plus prefix
 scan over the machines with shuffles), fills the child row, bounds all children at once
 (one child per lane, LB1 in O(m) with the CPU's own ``njit`` bodies), reduces for the
 MinMin direction and prunes, without leaving the kernel.  The IVM's digit vector ``V`` and
 branching directions live in local arrays spread over the lanes (lane ``l % 32`` holds level
-``l``: ceil(n / 32) entries per lane, kept in registers); the matrix ``M`` and the front/back/remaining rows
+``l``; one entry per lane for n <= 32); the matrix ``M`` and the front/back/remaining rows
 live in global memory.
 
 A kernel is compiled per machine count m (a closure constant), so the O(m) bounding loops
@@ -54,8 +54,7 @@ N_COUNTERS = 6
 
 FORWARD, BACKWARD, MINMIN, MINBRANCH = 0, 1, 2, 3  # as in search/ivm.py
 MAX_CHUNKS = 16  # levels and children per lane: n <= 512
-MAX_MACHINES = 255  # static shared memory of a block: 4 * 4 * m int32 + the staged instance <= 48 KB
-STAGED_BYTES = 16 * 1024  # the instance (rows padded to odd m) goes to shared memory up to this size
+MAX_MACHINES = 255  # static shared memory of a block: (4 * 4 * m + 32 * (m | 1)) int32 <= 48 KB
 # 64 registers per thread (the n <= 32 kernel uses 95-110 without a limit: benchmarks/kernel_resources.py).
 # ta021 + ta026 + ta027 on an H200, seconds in two runs (benchmarks/results/
 # gpu_kernel_sweep_h200_2026-11-30.json): 64: 2.63 / 2.73, 80: 2.76 / 2.82, 96: 2.82 / 3.00
@@ -65,27 +64,14 @@ NEG = -(1 << 30)
 
 @cuda.jit(device=True)
 def get_digit(loc, level):
-    """Digit ``level`` of a vector spread over the lanes (all lanes get it).
-
-    The lane's entry is picked by a loop over the array's (compile-time) length instead of
-    ``loc[level // WARP]``: every index is then a constant, so the local arrays stay in registers
-    (a run-time index puts them in local memory: 256 bytes of stack per thread for n = 50).
-    """
-    chunk = level // WARP
-    value = loc[0]
-    for c in range(1, loc.shape[0]):
-        if c == chunk:
-            value = loc[c]
-    return shfl(value, level % WARP)
+    """Digit ``level`` of a vector spread over the lanes (all lanes get it)."""
+    return shfl(loc[level // WARP], level % WARP)
 
 
 @cuda.jit(device=True)
 def set_digit(loc, level, value, lane):
     if lane == level % WARP:
-        chunk = level // WARP
-        for c in range(loc.shape[0]):
-            if c == chunk:
-                loc[c] = value
+        loc[level // WARP] = value
 
 
 @cuda.jit(device=True)
@@ -167,7 +153,7 @@ def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, n, ub, branch, pack_
             S[3, k] = front + remain
     sync_lanes()
     count = n - row
-    chunks = lbf.shape[0]  # a constant: constant indices keep lbf and lbb in registers
+    chunks = (count + WARP - 1) // WARP
     do_forward = branch != BACKWARD
     do_backward = branch != FORWARD
     smallest = ub
@@ -251,7 +237,7 @@ def first_difference(vloc, end, w, n, lane):
     """
     if end[w, 0] != 0:
         return -2
-    for chunk in range(vloc.shape[0]):
+    for chunk in range((n + WARP - 1) // WARP):
         level = chunk * WARP + lane
         differs = level < n and vloc[chunk] != end[w, 1 + level]
         first = warp_min(level if differs else n)
@@ -345,12 +331,11 @@ def _explore_kernel(chunks: int, machines: int):
     and their shared-memory offsets are immediate.
     """
 
-    # The instance in shared memory where it fits.  Same sweep at 64 registers (n <= 32): 2.63 /
-    # 2.73 s against 2.69 / 2.88 s from global memory; 110 registers at ptxas' -maxrregcount 255
-    # instead of 138.
+    # n <= 32: the instance in shared memory.  Same sweep at 64 registers: 2.63 / 2.73 s against
+    # 2.69 / 2.88 s from global memory; 110 registers at ptxas' -maxrregcount 255 instead of 138.
+    stage = chunks == 1
+    staged_rows = WARP if stage else 1
     staged_stride = machines | 1  # odd: lanes reading one machine of different jobs hit distinct banks
-    stage = chunks * WARP * staged_stride * 4 <= STAGED_BYTES
-    staged_rows = chunks * WARP if stage else 1
 
     @cuda.jit(cache=True, **EXPLORE_OPTIONS)
     def explore(p, heads, tails, M, V, dirs, F, B, R, end, start, state, best, best_cost, ub_global, counters,
@@ -359,8 +344,7 @@ def _explore_kernel(chunks: int, machines: int):
 
         Shared memory: 4 rows of m int32 per warp (the parent's front, back, remain + back and
         front + remain while its children are bounded).  Blocks of ``WARPS_PER_BLOCK`` warps.
-        Where it fits (``STAGED_BYTES``) the block also copies the instance there, rows padded to
-        an odd length.
+        For n <= 32 the block also copies the instance there, rows padded to an odd length.
         """
         n = M.shape[1]
         m = machines
@@ -447,9 +431,8 @@ def _explore_kernel(chunks: int, machines: int):
 
 
 def explore_kernel(n: int, m: int):
-    """The explore kernel for ``n`` jobs on ``m`` machines: one compiled per machine count and
-    size class (``ceil(n / 32)`` levels and children per lane: 1 for ta021, 2 for ta056)."""
-    return _explore_kernel(-(-n // WARP), m)
+    """The explore kernel for ``n`` jobs on ``m`` machines (compiled once per size class)."""
+    return _explore_kernel(1 if n <= WARP else MAX_CHUNKS, m)
 
 
 # ---------------------------------------------------------------------- work stealing, one thread per IVM
