@@ -198,15 +198,16 @@ class _Session:
         lower = state["lower_bound"]
         row = (self.elapsed(), state["nodes"], state["leaves"], state["remaining_fraction"], state["ub"],
                math.nan if lower is None else lower, state["pieces"], state["active_explorers"])  # fmt: skip
-        for key, value in zip(SERIES, row, strict=True):
-            self.series[key].append(value)
-        # per-worker busy share; NaN where a worker held no explorer (workers come and go)
-        length = len(self.series["t"])
-        for worker, share in state["activity"].items():
-            self.series.setdefault(activity_column(worker), [float("nan")] * (length - 1)).append(share)
+        # a column new to the store (the store of an older release, a worker that came, the ETA's
+        # estimates) is NaN before its first value; per-worker busy share: NaN where a worker held
+        # no explorer (workers come and go)
+        before = len(self.series.get("t", ()))
         left = self.estimator.left(state["nodes"]) if self.estimator.enabled else None
-        for column, value in zip(ESTIMATE_COLUMNS, left or (), strict=False):  # a store of before: NaN up to now
-            self.series.setdefault(column, [float("nan")] * (length - 1)).append(value)
+        columns = [*zip(SERIES, row, strict=True), *((activity_column(w), share) for w, share in state["activity"].items()),
+                   *zip(ESTIMATE_COLUMNS, left or (), strict=False)]  # fmt: skip
+        for column, value in columns:
+            self.series.setdefault(column, [float("nan")] * before).append(value)
+        length = before + 1
         for column in self.series.values():
             if len(column) < length:
                 column.append(float("nan"))
