@@ -165,9 +165,11 @@ def main() -> None:
     runs = []
     for spec in args.instances:
         command = [sys.executable, __file__, "--one", spec, "--backend", args.backend, "--threads", str(args.threads),
-                   "--ivms", str(args.ivms), "--seconds", str(seconds)] + (["--jobs", str(args.jobs)] if args.jobs else [])
+                   "--ivms", str(args.ivms), "--seconds", str(seconds)]  # fmt: skip
+        command += ["--jobs", str(args.jobs)] if args.jobs else []
         runs.append(json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout))
-        print(json.dumps({k: runs[-1][k] for k in ("instance", "branch", "total_nodes", "total_seconds")}), file=sys.stderr)
+        brief = {k: runs[-1][k] for k in ("instance", "branch", "total_nodes", "total_seconds")}
+        print(json.dumps(brief), file=sys.stderr)
     commit = args.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                            cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()  # fmt: skip
     from pbbflow.search.estimate import ALPHA

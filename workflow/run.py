@@ -203,8 +203,8 @@ class _Session:
         # no explorer (workers come and go)
         before = len(self.series.get("t", ()))
         left = self.estimator.left(state["nodes"]) if self.estimator.enabled else None
-        columns = [*zip(SERIES, row, strict=True), *((activity_column(w), share) for w, share in state["activity"].items()),
-                   *zip(ESTIMATE_COLUMNS, left or (), strict=False)]  # fmt: skip
+        activity = ((activity_column(worker), share) for worker, share in state["activity"].items())
+        columns = [*zip(SERIES, row, strict=True), *activity, *zip(ESTIMATE_COLUMNS, left or (), strict=False)]
         for column, value in columns:
             self.series.setdefault(column, [float("nan")] * before).append(value)
         length = before + 1
