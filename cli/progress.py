@@ -65,10 +65,11 @@ def fit_fields(fields: list[tuple[int, str]], width: int) -> str:
 
 
 class ProgressBar:
-    """Draws the share of the space left (exact, from the ledger), rate, the pruning UB, elapsed,
-    the explorers and the dashboard's link, in one line that never reaches the terminal's last
-    column: the link goes first where it does not fit, then the explorers, the bar, the clock,
-    the rate and the UB.  A run whose work holds bounds (spatial) shows its certified lower bound,
+    """Draws the share of the space left (exact, from the ledger), the ETA where there is an
+    estimate (``workflow.eta``), rate, the pruning UB, elapsed, the explorers and the dashboard's
+    link, in one line that never reaches the terminal's last column: the link goes first where it
+    does not fit, then the explorers, the bar, the clock, the ETA, the rate and the UB.  A run
+    whose work holds bounds (spatial) shows its certified lower bound,
     its incumbent and its open boxes instead of the bar and the share."""
 
     def __init__(self, stream: TextIO = sys.stderr, dashboard: str | None = None, every: float = 0.5) -> None:
@@ -98,9 +99,11 @@ class ProgressBar:
         done = 1.0 - progress.remaining_fraction
         filled = min(WIDTH, int(done * WIDTH))
         share = format_share(progress.remaining_fraction, progress.remaining_log10)
+        eta = progress.eta.text()
         return [
             (3, f"[{'#' * filled}{'.' * (WIDTH - filled)}]"),
             (7, f"{share:>8} left"),
+            *([(4.5, eta)] if eta else []),
             (5, f"{format_rate(progress.nodes_per_s):>14}"),
             (6, f"UB {progress.ub}"),
         ]

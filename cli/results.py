@@ -7,10 +7,12 @@ import math
 import numpy as np
 
 from ..search.solve import LIMIT
+from ..workflow.eta import duration
 from .progress import clock, format_rate, format_share
 
 HISTORY_SAMPLES = 100  # at most, evenly spaced, in ``info``'s history
-HISTORY_COLUMNS = ("t", "nodes", "incumbent", "lower_bound", "remaining_fraction", "pieces")
+HISTORY_COLUMNS = ("t", "nodes", "incumbent", "lower_bound", "remaining_fraction", "pieces", "estimate_nodes",
+                   "estimate_low", "estimate_high")  # fmt: skip
 HISTORY_LINES = 6  # text output: this many samples, first and last included
 
 
@@ -22,7 +24,21 @@ def print_result(result: dict, kind: str) -> None:
         log10 = result["remaining_log10"]
         lines.append(f"remaining    {share} of the search space"
                      + ("" if log10 is None else f" (log10 {log10:.2f})"))  # fmt: skip
+        estimate = result.get("estimate") or {}
+        if estimate.get("estimated_nodes_left") is not None:
+            lines.append(f"estimate     {estimate_text(estimate)}")
     print("\n".join(lines))
+
+
+def estimate_text(estimate: dict) -> str:
+    """``~1.2e+09 nodes left (3e+08-5.1e+09), ETA 3m10s (1m02s-12m) at 5.00 M nodes/s`` (the ETA
+    where the rate is known)."""
+    text = (f"~{estimate['estimated_nodes_left']:.2g} nodes left "
+            f"({estimate['estimated_nodes_low']:.2g}-{estimate['estimated_nodes_high']:.2g})")  # fmt: skip
+    if estimate["eta_s"] is None or estimate["nodes_per_s"] is None:
+        return text
+    return (f"{text}, ETA {duration(estimate['eta_s'])} ({duration(estimate['eta_low_s'])}-"
+            f"{duration(estimate['eta_high_s'])}) at {format_rate(estimate['nodes_per_s'])}")
 
 
 def _rate(result: dict) -> float:

@@ -22,6 +22,7 @@ import numpy as np
 from ..flowshop.evaluation import makespan, neh
 from ..flowshop.instance import FlowShop
 from ..flowshop.iterated_greedy import iterated_greedy
+from .estimate import Prober
 from .explorer import explore
 from .intervals import WorkUnit
 from .packed import PackedUnit, PermutationSpace
@@ -162,6 +163,7 @@ class FlowShopRun:
         check_options(options, p)
         p.flags.writeable = False
         self.name, self.p, self.options = name, p, options
+        self._prober: Prober | None = None  # made at the first estimate (``estimate_left``)
 
     @classmethod
     def new(cls, instance: FlowShop, *, ub: int | None, bound: str, branch: str, initial: str,
@@ -245,6 +247,14 @@ class FlowShopRun:
             "remaining_fraction": remaining.fraction_of_space(),
             "remaining_log10": remaining.log10_fraction(),
         }
+
+    def estimate_left(self, work: WorkUnit, ub: int, seconds: float) -> tuple[float, float, float]:
+        """Random probes of the explorers' tree in ``work`` under ``ub`` (``search.estimate``), for
+        about ``seconds``: the nodes left and the range of that estimate."""
+        if self._prober is None:
+            self._prober = Prober(self.p, bound=self.options["bound"], branch=self.options["branch"])
+        estimate = self._prober.estimate(work, int(ub), seconds=seconds)
+        return estimate.nodes, estimate.low, estimate.high
 
     def client_code(self):
         from ..workflow.warmup import warm_client

@@ -31,7 +31,7 @@ from runwait import wait_for_committed_nodes
 
 JSON_FIELDS = {
     "instance", "n", "m", "status", "makespan", "permutation", "lower_bound",
-    "nodes", "leaves", "elapsed_s", "remaining_fraction", "remaining_log10", "run", "startup",
+    "nodes", "leaves", "elapsed_s", "remaining_fraction", "remaining_log10", "run", "startup", "estimate",
 }  # fmt: skip
 CLUSTER_OPTIONS = ("--scheduler", "--cluster", "--workers", "--threads", "--dry-run")
 _scheduler = {}  # the shared test cluster's address (set by the autouse fixture)
@@ -361,6 +361,13 @@ def test_time_limit(capsys):
     result = solve_json(capsys, "ta021", "--time-limit", "0.5", expect_code=3)
     check_limit(result)
     assert 0.4 <= result["elapsed_s"] < 30
+    estimate = result["estimate"]  # of the final work (workflow.eta); the ETA where a rate is known
+    assert 0 < estimate["estimated_nodes_low"] <= estimate["estimated_nodes_left"] <= estimate["estimated_nodes_high"]
+    assert estimate["eta_s"] is None or estimate["eta_low_s"] <= estimate["eta_s"] <= estimate["eta_high_s"]
+    code, out, _ = run(capsys, "info", result["run"], "--json")
+    assert code == 0 and json.loads(out)["estimate"] == estimate  # from the run store's series
+    code, out, _ = run(capsys, "info", result["run"])
+    assert code == 0 and re.search(r"^estimate     ~\S+ nodes left \(\S+-\S+\)", out, re.M), out
 
 
 def test_limit_human_output(capsys):

@@ -24,6 +24,7 @@ from bokeh.palettes import Viridis256
 from bokeh.plotting import figure
 
 from ..workflow.coordinator import PLUGIN_NAME
+from ..workflow.eta import Eta, eta_curve, recent_rate
 from ..workflow.history import RunHistory, node_rate
 from .summary import bounds_text
 
@@ -99,6 +100,10 @@ def _finite(values: list[float]) -> np.ndarray:
     return np.where(np.isfinite(a), a, np.nan)
 
 
+def _nan_none(value: float) -> float | None:
+    return None if math.isnan(value) else float(value)
+
+
 def _positive(values: list[float]) -> np.ndarray:
     """NaN where a value is not positive: a log axis draws no 0."""
     a = np.asarray(values, dtype=float)
@@ -132,12 +137,17 @@ class ActivityFigure:
 
 class FlowShopView:
     """A flow-shop run: the remaining share of [0, n!) on a log scale, nodes/s, the incumbent, the
-    activity."""
+    activity, and the ETA with its range (the driver's estimate of the nodes left at the recent
+    node rate, ``workflow.eta``)."""
 
     def __init__(self) -> None:
         self.series = ColumnDataSource({"t": [], "remaining": [], "incumbent": []}, name="pbbflow-series")
         self.rates = ColumnDataSource({"t": [], "rate": []}, name="pbbflow-rates")
         self.activity = ActivityFigure("pbbflow-activity")
+        self.etas = ColumnDataSource({"t": [], "eta": [], "low": [], "high": []}, name="pbbflow-eta")
+        eta = figure(title="estimated time left (s), with its range", y_axis_type="log", **_common())
+        eta.varea("t", "low", "high", source=self.etas, color="seagreen", alpha=0.2)
+        eta.line("t", "eta", source=self.etas, line_width=2, color="seagreen")
         remaining = figure(title="remaining share of [0, n!)", y_axis_type="log", **_common())
         remaining.step("t", "remaining", source=self.series, mode="after", line_width=2)
         rate = figure(title="nodes / s", **_common())
@@ -145,21 +155,27 @@ class FlowShopView:
         rate.yaxis.formatter = NumeralTickFormatter(format="0.0a")
         incumbent = figure(title="incumbent (makespan)", **_common())
         incumbent.step("t", "incumbent", source=self.series, mode="after", line_width=2, color="firebrick")
-        self.layout = gridplot([[remaining, rate], [incumbent, self.activity.figure]], sizing_mode="stretch_width")
+        self.layout = gridplot([[remaining, rate], [incumbent, self.activity.figure], [eta, None]],
+                               sizing_mode="stretch_width")  # fmt: skip
 
     def draw(self, history: RunHistory) -> str:
         """Draw ``history``; returns the header's HTML."""
         t = np.asarray(history.t, dtype=float)
+        nodes = np.asarray(history.nodes, dtype=float)
+        left = (history.estimate_nodes, history.estimate_low, history.estimate_high)
+        eta, low, high = eta_curve(t, nodes, *left)
+        self.etas.data = {"t": t, "eta": _positive(eta), "low": _positive(low), "high": _positive(high)}
+        eta_text = Eta(*(_nan_none(v[-1]) for v in left), recent_rate(t, nodes)).text()
         self.series.data = {"t": t, "remaining": _positive(history.remaining_fraction),
                             "incumbent": np.asarray(history.incumbent, dtype=float)}  # fmt: skip
-        rate_t, rate = node_rate(t, np.asarray(history.nodes, dtype=float))
+        rate_t, rate = node_rate(t, nodes)
         self.rates.data = {"t": rate_t, "rate": rate}
         self.activity.draw(history, t)
         state = "closed" if history.closed else "live"
         speed = f"{rate[-1] / 1e6:.2f} M nodes/s" if rate.size else "no rate yet"
         return (f"<h3>pbbflow: {history.label} ({state})</h3><p>{history.t[-1]:.0f} s, "
                 f"{history.nodes[-1]:,} nodes, {speed}, {history.remaining_fraction[-1]:.6%} of the space left, "
-                f"incumbent {history.incumbent[-1]}</p>")  # fmt: skip
+                f"{eta_text or 'no ETA yet'}, incumbent {history.incumbent[-1]}</p>")  # fmt: skip
 
 
 class SpatialView:

@@ -48,6 +48,7 @@ class Coordinator(SchedulerPlugin):
                 "pbbflow_state": self.state,
                 "pbbflow_stop": self.stop_run,
                 "pbbflow_close": self.close_run,
+                "pbbflow_estimate": self.estimate,
             }
         )
         self.sampler = PeriodicCallback(self.sample, SAMPLE_MS)
@@ -151,6 +152,14 @@ class Coordinator(SchedulerPlugin):
             "stopped": ledger.all_stopped,
             "remaining": ledger.remaining().to_bytes() if intervals else None,
         }
+
+    def estimate(self, run: str, nodes: int, estimate) -> dict:
+        """The driver's latest estimate of the nodes left (and its low and high ends), made when
+        ``nodes`` were done (``workflow.eta``): for the dashboard page."""
+        history = self.histories.get(run)
+        if history is not None:
+            history.estimate = (int(nodes), tuple(float(v) for v in estimate))
+        return {"run": run}
 
     def stop_run(self, run: str) -> dict:
         self.runs[run].stop()

@@ -180,6 +180,15 @@ class RunInstance(Protocol):
         ``workflow.warmup.CodeLoad``)."""
 
 
+class EstimatesWork(Protocol):
+    """A run instance that can estimate its work left (optional: ``workflow.eta`` asks for it where
+    the instance has the method; flow shop: ``search.estimate``)."""
+
+    def estimate_left(self, work: StoredWork, ub: Any, seconds: float) -> tuple[float, float, float] | None:
+        """(nodes, low, high): the nodes explorers would decompose in ``work`` under the incumbent ``ub``
+        and a range of that estimate, from about ``seconds`` of sampling; None when it cannot say."""
+
+
 class Family(Protocol):
     """What a family's module provides."""
 

@@ -35,7 +35,7 @@ def node_rate(t: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 @dataclass
 class RunHistory:
     """Samples of one run of family ``kind`` (``workflow.family.FAMILIES``): time since opened, nodes,
-    remaining share, incumbent, lower bound, open pieces, activity per worker."""
+    remaining share, incumbent, lower bound, open pieces, activity per worker, the estimate of the nodes left."""
 
     label: str
     kind: str = "flowshop"
@@ -50,6 +50,11 @@ class RunHistory:
     lower_bound: list[float] = field(default_factory=list)  # NaN for a family whose work holds no bounds
     pieces: list[int] = field(default_factory=list)  # open intervals or boxes
     activity: list[dict[str, float]] = field(default_factory=list)  # worker address -> busy share
+    # the driver's estimate of the nodes left, its low and high ends (``workflow.eta``; NaN: none yet)
+    estimate_nodes: list[float] = field(default_factory=list)
+    estimate_low: list[float] = field(default_factory=list)
+    estimate_high: list[float] = field(default_factory=list)
+    estimate: tuple[int, tuple[float, ...]] | None = None  # the latest: (nodes done when made, (nodes, low, high))
 
     def __len__(self) -> int:
         return len(self.t)
@@ -65,9 +70,15 @@ class RunHistory:
         self.lower_bound.append(math.nan if lower is None else lower)
         self.pieces.append(ledger.pieces())
         self.activity.append(ledger.activity())
+        left = (math.nan,) * 3
+        if self.estimate is not None:  # less the nodes done since it was made
+            since = max(0, ledger.nodes - self.estimate[0])
+            left = tuple(max(0.0, v - since) for v in self.estimate[1])
+        for column, value in zip((self.estimate_nodes, self.estimate_low, self.estimate_high), left, strict=True):
+            column.append(value)
         if len(self.t) > self.max_samples:
             for column in (self.t, self.nodes, self.remaining_fraction, self.incumbent, self.lower_bound, self.pieces,
-                           self.activity):  # fmt: skip
+                           self.activity, self.estimate_nodes, self.estimate_low, self.estimate_high):  # fmt: skip
                 del column[1::2]
             self.generation += 1
 

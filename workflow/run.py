@@ -28,6 +28,8 @@ from distributed import Client, wait
 from ..gpu import DEFAULT_IVMS, GpuError
 from ..storage.runstore import RunStore, RunStoreError
 from .coordinator import Coordinator
+from .eta import COLUMNS as ESTIMATE_COLUMNS
+from .eta import Estimator, Eta, eta_of, recent_rate
 from .family import RunInstance, StoredWork
 from .history import activity_column
 from .tasks import explorer_task, heuristic_task
@@ -62,6 +64,7 @@ class Progress:
     active_explorers: int
     lower_bound: float | None = None  # the certified lower bound, for families whose work holds bounds
     pieces: int = 0  # open intervals or boxes
+    eta: Eta = Eta()  # the estimate of the nodes left and its ETA (``workflow.eta``), where the family has one
 
 
 def create_run(path, instance: RunInstance, *, work: StoredWork, incumbent: Any = None, solution: Any = None,
@@ -84,6 +87,12 @@ def result_of(store: RunStore) -> dict:
     if recorded is not None and (not isinstance(recorded, dict) or recorded != {**result, "run": recorded.get("run")}):
         raise RunStoreError(store.path, f"checkpoint {cp.seq} records a result that disagrees with its state")
     return result
+
+
+def with_eta(result: dict, store: RunStore) -> dict:
+    """``result`` with the ``estimate`` of the work left as of the store's last checkpoint
+    (``workflow.eta``; its fields are null when unknown)."""
+    return {**result, "estimate": eta_of(store.latest().series).as_json()}
 
 
 def finished(store: RunStore) -> bool:
@@ -112,6 +121,7 @@ class _Session:
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pbbflow-checkpoint")
         self.pending = None
         instance = store.instance
+        self.estimator = Estimator(instance)
         ub = instance.search_ub()
         if self.start.incumbent is not None:
             ub = min(ub, self.start.incumbent)
@@ -188,12 +198,16 @@ class _Session:
         lower = state["lower_bound"]
         row = (self.elapsed(), state["nodes"], state["leaves"], state["remaining_fraction"], state["ub"],
                math.nan if lower is None else lower, state["pieces"], state["active_explorers"])  # fmt: skip
-        for key, value in zip(SERIES, row, strict=True):
-            self.series[key].append(value)
-        # per-worker busy share; NaN where a worker held no explorer (workers come and go)
-        length = len(self.series["t"])
-        for worker, share in state["activity"].items():
-            self.series.setdefault(activity_column(worker), [float("nan")] * (length - 1)).append(share)
+        # a column new to the store (the store of an older release, a worker that came, the ETA's
+        # estimates) is NaN before its first value; per-worker busy share: NaN where a worker held
+        # no explorer (workers come and go)
+        before = len(self.series.get("t", ()))
+        left = self.estimator.left(state["nodes"]) if self.estimator.enabled else None
+        activity = ((activity_column(worker), share) for worker, share in state["activity"].items())
+        columns = [*zip(SERIES, row, strict=True), *activity, *zip(ESTIMATE_COLUMNS, left or (), strict=False)]
+        for column, value in columns:
+            self.series.setdefault(column, [float("nan")] * before).append(value)
+        length = before + 1
         for column in self.series.values():
             if len(column) < length:
                 column.append(float("nan"))
@@ -216,6 +230,24 @@ class _Session:
         if final:
             self.pending.result()
 
+    def eta(self, nodes: int, rate: float) -> Eta:
+        """The ETA now that ``nodes`` are done: the latest estimate at the rate of the latest samples
+        (``rate`` while there are too few)."""
+        left = self.estimator.left(nodes)
+        if left is None:
+            return Eta()
+        recent = recent_rate(self.series["t"], self.series["nodes"])
+        return Eta(*left, recent if recent is not None else rate or None)
+
+    def estimate(self, now: float) -> None:
+        """Ask for a new estimate of the work left when one is due; send a new one to the coordinator
+        (for the dashboard page)."""
+        if self.estimator.due(now):
+            self.estimator.refresh(now, self.call("pbbflow_state", intervals=True))
+        fresh = self.estimator.fresh()
+        if fresh is not None:
+            self.call("pbbflow_estimate", nodes=fresh[0], estimate=list(fresh[1]))
+
     def nap(self, seconds: float) -> None:
         """Sleep ``seconds``, or less when a task ends (explorers end when the run does, or fail)."""
         running = [f for f in self.futures if not f.done()]
@@ -229,6 +261,7 @@ class _Session:
         """Let a pending checkpoint write finish, then forget the run on the scheduler (after an
         error, a scheduler that cannot be reached any more must not hide that error)."""
         self.writer.shutdown(wait=True)
+        self.estimator.close()
         try:
             self.call("pbbflow_close")
         except Exception:
@@ -258,7 +291,7 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
     hurry = hurry or threading.Event()
     store.claim()  # a no-op when the caller holds it already
     if finished(store) or stop.is_set():
-        return result_of(store)
+        return with_eta(result_of(store), store)
     warm_workers(client, *store.instance.worker_code())
     session = _Session(store, client, budget_s, ivms, heuristics)
     try:
@@ -284,7 +317,7 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
         session.close(after_error=True)
         raise
     session.close()
-    return result_of(store)
+    return with_eta(result_of(store), store)
 
 
 def _search(session: _Session, stop: threading.Event, time_limit: float | None, node_limit: int | None,
@@ -296,11 +329,13 @@ def _search(session: _Session, stop: threading.Event, time_limit: float | None, 
         while True:
             state = session.call("pbbflow_state")
             now = time.monotonic()
+            session.estimate(now)
             if on_progress is not None:
                 rate = (state["nodes"] - session.start.nodes) / max(now - session.started, 1e-9)
                 on_progress(Progress(session.elapsed(), state["nodes"], rate, state["ub"],
                                      state["remaining_fraction"], state["remaining_log10"],
-                                     state["active_explorers"], state["lower_bound"], state["pieces"]))  # fmt: skip
+                                     state["active_explorers"], state["lower_bound"], state["pieces"],
+                                     session.eta(state["nodes"], rate)))  # fmt: skip
             if now - last_sample >= 1.0:
                 session.sample(state)
                 last_sample = now
@@ -358,8 +393,9 @@ def _final_checkpoint(session: _Session, hurry: threading.Event,
             wait(running, timeout=POLL_SECONDS, return_when="FIRST_COMPLETED")
     failed = _failed_task(session.futures)
     state = session.call("pbbflow_state", intervals=True)
-    session.sample(state)
     searched = time.monotonic()
+    session.estimator.final(state)
+    session.sample(state)
     session.checkpoint(state, final=True)
     if timings is not None:
         timings.update(search_s=searched - session.started, final_checkpoint_s=time.monotonic() - searched)

@@ -6,7 +6,7 @@ cache (``cache=True``) when an earlier process on the machine compiled it.  Meas
 install or an upgrade), against 0.4 s of loading per process, most of it numba's own start-up.
 :func:`warm_client` loads what the client process runs (the initial heuristic, the root bound,
 and the coordinator's set operations: the scheduler of the clusters pbbflow starts runs in the
-client's process); :func:`warm_workers` loads on every worker what its tasks run: the CPU
+client's process) and the probes of the ETA; :func:`warm_workers` loads on every worker what its tasks run: the CPU
 explorer, or on a worker with the resource ``GPU`` the kernels for the instance's size and
 iterated greedy, which runs beside them by default (a CPU worker given a heuristic task loads
 iterated greedy in the task, from the cache the client filled).  The workers of one machine
@@ -31,6 +31,7 @@ from numba.core import event
 from ..flowshop.bounds import lower_bound
 from ..flowshop.evaluation import makespan, neh
 from ..flowshop.iterated_greedy import iterated_greedy
+from ..search.estimate import Prober
 from ..search.explorer import explore
 from ..search.intervals import WorkUnit
 from ..search.packed import PackedUnit
@@ -92,6 +93,7 @@ def warm_client(p: np.ndarray, bound: str, *, initial: str | None) -> CodeLoad:
         if initial is not None:
             lower_bound(small, [], [], bound)
         _coordinator_code(small.shape[0])
+        Prober(small, bound=bound).probes(WorkUnit.full(small.shape[0]), int(small.sum()) + 1, 1)  # the ETA's
     return CodeLoad(outcome["seconds"], outcome["compiled"])
 
 

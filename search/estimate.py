@@ -1,0 +1,315 @@
+"""How many B&B nodes are left in a work unit: random probes of the explorer's own tree.
+
+A probe (Knuth 1975, "Estimating the efficiency of backtrack programs") walks from the root to
+a leaf of the tree that ``search.ivm`` explores, choosing one child at random at each node, and
+returns ``sum over its path of 1 / P(reaching that node)`` for the nodes that count: an unbiased
+estimate of the number of nodes.  The tree is the explorer's exactly, through its own njit
+bodies: the same child order (the IVM's M rows), bound, dynamic branching direction and pruning
+(LB >= UB) under a fixed UB.  Work is a set of intervals of [0, n!): a node is counted where its
+leftmost leaf lies in the work (the explorers' rule, ``search.ivm``), and a probe only enters
+children whose subtree meets the work, so it estimates the nodes an explorer of that work
+decomposes, with no probe wasted on explored parts.
+
+Children are drawn with probability proportional to ``(UB - LB)**alpha`` (importance sampling:
+a child whose bound is far below the UB tends to hold a larger subtree); any positive weights
+keep the estimate unbiased, ``alpha = 0`` is Knuth's uniform choice.  Intervals are factoradic
+digit rows (``WorkUnit.to_digit_arrays``), an end of n! as the row ``[n, 0, ...]``, which
+compares above every position.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from ..flowshop.bounds import BOUND_NAMES
+from .intervals import WorkUnit
+from .ivm import BRANCH_NAMES, IVM, Problem, _bound_and_prune, _descend, _fill_row
+
+ALPHA = 1.0  # child weights (UB - LB)**ALPHA: chosen on benchmarks/eta.py
+BATCH = 64  # probes per call into numba between clock readings
+
+_jit = numba.njit(cache=True, nogil=True)
+
+
+@dataclass(frozen=True)
+class NodeEstimate:
+    """An estimate of the nodes left: ``nodes`` (the probes' mean) and ``low``-``high``, the 2.5 %
+    and 97.5 % quantiles of that mean under a bootstrap of the probes: the sampling uncertainty
+    only (a heavy tail no probe reached is in neither)."""
+
+    nodes: float
+    low: float
+    high: float
+    probes: int
+    seconds: float
+
+
+@_jit
+def _cmp_prefix(V, length, x, i):
+    """Compare ``V[:length]`` with ``x[i, :length]``: -1, 0 or 1."""
+    for l in range(length):
+        if V[l] != x[i, l]:
+            return -1 if V[l] < x[i, l] else 1
+    return 0
+
+
+@_jit
+def _zero_tail(x, i, length):
+    for l in range(length, x.shape[1]):
+        if x[i, l] != 0:
+            return False
+    return True
+
+
+@_jit
+def _first_inside(V, length, x, i):
+    """``x[i] <= V[:length]·0``: the subtree's leftmost leaf is at or after position ``x[i]``."""
+    c = _cmp_prefix(V, length, x, i)
+    return c > 0 or (c == 0 and _zero_tail(x, i, length))
+
+
+@_jit
+def _starts_before_end(V, length, ends, i):
+    """``V[:length]·0 < ends[i]``."""
+    c = _cmp_prefix(V, length, ends, i)
+    return c < 0 or (c == 0 and not _zero_tail(ends, i, length))
+
+
+@_jit
+def _overlap(V, length, starts, ends, lo, hi, out):
+    """The rows ``[out[0], out[1])`` of ``[lo, hi)`` whose interval meets the subtree of the prefix
+    ``V[:length]``; ``out[2]`` = 1 when its leftmost leaf is in the work, ``out[3]`` = 1 when the
+    whole subtree is."""
+    a, b = lo, hi  # first row whose end is after the subtree's first leaf (ends increase)
+    while a < b:
+        mid = (a + b) // 2
+        if _starts_before_end(V, length, ends, mid):
+            b = mid
+        else:
+            a = mid + 1
+    first = a
+    a, b = first, hi  # first row that starts after the subtree's last leaf (starts increase)
+    while a < b:
+        mid = (a + b) // 2
+        if _cmp_prefix(V, length, starts, mid) >= 0:
+            a = mid + 1
+        else:
+            b = mid
+    out[0], out[1] = first, a
+    inside = first < a and _first_inside(V, length, starts, first)
+    out[2] = int(inside)
+    out[3] = int(inside and a - first == 1 and _cmp_prefix(V, length, ends, first) < 0)
+
+
+@_jit
+def _root(p, bound_data, mode, branch, ub, ivm):
+    """The root's state in row 0 of the IVM's arrays, its children bounded and pruned."""
+    M, V, dirs, F, B, R, end, sc, best, work, scheduled = ivm
+    lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain = work
+    min_heads, min_tails, pairs, lags, orders = bound_data
+    n, m = p.shape
+    for l in range(n):
+        V[l] = 0
+        M[0, l] = l
+    for k in range(m):
+        F[0, k] = 0
+        B[0, k] = 0
+        total = 0
+        for j in range(n):
+            total += p[j, k]
+        R[0, k] = total
+    _bound_and_prune(0, p, min_heads, min_tails, pairs, lags, orders, mode, branch, M, dirs, F, B, R, ub,
+                     lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain, scheduled)
+
+
+@_jit
+def _enter(p, bound_data, mode, branch, ub, ivm, level):
+    """Descend from the node at ``level`` into its cell ``V[level]``; bound the new node's children
+    unless they are leaves."""
+    M, V, dirs, F, B, R, end, sc, best, work, scheduled = ivm
+    lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain = work
+    min_heads, min_tails, pairs, lags, orders = bound_data
+    n = p.shape[0]
+    _descend(p, M[level, V[level]], dirs[level], level, F, B, R)
+    if level + 1 < n - 1:
+        _fill_row(M, V, level)
+        _bound_and_prune(level + 1, p, min_heads, min_tails, pairs, lags, orders, mode, branch, M, dirs, F, B, R,
+                         ub, lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain, scheduled)
+
+
+@_jit
+def probe_batch(p, bound_data, mode, branch, ub, ivm, starts, ends, alpha, seed, out):
+    """Fill ``out`` with independent probe estimates of the nodes counted in the work (rows
+    ``starts``/``ends``, sorted and disjoint, not empty); ``seed`` seeds this thread's generator."""
+    M, V, dirs, F, B, R, end, sc, best, work, scheduled = ivm
+    lbf, lbb = work[0], work[1]
+    n = p.shape[0]
+    np.random.seed(seed)
+    k = starts.shape[0]
+    found = np.zeros(4, np.int64)
+    lo_of = np.zeros(n, np.int64)  # per eligible cell: its rows [lo, hi), flags
+    hi_of = np.zeros(n, np.int64)
+    inside_of = np.zeros(n, np.int64)
+    full_of = np.zeros(n, np.int64)
+    weight = np.zeros(n, np.float64)
+    _root(p, bound_data, mode, branch, ub, ivm)
+    _overlap(V, 0, starts, ends, 0, k, found)
+    root_lo, root_hi, root_inside, root_full = found[0], found[1], found[2], found[3]
+    for probe in range(out.shape[0]):
+        if probe > 0:
+            _root(p, bound_data, mode, branch, ub, ivm)
+        lo, hi, full = root_lo, root_hi, root_full
+        scale = 1.0
+        total = float(root_inside)
+        for level in range(n - 1):
+            # the children (cells of row ``level``) that exist and meet the work, and their weights
+            cells = n - level
+            mass = 0.0
+            for c in range(cells):
+                weight[c] = 0.0
+                if M[level, c] < 0:
+                    continue
+                if full:
+                    inside_of[c], full_of[c] = 1, 1
+                else:
+                    V[level] = c
+                    _overlap(V, level + 1, starts, ends, lo, hi, found)
+                    if found[0] >= found[1]:
+                        continue
+                    lo_of[c], hi_of[c], inside_of[c], full_of[c] = found[0], found[1], found[2], found[3]
+                lb = lbf[c] if dirs[level] == 0 else lbb[c]
+                weight[c] = float(ub - lb) ** alpha if ub > lb else 1.0
+                mass += weight[c]
+            if mass == 0.0:
+                break
+            draw = np.random.random() * mass
+            chosen = -1
+            for c in range(cells):
+                if weight[c] > 0.0:
+                    chosen = c
+                    draw -= weight[c]
+                    if draw < 0.0:
+                        break
+            scale *= mass / weight[chosen]
+            total += scale * inside_of[chosen]
+            V[level] = chosen
+            if not full:
+                lo, hi, full = lo_of[chosen], hi_of[chosen], full_of[chosen]
+            if level + 1 == n - 1:
+                break  # the node's only child is a leaf: leaves are not nodes
+            _enter(p, bound_data, mode, branch, ub, ivm, level)
+        out[probe] = total
+
+
+@_jit
+def count_nodes(p, bound_data, mode, branch, ub, ivm, starts, ends):
+    """The exact number of nodes an explorer of the work decomposes under a fixed ``ub`` (every
+    child that a probe could enter, entered: a depth-first walk; for tests, small trees)."""
+    M, V, dirs, F, B, R, end, sc, best, work, scheduled = ivm
+    n = p.shape[0]
+    k = starts.shape[0]
+    found = np.zeros(4, np.int64)
+    lo = np.zeros(n + 1, np.int64)  # the rows meeting the node at each level, and whether it is inside the work
+    hi = np.zeros(n + 1, np.int64)
+    full = np.zeros(n + 1, np.int64)
+    _root(p, bound_data, mode, branch, ub, ivm)
+    _overlap(V, 0, starts, ends, 0, k, found)
+    lo[0], hi[0], full[0] = found[0], found[1], found[3]
+    total = found[2]
+    if n == 1:
+        return total
+    level = 0
+    V[0] = 0
+    while True:
+        if V[level] >= n - level:  # row done: back to the parent's next cell
+            if level == 0:
+                return total
+            V[level] = 0
+            level -= 1
+            V[level] += 1
+            continue
+        if M[level, V[level]] < 0:
+            V[level] += 1
+            continue
+        if full[level]:
+            found[0], found[1], found[2], found[3] = lo[level], hi[level], 1, 1
+        else:
+            _overlap(V, level + 1, starts, ends, lo[level], hi[level], found)
+            if found[0] >= found[1]:
+                V[level] += 1
+                continue
+        total += found[2]
+        if level + 1 == n - 1:
+            V[level] += 1
+            continue
+        _enter(p, bound_data, mode, branch, ub, ivm, level)
+        level += 1
+        lo[level], hi[level], full[level] = found[0], found[1], found[3]
+        V[level] = 0
+
+
+def work_rows(work: WorkUnit) -> tuple[np.ndarray, np.ndarray]:
+    """``(starts, ends)``: the work's intervals as factoradic digit rows, an end of n! as ``[n, 0, ...]``."""
+    starts, ends, end_is_total = work.to_digit_arrays()
+    ends[end_is_total, 0] = work.n
+    return np.ascontiguousarray(starts), np.ascontiguousarray(ends)
+
+
+class Prober:
+    """Probes of one instance's tree under a bound and a branching rule (one IVM's scratch arrays)."""
+
+    def __init__(self, p: np.ndarray, *, bound: str = "lb1", branch: str = "minmin", alpha: float = ALPHA) -> None:
+        self.problem = Problem(p, BOUND_NAMES[bound], BRANCH_NAMES[branch])
+        self.ivm = IVM(self.problem)
+        self.alpha = float(alpha)
+
+    def probes(self, work: WorkUnit, ub: int, count: int, seed: int = 0) -> np.ndarray:
+        """``count`` probe estimates of the nodes left in ``work`` under ``ub`` (zeros for no work)."""
+        out = np.zeros(count, np.float64)
+        if work and count:
+            pr = self.problem
+            starts, ends = work_rows(work)
+            probe_batch(pr.p, pr.bound_data, pr.mode, pr.branch, int(ub), self.ivm.arrays, starts, ends, self.alpha,
+                        seed, out)  # fmt: skip
+        return out
+
+    def exact(self, work: WorkUnit, ub: int) -> int:
+        """The exact node count of ``work`` under a fixed ``ub`` (a full walk: small trees only)."""
+        if not work:
+            return 0
+        pr = self.problem
+        starts, ends = work_rows(work)
+        return int(count_nodes(pr.p, pr.bound_data, pr.mode, pr.branch, int(ub), self.ivm.arrays, starts, ends))
+
+    def estimate(self, work: WorkUnit, ub: int, *, seconds: float = 0.3, max_probes: int = 1 << 20,
+                 seed: int = 0) -> NodeEstimate:  # fmt: skip
+        """Probe ``work`` for about ``seconds`` (at least one batch) and summarise (:func:`summarise`)."""
+        started = time.perf_counter()
+        if not work:
+            return NodeEstimate(0.0, 0.0, 0.0, 0, 0.0)
+        batches = []
+        done = 0
+        while done < max_probes:
+            count = min(BATCH, max_probes - done)
+            batches.append(self.probes(work, ub, count, seed=(seed * 1_000_003 + len(batches)) % (1 << 32)))
+            done += count
+            if time.perf_counter() - started >= seconds:
+                break
+        return summarise(np.concatenate(batches), time.perf_counter() - started)
+
+
+def summarise(values: np.ndarray, seconds: float = 0.0, resamples: int = 200, seed: int = 0) -> NodeEstimate:
+    """The mean of probe estimates and a bootstrap percentile interval (2.5 %-97.5 %) of that mean."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        return NodeEstimate(math.nan, math.nan, math.nan, 0, seconds)
+    mean = float(values.mean())
+    rng = np.random.default_rng(seed)
+    means = np.array([values[rng.integers(0, values.size, values.size)].mean() for _ in range(resamples)])
+    low, high = np.quantile(means, [0.025, 0.975])
+    return NodeEstimate(mean, float(min(low, mean)), float(max(high, mean)), int(values.size), seconds)

@@ -1,0 +1,118 @@
+"""Estimates of the nodes left (``search.estimate``): the probes walk the explorers' own tree.
+
+The exact walk of the probed tree must count what the CPU explorer counts, for any bound,
+branching rule and work unit (UB = optimum: the tree is fixed).  The probes' mean must then match
+that count: each probe is an unbiased estimate (Knuth 1975, with any positive child weights), so
+the mean of K probes lies within a few standard errors of the truth; 5 standard errors leave a
+chance below 1e-6 per comparison under the central limit theorem (these trees are small, so the
+variance is finite and K = 20,000 is in its range), and the seeds are fixed.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from pbbflow.flowshop.evaluation import brute_force_optimum
+from pbbflow.flowshop.taillard import taillard_instance
+from pbbflow.search.estimate import Prober, summarise
+from pbbflow.search.explorer import explore
+from pbbflow.search.factoradic import factorial
+from pbbflow.search.intervals import WorkUnit
+
+BOUNDS = ("lb1", "lb2", "lb1+lb2")
+BRANCHES = ("forward", "backward", "minmin", "minbranch")
+PROBES = 20_000
+TOLERANCE_SE = 5.0
+
+
+def random_instances(seed, count, low_n=1, high_n=8):
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        n = int(rng.integers(low_n, high_n + 1))
+        yield rng.integers(1, 40, size=(n, int(rng.integers(2, 6)))).astype(np.int32)
+
+
+def units(n: int, rng) -> list[WorkUnit]:
+    """The whole space, a random interval, and three random disjoint ones."""
+    total = int(factorial(n))
+    a, b = sorted(int(x) for x in rng.integers(0, total + 1, 2))
+    cuts = sorted(int(x) for x in rng.integers(0, total + 1, 6))
+    return [WorkUnit.full(n), WorkUnit(n, [(a, b)]), WorkUnit(n, list(zip(cuts[0::2], cuts[1::2])))]
+
+
+@pytest.mark.parametrize(("bound", "branch"), list(itertools.product(BOUNDS, BRANCHES)))
+def test_the_exact_walk_counts_what_the_explorer_counts(bound, branch):
+    rng = np.random.default_rng(5)
+    for p in random_instances(6, 8):
+        optimum, _ = brute_force_optimum(p)
+        prober = Prober(p, bound=bound, branch=branch)
+        for work in units(p.shape[0], rng):
+            assert prober.exact(work, optimum) == explore(p, work, optimum, bound=bound, branch=branch).nodes
+
+
+def slices():
+    """Random 7-9 job instances and Taillard slices, with their optima."""
+    for p in [*random_instances(7, 3, 7, 9), taillard_instance(1).p[:8], taillard_instance(11).p[:9]]:
+        p = np.ascontiguousarray(p)
+        yield p, brute_force_optimum(p)[0]
+
+
+@pytest.mark.parametrize("slack", [0, 25])
+def test_the_mean_of_the_probes_is_the_node_count(slack):
+    """UB at the optimum (the explorer's own count) and above it (the fixed-UB tree's count)."""
+    checked = 0
+    for p, optimum in slices():
+        ub = optimum + slack
+        prober = Prober(p)
+        work = WorkUnit.full(p.shape[0])
+        exact = prober.exact(work, ub)
+        if slack == 0:
+            assert exact == explore(p, work, ub).nodes
+        values = prober.probes(work, ub, PROBES, seed=1)
+        se = values.std(ddof=1) / np.sqrt(values.size)
+        assert abs(values.mean() - exact) <= TOLERANCE_SE * se + 1e-9, (exact, values.mean(), se)
+        checked += exact > 1
+    assert checked >= 3  # not only trivial trees
+
+
+def test_the_probes_keep_to_the_work():
+    """An estimate over [a, b) and over two intervals against an exploration of the same work."""
+    rng = np.random.default_rng(8)
+    for p, optimum in slices():
+        n = p.shape[0]
+        total = int(factorial(n))
+        a, b = total // 5, total * 3 // 4
+        c = int(rng.integers(b, total))
+        prober = Prober(p, alpha=0.0)  # Knuth's uniform choice is unbiased too
+        for work in (WorkUnit(n, [(a, b)]), WorkUnit(n, [(0, a // 3), (b, c)])):
+            actual = explore(p, work, optimum).nodes
+            assert prober.exact(work, optimum) == actual
+            values = prober.probes(work, optimum, PROBES, seed=2)
+            se = values.std(ddof=1) / np.sqrt(values.size)
+            assert abs(values.mean() - actual) <= TOLERANCE_SE * se + 1e-9, (actual, values.mean(), se)
+
+
+def test_no_work_no_nodes():
+    p = taillard_instance(1).p
+    prober = Prober(p)
+    empty = WorkUnit.empty(20)
+    assert prober.exact(empty, 1278) == 0
+    assert not prober.probes(empty, 1278, 10).any()
+    estimate = prober.estimate(empty, 1278)
+    assert (estimate.nodes, estimate.low, estimate.high, estimate.probes) == (0.0, 0.0, 0.0, 0)
+
+
+def test_an_estimate_is_bounded_in_time_and_its_range_holds_the_mean():
+    p = taillard_instance(21).p
+    estimate = Prober(p).estimate(WorkUnit.full(20), 2297, seconds=0.2)
+    assert estimate.probes >= 64 and estimate.seconds < 2.0
+    assert 0 < estimate.low <= estimate.nodes <= estimate.high
+    # ta021 with UB = optimum is 447,987,895 nodes (benchmarks/results/gpu_explorer_h200_2026-11-30.json)
+    assert 447_987_895 / 20 < estimate.nodes < 447_987_895 * 20
+
+
+def test_summarise():
+    estimate = summarise(np.array([1.0, 2.0, 3.0, 100.0]), seconds=0.5)
+    assert estimate.nodes == 26.5 and estimate.low <= 26.5 <= estimate.high and estimate.probes == 4
+    assert np.isnan(summarise(np.zeros(0)).nodes)

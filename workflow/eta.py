@@ -1,0 +1,189 @@
+"""A run's ETA: its family's estimate of the nodes left, divided by the recent node rate.
+
+A family whose run instance has ``estimate_left`` (``family.EstimatesWork``; flow shop: random
+probes of the explorers' tree, ``search.estimate``) is asked for an estimate of the nodes left in
+the remaining work under the incumbent, on a background thread of the driver, every
+``REFRESH_SECONDS`` for ``ESTIMATE_SECONDS``: a checkpoint or a poll never waits for it, except
+the final checkpoint, which gets one estimate of the final work.  Between two estimates the nodes
+done since are taken off.  The run store keeps the estimates as series columns (``COLUMNS``,
+absent from older stores and from families without estimates): ``info`` and the final result
+read the ETA from there.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+ESTIMATE_SECONDS = 0.3  # probing per estimate (one thread, the GIL released)
+REFRESH_SECONDS = 10.0  # a new estimate of the remaining work this often
+RATE_WINDOW_S = 60.0  # the node rate of the ETA: over this much of the latest samples
+COLUMNS = ("estimate_nodes", "estimate_low", "estimate_high")  # run-store series: nodes left, its range
+
+
+@dataclass(frozen=True)
+class Eta:
+    """Nodes left (estimate and range) and the time they take at ``nodes_per_s``; None: unknown."""
+
+    nodes_left: float | None = None
+    nodes_low: float | None = None
+    nodes_high: float | None = None
+    nodes_per_s: float | None = None
+
+    def seconds(self, nodes: float | None) -> float | None:
+        if nodes is None or not self.nodes_per_s:
+            return None
+        return nodes / self.nodes_per_s
+
+    def as_json(self) -> dict:
+        """The ``estimate`` of a result: nodes left, its low-high range, the rate, the ETA and its range."""
+        return {
+            "estimated_nodes_left": _round(self.nodes_left),
+            "estimated_nodes_low": _round(self.nodes_low),
+            "estimated_nodes_high": _round(self.nodes_high),
+            "nodes_per_s": _round(self.nodes_per_s),
+            "eta_s": _round(self.seconds(self.nodes_left), 1),
+            "eta_low_s": _round(self.seconds(self.nodes_low), 1),
+            "eta_high_s": _round(self.seconds(self.nodes_high), 1),
+        }
+
+    def text(self) -> str | None:
+        """``ETA 3m10s (1m02s-12m)``; None when unknown."""
+        eta = self.seconds(self.nodes_left)
+        if eta is None:
+            return None
+        low, high = self.seconds(self.nodes_low), self.seconds(self.nodes_high)
+        span = "" if low is None or high is None else f" ({duration(low)}-{duration(high)})"
+        return f"ETA {duration(eta)}{span}"
+
+
+def _round(value: float | None, digits: int = 0) -> float | None:
+    if value is None or not math.isfinite(value):
+        return None
+    return round(float(value), digits) if digits else float(round(value))
+
+
+def duration(seconds: float) -> str:
+    """Two units at most: '45s', '3m10s', '2h05m', '3d04h', '12y'."""
+    s = int(round(max(seconds, 0.0)))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    if s < 365 * 86400:
+        return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+    return f"{s / (365.25 * 86400):.3g}y"
+
+
+def recent_rates(t: np.ndarray, nodes: np.ndarray, window: float = RATE_WINDOW_S) -> np.ndarray:
+    """Nodes/s at each sample over the samples of the ``window`` seconds before it (NaN at the first
+    sample, or where no time passed)."""
+    t, nodes = np.asarray(t, dtype=float), np.asarray(nodes, dtype=float)
+    first = np.searchsorted(t, t - window, side="left")
+    span = t - t[first]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(span > 0, (nodes - nodes[first]) / span, np.nan)
+
+
+def recent_rate(t: np.ndarray, nodes: np.ndarray, window: float = RATE_WINDOW_S) -> float | None:
+    """Nodes/s over the last ``window`` seconds of samples; None when unknown or 0."""
+    if len(t) < 2:
+        return None
+    rate = float(recent_rates(t, nodes, window)[-1])
+    return rate if math.isfinite(rate) and rate > 0 else None
+
+
+def _number(value: Any) -> float | None:
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def eta_of(series: Mapping[str, Any]) -> Eta:
+    """The ETA as of a run's last sample: its estimate columns and its recent node rate."""
+    if not all(c in series for c in COLUMNS) or len(series.get("t", ())) == 0:
+        return Eta()
+    left, low, high = (_number(np.asarray(series[c])[-1]) for c in COLUMNS)
+    if left == 0:  # nothing left: the ETA is 0 whatever the rate
+        return Eta(0.0, 0.0, 0.0, math.inf)
+    return Eta(left, low, high, recent_rate(series["t"], series["nodes"]))
+
+
+def eta_curve(t, nodes, left, low, high, window: float = RATE_WINDOW_S) -> tuple[np.ndarray, ...]:
+    """The ETA, and its low and high ends, in seconds at each sample (NaN where unknown)."""
+    rate = recent_rates(t, nodes, window)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return tuple(np.where(rate > 0, np.asarray(v, dtype=float) / rate, np.nan) for v in (left, low, high))
+
+
+class Estimator:
+    """Estimates of a run's nodes left from its instance's ``estimate_left``, made on a thread of
+    their own; disabled (``enabled`` False) for a family without estimates."""
+
+    def __init__(self, instance: Any, seconds: float = ESTIMATE_SECONDS, every: float = REFRESH_SECONDS) -> None:
+        self.instance, self.seconds, self.every = instance, seconds, every
+        self.enabled = callable(getattr(instance, "estimate_left", None))
+        self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pbbflow-estimate")
+        self.pending: Future | None = None
+        self.asked = -math.inf  # when the last estimate was asked for (time.monotonic)
+        self.lock = threading.Lock()
+        self.latest: tuple[int, tuple[float, float, float]] | None = None  # (nodes done then, estimate)
+        self.sent: tuple | None = None  # the last estimate handed out by ``fresh``
+
+    def due(self, now: float) -> bool:
+        """Whether to ask for a new estimate now (none under way, the last one old enough)."""
+        return self.enabled and now - self.asked >= self.every and (self.pending is None or self.pending.done())
+
+    def refresh(self, now: float, state: dict) -> None:
+        """Estimate the work of the coordinator's ``state`` (with its intervals) in the background."""
+        self.asked = now
+        self.pending = self.thread.submit(self._estimate, state["remaining"], state["ub"], state["nodes"])
+
+    def final(self, state: dict) -> None:
+        """Estimate the final work now (after any estimate under way)."""
+        if not self.enabled:
+            return
+        if self.pending is not None:
+            self.pending.result()  # the prober's arrays are one thread's at a time
+        self._estimate(state["remaining"], state["ub"], state["nodes"])
+
+    def _estimate(self, data: bytes, ub: Any, nodes: int) -> None:
+        try:
+            work = self.instance.decode_work(data=data)
+            estimate = (0.0, 0.0, 0.0) if not work else self.instance.estimate_left(work, ub, self.seconds)
+        except Exception:  # an estimate is advice: the run goes on without it
+            logging.getLogger(__name__).warning("pbbflow: no estimate of the work left", exc_info=True)
+            return
+        if estimate is not None:
+            with self.lock:
+                self.latest = (nodes, tuple(float(v) for v in estimate))
+
+    def left(self, nodes: int) -> tuple[float, float, float] | None:
+        """(nodes left, low, high) now that ``nodes`` are done: the latest estimate less the nodes done
+        since (never below 0); None before the first estimate."""
+        with self.lock:
+            latest = self.latest
+        if latest is None:
+            return None
+        since = max(0, nodes - latest[0])
+        return tuple(max(0.0, v - since) for v in latest[1])
+
+    def fresh(self) -> tuple[int, tuple[float, float, float]] | None:
+        """The latest estimate if it was not handed out before (for the coordinator's page)."""
+        with self.lock:
+            latest = self.latest
+        if latest is None or latest is self.sent:
+            return None
+        self.sent = latest
+        return latest
+
+    def close(self) -> None:
+        self.thread.shutdown(wait=True, cancel_futures=True)
