@@ -394,7 +394,8 @@ def _final_checkpoint(session: _Session, hurry: threading.Event,
     failed = _failed_task(session.futures)
     state = session.call("pbbflow_state", intervals=True)
     searched = time.monotonic()
-    session.estimator.final(state)
+    if not hurry.is_set():  # a second signal wants the checkpoint now: the last estimate stands
+        session.estimator.final(state)
     session.sample(state)
     session.checkpoint(state, final=True)
     if timings is not None:
