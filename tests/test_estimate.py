@@ -9,16 +9,18 @@ variance is finite and K = 20,000 is in its range), and the seeds are fixed.
 """
 
 import itertools
+import random
 
 import numpy as np
 import pytest
 
 from pbbflow.flowshop.evaluation import brute_force_optimum
 from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.search.estimate import Prober, summarise
+from pbbflow.search.estimate import Prober, summarise, work_rows
 from pbbflow.search.explorer import explore
 from pbbflow.search.factoradic import factorial
 from pbbflow.search.intervals import WorkUnit
+from pbbflow.search.packed import PackedUnit
 
 BOUNDS = ("lb1", "lb2", "lb1+lb2")
 BRANCHES = ("forward", "backward", "minmin", "minbranch")
@@ -116,3 +118,18 @@ def test_summarise():
     estimate = summarise(np.array([1.0, 2.0, 3.0, 100.0]), seconds=0.5)
     assert estimate.nodes == 26.5 and estimate.low <= 26.5 <= estimate.high and estimate.probes == 4
     assert np.isnan(summarise(np.zeros(0)).nodes)
+
+
+@pytest.mark.parametrize("n", [5, 20, 50])
+def test_work_rows_are_the_digits_of_the_intervals(n):
+    """Through packed limbs, as the digit arrays of gmpy2 integers: many intervals, one ending at n!."""
+    total = int(factorial(n))
+    draw = random.Random(n)
+    cuts = sorted({draw.randrange(1, total) for _ in range(41)})
+    work = WorkUnit(n, [(0, 1), *itertools.pairwise(cuts)][::2] + [(cuts[-1], total)])
+    starts, ends, end_is_total = work.to_digit_arrays()
+    ends[end_is_total, 0] = n
+    assert end_is_total[-1] and len(work) > 10
+    for given in (work, PackedUnit.from_work_unit(work)):
+        rows = work_rows(given)
+        assert np.array_equal(rows[0], starts) and np.array_equal(rows[1], ends)
