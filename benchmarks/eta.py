@@ -13,6 +13,7 @@ run took for the rest.  Estimators compared, all from probes of the same duratio
 
     python benchmarks/eta.py --instances ta028 ta029 ta030 --out eta.json
     python benchmarks/eta.py --backend gpu --ivms 16384                      # ta021-ta030, ta023 forward
+    python benchmarks/eta.py --instances ta021 --totals benchmarks/results/eta_gpu_h200_2026-12-01.json
     NUMBA_ENABLE_CUDASIM=1 python benchmarks/eta.py --backend gpu --instances ta001 --jobs 8 --ivms 4
 """
 
@@ -83,19 +84,24 @@ def estimates(p, branch, ub, left, done, nodes_done: int, seconds: float) -> dic
     return out
 
 
-def run_one(spec: str, backend: str, threads: int, ivms: int, jobs: int | None, seconds: float) -> dict:
+def run_one(spec: str, backend: str, threads: int, ivms: int, jobs: int | None, seconds: float,
+            known_total: int | None = None) -> dict:  # fmt: skip
+    """``known_total``: the tree's node count from an earlier finished run (the full run is then
+    skipped, and the seconds left are not known)."""
     from pbbflow.search.intervals import WorkUnit
 
     name, p, branch, ub = instance(spec, jobs)
     n = p.shape[0]
     explore = explorer(backend, threads, ivms)
     explore(p, WorkUnit.full(n), ub, branch=branch, max_nodes=1000)  # warm-up: compile or load
-    started = time.perf_counter()
-    full = explore(p, WorkUnit.full(n), ub, branch=branch)
-    total_s = time.perf_counter() - started
-    if full.remaining or full.best_makespan is not None:
-        raise RuntimeError(f"{name}: UB {ub} is not the optimum or the search did not finish")
-    total = full.nodes
+    total_s = None
+    if known_total is None:
+        started = time.perf_counter()
+        full = explore(p, WorkUnit.full(n), ub, branch=branch)
+        total_s = time.perf_counter() - started
+        if full.remaining or full.best_makespan is not None:
+            raise RuntimeError(f"{name}: UB {ub} is not the optimum or the search did not finish")
+    total = full.nodes if known_total is None else known_total
     points = []
     for share in POINTS:
         started = time.perf_counter()
@@ -117,11 +123,13 @@ def run_one(spec: str, backend: str, threads: int, ivms: int, jobs: int | None, 
         points.append({
             "share_done": share, "nodes_done": part.nodes, "seconds_done": round(part_s, 3),
             "remaining_fraction": left.fraction_of_space(), "actual_nodes_left": actual_left,
-            "actual_seconds_left": round(total_s - part_s, 2), "rate_nodes_per_s": round(rate),
+            "actual_seconds_left": None if total_s is None else round(total_s - part_s, 2),
+            "rate_nodes_per_s": round(rate),
             "estimates": predicted, "summary": summary,
         })  # fmt: skip
     return {"instance": name, "branch": branch, "ub": ub, "backend": backend, "total_nodes": total,
-            "total_seconds": round(total_s, 3), "points": points}  # fmt: skip
+            "total_known_from": None if known_total is None else "--totals",
+            "total_seconds": None if total_s is None else round(total_s, 3), "points": points}  # fmt: skip
 
 
 def overall(runs: list[dict]) -> dict:
@@ -154,19 +162,29 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=None, help="probing per estimate (default: the driver's)")
     parser.add_argument("--out", default=None, help="also write the JSON here")
     parser.add_argument("--commit", default=None, help="the pbbflow commit measured (default: git HEAD)")
+    parser.add_argument("--totals", default=None, metavar="JSON",
+                        help="an earlier run's JSON: its instances' node counts stand for the full runs")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--total", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     from pbbflow.workflow.eta import ESTIMATE_SECONDS
 
     seconds = ESTIMATE_SECONDS if args.seconds is None else args.seconds
     if args.one:  # a fresh process per instance
-        print(json.dumps(run_one(args.one, args.backend, args.threads, args.ivms, args.jobs, seconds)))
+        print(json.dumps(run_one(args.one, args.backend, args.threads, args.ivms, args.jobs, seconds, args.total)))
         return
+    totals = {}
+    if args.totals:
+        with open(args.totals) as f:
+            totals = {(r["instance"], r["branch"]): r["total_nodes"] for r in json.load(f)["runs"]}
     runs = []
     for spec in args.instances:
         command = [sys.executable, __file__, "--one", spec, "--backend", args.backend, "--threads", str(args.threads),
                    "--ivms", str(args.ivms), "--seconds", str(seconds)]  # fmt: skip
         command += ["--jobs", str(args.jobs)] if args.jobs else []
+        name, _, branch = spec.partition(":")
+        if (name, branch or "minmin") in totals:
+            command += ["--total", str(totals[name, branch or "minmin"])]
         runs.append(json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout))
         brief = {k: runs[-1][k] for k in ("instance", "branch", "total_nodes", "total_seconds")}
         print(json.dumps(brief), file=sys.stderr)
