@@ -24,7 +24,7 @@ from ..spatial.problem import ProblemError
 from ..storage.runstore import RunStore, RunStoreError
 from ..workflow.cluster import ClusterError, slurm_job_script
 from ..workflow.fastexit import exit_without_final_gc
-from ..workflow.run import finished, result_of, with_eta
+from ..workflow.run import finished, result_of
 from ..workflow.warmup import warm_client, warm_worker
 from . import minimize
 from .arguments import add_run_options, parse_duration, seed, upper_bound
@@ -184,7 +184,7 @@ def _plot(args: argparse.Namespace) -> int:
 
 def _info(args: argparse.Namespace) -> int:
     store = RunStore.open(args.run)
-    result = with_eta(result_of(store), store)
+    result = result_of(store)
     latest = store.latest()
     result["options"] = store.options
     result["checkpoint"] = latest.seq

@@ -4,6 +4,7 @@ estimator, the progress bar and the dashboard page."""
 import io
 import math
 import shutil
+import time
 import types
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from pbbflow.search.family import FlowShopRun, create_flowshop_run
 from pbbflow.search.intervals import WorkUnit
 from pbbflow.storage.runstore import RunStore
 from pbbflow.workflow.eta import COLUMNS, Eta, Estimator, duration, eta_curve, eta_of, recent_rate
-from pbbflow.workflow.run import Progress, _Session, with_eta
+from pbbflow.workflow.run import Progress, _Session, result_of
 
 FORMAT_2 = Path(__file__).parent / "data" / "format2-ta021-stopped.zarr"
 FIELDS = {"estimated_nodes_left", "estimated_nodes_low", "estimated_nodes_high", "nodes_per_s", "eta_s", "eta_low_s",
@@ -50,7 +51,7 @@ def test_a_store_without_estimates_has_an_unknown_eta(tmp_path):
     shutil.copytree(FORMAT_2, path)
     store = RunStore.open(path)
     assert not set(COLUMNS) & set(store.latest().series)
-    assert with_eta({"status": "limit"}, store)["estimate"] == dict.fromkeys(FIELDS)
+    assert result_of(store)["estimate"] == dict.fromkeys(FIELDS)
 
 
 def test_a_resumed_old_store_gets_estimate_columns_padded_with_nan(tmp_path):
@@ -130,3 +131,22 @@ def test_the_dashboard_shows_the_eta():
     header = view.draw(history)
     assert "ETA 27s (7s-1m27s)" in header
     assert view.etas.data["eta"][-1] == 27.0 and np.isnan(view.etas.data["eta"][0])
+
+
+def test_the_final_estimate_of_a_finished_run_does_not_wait_and_is_not_overwritten():
+    """No work left: the final estimate is 0 at once, and one still under way is dropped when it ends."""
+    class Slow:
+        def decode_work(self, data):
+            return [data] if data else []
+
+        def estimate_left(self, work, ub, seconds):
+            time.sleep(0.5)
+            return (100.0, 50.0, 200.0)
+
+    estimator = Estimator(Slow(), seconds=0.0, every=0.0)
+    estimator.refresh(0.0, {"remaining": b"work", "ub": 1, "nodes": 10})
+    started = time.monotonic()
+    estimator.final({"remaining": b"", "ub": 1, "nodes": 20})
+    assert time.monotonic() - started < 0.3 and estimator.left(20) == (0.0, 0.0, 0.0)
+    estimator.close()  # waits for the slow estimate, which ends after the final one
+    assert estimator.left(20) == (0.0, 0.0, 0.0)

@@ -136,6 +136,7 @@ class Estimator:
         self.asked = -math.inf  # when the last estimate was asked for (time.monotonic)
         self.lock = threading.Lock()
         self.latest: tuple[int, tuple[float, float, float]] | None = None  # (nodes done then, estimate)
+        self.generation = 0  # estimates asked for before the final one are dropped when they end after it
         self.sent: tuple | None = None  # the last estimate handed out by ``fresh``
 
     def due(self, now: float) -> bool:
@@ -145,17 +146,21 @@ class Estimator:
     def refresh(self, now: float, state: dict) -> None:
         """Estimate the work of the coordinator's ``state`` (with its intervals) in the background."""
         self.asked = now
-        self.pending = self.thread.submit(self._estimate, state["remaining"], state["ub"], state["nodes"])
+        self.pending = self.thread.submit(self._estimate, state["remaining"], state["ub"], state["nodes"],
+                                          self.generation)  # fmt: skip
 
     def final(self, state: dict) -> None:
-        """Estimate the final work now (after any estimate under way)."""
+        """Estimate the final work now: at once where none is left (an estimate under way is then
+        dropped), else after any estimate under way (the prober's arrays are one thread's at a time)."""
         if not self.enabled:
             return
-        if self.pending is not None:
-            self.pending.result()  # the prober's arrays are one thread's at a time
-        self._estimate(state["remaining"], state["ub"], state["nodes"])
+        with self.lock:
+            self.generation += 1
+        if self.pending is not None and state["remaining"]:
+            self.pending.result()
+        self._estimate(state["remaining"], state["ub"], state["nodes"], self.generation)
 
-    def _estimate(self, data: bytes, ub: Any, nodes: int) -> None:
+    def _estimate(self, data: bytes, ub: Any, nodes: int, generation: int) -> None:
         try:
             work = self.instance.decode_work(data=data)
             estimate = (0.0, 0.0, 0.0) if not work else self.instance.estimate_left(work, ub, self.seconds)
@@ -164,7 +169,8 @@ class Estimator:
             return
         if estimate is not None:
             with self.lock:
-                self.latest = (nodes, tuple(float(v) for v in estimate))
+                if generation == self.generation:
+                    self.latest = (nodes, tuple(float(v) for v in estimate))
 
     def left(self, nodes: int) -> tuple[float, float, float] | None:
         """(nodes left, low, high) now that ``nodes`` are done: the latest estimate less the nodes done

@@ -79,20 +79,15 @@ def create_run(path, instance: RunInstance, *, work: StoredWork, incumbent: Any 
 
 
 def result_of(store: RunStore) -> dict:
-    """The JSON result of the run as of its last checkpoint (RunStoreError if the result recorded
-    there disagrees with the checkpoint's state)."""
+    """The JSON result of the run as of its last checkpoint, with the ``estimate`` of the work left
+    (RunStoreError if the result recorded there disagrees with the checkpoint's state)."""
     cp = store.latest()
     result = _result(store, cp.remaining, cp.incumbent, cp.solution, cp.settled, cp.nodes, cp.leaves, cp.elapsed_s)
     recorded = cp.result
     if recorded is not None and (not isinstance(recorded, dict) or recorded != {**result, "run": recorded.get("run")}):
         raise RunStoreError(store.path, f"checkpoint {cp.seq} records a result that disagrees with its state")
-    return result
-
-
-def with_eta(result: dict, store: RunStore) -> dict:
-    """``result`` with the ``estimate`` of the work left as of the store's last checkpoint
-    (``workflow.eta``; its fields are null when unknown)."""
-    return {**result, "estimate": eta_of(store.latest().series).as_json()}
+    # the estimate of the work left as of the last checkpoint (``workflow.eta``; null fields when unknown)
+    return {**result, "estimate": eta_of(cp.series).as_json()}
 
 
 def finished(store: RunStore) -> bool:
@@ -117,6 +112,7 @@ class _Session:
         self.start = store.latest()
         self.run = uuid.uuid4().hex
         self.started = time.monotonic()
+        self.ended: float | None = None  # when the explorers stopped (the final checkpoint)
         self.series = {k: list(v) for k, v in self.start.series.items()} or {k: [] for k in SERIES}
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pbbflow-checkpoint")
         self.pending = None
@@ -192,7 +188,8 @@ class _Session:
                                 **kwargs)  # fmt: skip
 
     def elapsed(self) -> float:
-        return self.start.elapsed_s + time.monotonic() - self.started
+        """The run's search seconds: until now, or until its explorers stopped (``ended``)."""
+        return self.start.elapsed_s + (self.ended or time.monotonic()) - self.started
 
     def sample(self, state: dict) -> None:
         lower = state["lower_bound"]
@@ -291,7 +288,7 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
     hurry = hurry or threading.Event()
     store.claim()  # a no-op when the caller holds it already
     if finished(store) or stop.is_set():
-        return with_eta(result_of(store), store)
+        return result_of(store)
     warm_workers(client, *store.instance.worker_code())
     session = _Session(store, client, budget_s, ivms, heuristics)
     try:
@@ -317,7 +314,7 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
         session.close(after_error=True)
         raise
     session.close()
-    return with_eta(result_of(store), store)
+    return result_of(store)
 
 
 def _search(session: _Session, stop: threading.Event, time_limit: float | None, node_limit: int | None,
@@ -393,7 +390,7 @@ def _final_checkpoint(session: _Session, hurry: threading.Event,
             wait(running, timeout=POLL_SECONDS, return_when="FIRST_COMPLETED")
     failed = _failed_task(session.futures)
     state = session.call("pbbflow_state", intervals=True)
-    searched = time.monotonic()
+    searched = session.ended = time.monotonic()  # the search's clock stops here, not after the estimate
     if not hurry.is_set():  # a second signal wants the checkpoint now: the last estimate stands
         session.estimator.final(state)
     session.sample(state)
