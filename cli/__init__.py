@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -9,8 +10,12 @@ _STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _interrupted_while_starting(signum: int, frame) -> None:
-    print("pbbflow: interrupted while starting; nothing was changed", file=sys.stderr)
-    raise SystemExit(3)
+    """Exit at once, with 3: nothing has been written yet.  Raising ``SystemExit`` here could land
+    in code that swallows it (it did, in an import lock's weakref callback, and the command then
+    ran on to the end)."""
+    sys.stderr.write("pbbflow: interrupted while starting; nothing was changed\n")
+    sys.stderr.flush()
+    os._exit(3)
 
 
 def main() -> int:
