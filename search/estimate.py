@@ -29,7 +29,7 @@ import numpy as np
 from ..flowshop.bounds import BOUND_NAMES
 from ..gpu.factoradic import limbs_to_digits
 from .intervals import WorkUnit
-from .ivm import BRANCH_NAMES, IVM, Problem, _bound_and_prune, _descend, _fill_row
+from .ivm import BRANCH_NAMES, IVM, Problem, _bound_and_prune, _descend, _fill_row, set_root
 from .packed import PackedUnit
 
 ALPHA = 1.0  # child weights (UB - LB)**ALPHA: chosen on benchmarks/eta.py
@@ -109,27 +109,6 @@ def _overlap(V, length, starts, ends, lo, hi, out):
 
 
 @_jit
-def _root(p, bound_data, mode, branch, ub, ivm):
-    """The root's state in row 0 of the IVM's arrays, its children bounded and pruned."""
-    M, V, dirs, F, B, R, end, sc, best, work, scheduled = ivm
-    lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain = work
-    min_heads, min_tails, pairs, lags, orders = bound_data
-    n, m = p.shape
-    for l in range(n):
-        V[l] = 0
-        M[0, l] = l
-    for k in range(m):
-        F[0, k] = 0
-        B[0, k] = 0
-        total = 0
-        for j in range(n):
-            total += p[j, k]
-        R[0, k] = total
-    _bound_and_prune(0, p, min_heads, min_tails, pairs, lags, orders, mode, branch, M, dirs, F, B, R, ub,
-                     lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain, scheduled)
-
-
-@_jit
 def _enter(p, bound_data, mode, branch, ub, ivm, level):
     """Descend from the node at ``level`` into its cell ``V[level]``; bound the new node's children
     unless they are leaves."""
@@ -159,12 +138,12 @@ def probe_batch(p, bound_data, mode, branch, ub, ivm, starts, ends, alpha, seed,
     inside_of = np.zeros(n, np.int64)
     full_of = np.zeros(n, np.int64)
     weight = np.zeros(n, np.float64)
-    _root(p, bound_data, mode, branch, ub, ivm)
+    set_root(p, bound_data, mode, branch, ub, ivm)
     _overlap(V, 0, starts, ends, 0, k, found)
     root_lo, root_hi, root_inside, root_full = found[0], found[1], found[2], found[3]
     for probe in range(out.shape[0]):
         if probe > 0:
-            _root(p, bound_data, mode, branch, ub, ivm)
+            set_root(p, bound_data, mode, branch, ub, ivm)
         lo, hi, full = root_lo, root_hi, root_full
         scale = 1.0
         total = float(root_inside)
@@ -219,7 +198,7 @@ def count_nodes(p, bound_data, mode, branch, ub, ivm, starts, ends):
     lo = np.zeros(n + 1, np.int64)  # the rows meeting the node at each level, and whether it is inside the work
     hi = np.zeros(n + 1, np.int64)
     full = np.zeros(n + 1, np.int64)
-    _root(p, bound_data, mode, branch, ub, ivm)
+    set_root(p, bound_data, mode, branch, ub, ivm)
     _overlap(V, 0, starts, ends, 0, k, found)
     lo[0], hi[0], full[0] = found[0], found[1], found[3]
     total = found[2]

@@ -222,8 +222,8 @@ def _decode(M, V, dirs, out):
 
 
 @_jit
-def init_at(p, bound_data, mode, branch, ivm, start):
-    """Position the explorer at the factoradic ``start``; ancestors are decoded, not counted."""
+def set_root(p, bound_data, mode, branch, ub, ivm):
+    """The root's state in row 0 of the IVM's arrays (V at 0), its children bounded and pruned under ``ub``."""
     M, V, dirs, F, B, R, end, sc, best, work, scheduled = ivm
     lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain = work
     min_heads, min_tails, pairs, lags, orders = bound_data
@@ -238,8 +238,18 @@ def init_at(p, bound_data, mode, branch, ivm, start):
         for j in range(n):
             total += p[j, k]
         R[0, k] = total
-    _bound_and_prune(0, p, min_heads, min_tails, pairs, lags, orders, mode, branch, M, dirs, F, B, R, sc[UB],
+    _bound_and_prune(0, p, min_heads, min_tails, pairs, lags, orders, mode, branch, M, dirs, F, B, R, ub,
                      lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain, scheduled)
+
+
+@_jit
+def init_at(p, bound_data, mode, branch, ivm, start):
+    """Position the explorer at the factoradic ``start``; ancestors are decoded, not counted."""
+    M, V, dirs, F, B, R, end, sc, best, work, scheduled = ivm
+    lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain = work
+    min_heads, min_tails, pairs, lags, orders = bound_data
+    n, m = p.shape
+    set_root(p, bound_data, mode, branch, sc[UB], ivm)
     last_nonzero = -1
     for l in range(n):
         if start[l] != 0:
