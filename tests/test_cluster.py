@@ -283,17 +283,28 @@ def test_jobqueue_is_imported_in_any_thread_and_leaves_the_sigint_handler_alone(
     assert proc.stdout.strip() == "ok", proc.stderr
 
 
-def test_the_workers_pbbflow_starts_do_not_profile():
-    """Dask's worker profiler (a stack sample of every thread every 10 ms) slows a spatial explorer
-    (README, Performance): the clusters pbbflow starts turn it off, and only while they are open."""
+def test_the_clusters_pbbflow_starts_are_quiet():
+    """Dask's worker profiler (a stack sample of every thread every 10 ms), its event loops' ticks
+    (every 20 ms) and the worker's memory monitor (every 100 ms) slow the explorers (README,
+    Performance): the clusters pbbflow starts run without the first and with the others every
+    second, and only while they are open; Slurm jobs get the same through their environment."""
     import dask
 
-    from pbbflow.workflow.cluster import WORKER_PROFILE
+    from pbbflow.workflow.cluster import QUIET_DASK, WORKER_PROFILE, dask_environment
 
     with dask.config.set({WORKER_PROFILE: True}):
         with open_cluster("local", workers=1, threads_per_worker=1) as client:
             assert list(client.run(lambda: dask.config.get(WORKER_PROFILE)).values()) == [False]
             (worker,) = client.cluster.workers.values()
             assert "profile" not in worker.periodic_callbacks
+            for server in (worker, client.cluster.scheduler):
+                assert server.periodic_callbacks["tick"].callback_time == 1000
+            assert worker.periodic_callbacks["memory_monitor"].callback_time == 1000
         assert dask.config.get(WORKER_PROFILE) is True
-    assert "\nexport DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False\n" in slurm_job_script(SlurmOptions())
+    script = slurm_job_script(SlurmOptions())
+    exports = dask_environment(QUIET_DASK)
+    assert "export DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False" in exports
+    assert all(f"\n{line}\n" in script for line in exports)
+    environment = dict(line.removeprefix("export ").split("=") for line in exports)
+    with dask.config.set(dask.config.collect_env(environment)):  # what a job's workers read
+        assert all(dask.config.get(key) == value for key, value in QUIET_DASK.items())

@@ -33,7 +33,21 @@ KINDS = ("local", "address", "slurm")
 LOOPBACK = "127.0.0.1"
 CONNECT_SECONDS = 10.0  # how long a connection to a running scheduler may take
 WORKER_PROFILE = "distributed.worker.profile.enabled"
-WORKER_PROFILE_ENV = "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED"
+# Dask's settings for the clusters pbbflow starts, while they are open (Slurm jobs get them through
+# their environment).  Their explorers are fork-join numba loops over every core, and every wake-up
+# of another thread of the process delays a loop's slowest thread.  By default the worker samples
+# every thread's stack every 10 ms for its profile page (a spatial explorer's stack is deep Python);
+# the scheduler's and each worker's event loop "tick" 50 times a second to see whether they are
+# blocked (one second still tells a loop blocked for seconds, Dask's warning threshold), and the
+# worker reads its process's memory 10 times a second (pbbflow's tasks hold their own data).
+QUIET_DASK = {WORKER_PROFILE: False, "distributed.admin.tick.interval": "1s",
+              "distributed.worker.memory.monitor-interval": "1s"}  # fmt: skip
+
+
+def dask_environment(config: dict) -> list[str]:
+    """``config`` as shell lines exporting Dask's environment variables (``DASK_A__B__C=value``)."""
+    return [f"export DASK_{key.upper().replace('.', '__').replace('-', '_')}={value}" for key, value in config.items()]
+
 HTTP_PREFIX = "/"  # the http_prefix of the schedulers started here (Dask's default)
 logger = logging.getLogger(__name__)
 
@@ -136,7 +150,7 @@ def _slurm_cluster(slurm: SlurmOptions, dashboard_address: str):
         processes=1 if slurm.gpus_per_job else slurm.cores,
         walltime=slurm.walltime,
         job_extra_directives=directives,
-        job_script_prologue=[f"export {WORKER_PROFILE_ENV}=False", *slurm.prologue],
+        job_script_prologue=[*dask_environment(QUIET_DASK), *slurm.prologue],
         log_directory=log_directory,
         shared_temp_directory=shared,
         python=slurm.python,
@@ -395,12 +409,9 @@ def open_cluster(
             # LocalCluster has put back the log level it lowered: seen at the end of successful runs.
             logging.getLogger("distributed.batched").setLevel(logging.WARNING)
             devices = resolve_gpus(gpus) if kind == "local" else 0
-            # Dask's workers sample their threads' stacks every 10 ms for its profile page, a cost on a
-            # spatial explorer's deep Python stack: without it hs071 ran through the workflow +1.5 % over
-            # the bare exploration on 16 cores, with it +16-18 % on 2 cores (README, Performance).
-            # The workers pbbflow starts do not profile (local ones read this config; Slurm's and
-            # LocalCUDACluster's get it from their nanny or the job's environment).
-            stack.enter_context(dask.config.set({WORKER_PROFILE: False}))
+            # Local workers and schedulers read this config; LocalCUDACluster's workers get it from
+            # their nanny, Slurm's from the job's environment (README, Performance).
+            stack.enter_context(dask.config.set(QUIET_DASK))
             if kind == "slurm" or devices > 1:  # their schedulers start here with the dashboard: add the page
                 from ..viz.dashboard import register_page
 
