@@ -116,10 +116,13 @@ class BoxWork:
         return BoxWork(kept, self.space), BoxWork(given, self.space)
 
     def split_piece(self, min_split: int) -> tuple[BoxWork, BoxWork] | None:
-        """Half of the boxes (alternately by bound), or a single box bisected; None when that
-        cannot be done (an empty set, a box too small to split).  ``min_split`` is flow shop's."""
-        kept, given = self.split_half()
-        return (kept, given) if len(given) else None
+        """Half of the boxes (alternately by bound); None for fewer than two.  A box is cut only by
+        an explorer, which bounds the halves: the coordinator cut single boxes, unbounded, each time
+        a waiting explorer took one, until they were too small to split in floating point with
+        their first bound, a run ended as ``limit``.  ``min_split`` is flow shop's."""
+        if len(self) < 2:
+            return None
+        return self.split_half()
 
     def pieces(self) -> list[BoxWork]:
         b = self.boxes

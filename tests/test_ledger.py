@@ -4,6 +4,7 @@ loss), then its scheduler plugin on a gen_cluster."""
 import asyncio
 import math
 
+import numpy as np
 import pytest
 from distributed.utils_test import gen_cluster
 
@@ -217,3 +218,30 @@ def test_the_settled_bound_is_the_lowest_reported_and_survives_a_reopening():
     coordinator.checkpoint("r", "e", "w", unit((60, 100)).to_bytes(), settled=9.0)
     assert coordinator.state("r")["settled"] == 3.25
     assert Ledger(FULL, ub=100).settled == math.inf  # flow shop reports none
+
+
+def test_waiting_explorers_never_cut_a_spatial_box_the_explorers_have_not_bounded():
+    """Boxes are cut by explorers, which bound the halves: the ledger hands out a single box whole
+    however many explorers wait and ask again (it once cut it at each request, unbounded, until it
+    was too small to split in floating point with its first bound, and the run ended as limit)."""
+    from pbbflow.spatial.boxes import BoxSet
+
+    space = work_space("spatial", {"lower": [-1.0, -1.0], "upper": [1.0, 1.0]})
+    box = space.decode(BoxSet(np.array([[-1.0, -1.0]]), np.array([[1.0, 1.0]]), np.array([-5.0])).to_bytes())
+    def same(a, b) -> bool:
+        return all(np.array_equal(getattr(a.boxes, k), getattr(b.boxes, k)) for k in ("lo", "hi", "lb"))
+
+    ledger = Ledger(box, ub=0.0, pieces=3)
+    first = [ledger.checkpoint(f"e{i}", f"w{i}", space.empty()) for i in range(3)]
+    assert [r.action for r in first] == [REPLACE, WAIT, WAIT] and same(first[0].work, box)
+    for _ in range(200):  # the holder reports its box unexplored; the others wait and ask again
+        assert ledger.checkpoint("e0", "w0", box).action == CONTINUE
+        assert [ledger.checkpoint(e, w, space.empty()).action for e, w in (("e1", "w1"), ("e2", "w2"))] == [WAIT] * 2
+    assert not ledger.pool and same(ledger.remaining(), box)
+    two = space.decode(BoxSet(np.array([[-1.0, -1.0], [0.0, -1.0]]), np.array([[0.0, 1.0], [1.0, 1.0]]),
+                              np.array([-5.0, -4.0])).to_bytes())  # fmt: skip
+    reply = ledger.checkpoint("e0", "w0", two)  # two bounded boxes: one goes to a waiting explorer
+    assert reply.action == REPLACE and len(reply.work) == 1 and reply.hurry
+    given = ledger.checkpoint("e1", "w1", space.empty())
+    assert given.action == REPLACE and len(given.work) == 1
+    assert sorted(np.concatenate([reply.work.boxes.lb, given.work.boxes.lb])) == [-5.0, -4.0]

@@ -36,7 +36,10 @@ def _boxes(*rows) -> BoxWork:
 
 def test_the_ledger_hands_out_splits_and_recovers_boxes_without_losing_volume():
     space = _space()
-    ledger = Ledger(space.decode(BoxSet.root(PEAKS).to_bytes()), ub=math.inf, pieces=4)
+    assert len(Ledger(space.decode(BoxSet.root(PEAKS).to_bytes()), ub=math.inf, pieces=4).pool) == 1  # boxes
+    # are cut by explorers (which bound the halves), never by the ledger: start from the root's quadrants
+    quadrants = _boxes((-3, 0, -3, 0, -6.0), (0, 3, -3, 0, -6.0), (-3, 0, 0, 3, -6.0), (0, 3, 0, 3, -6.0))
+    ledger = Ledger(quadrants, ub=math.inf, pieces=4)
     assert len(ledger.pool) == 4 and ledger.remaining_fraction() == 1.0
     works = [ledger.checkpoint(f"e{i}", f"w{i}", space.empty()) for i in range(3)]
     assert all(r.action == REPLACE and len(r.work) == 1 for r in works)
