@@ -66,9 +66,9 @@ class RunReport:
 class _OpenBoxes:
     """Open boxes: a heap by lower bound, and a depth-first dive stack used above ``max_open``.
 
-    Entries are ``(lb, order, slot)``; a box's corners are row ``slot`` of two growing arrays, so
-    that gathering every open box (each checkpoint of a run on a cluster) is one indexing, not a
-    stack of as many small arrays."""
+    Entries are ``(lb, order, slot)``; a box's corners and bound are row ``slot`` of growing arrays,
+    with a mask of the rows in use, so that gathering and counting the open boxes (each checkpoint
+    of a run on a cluster) are array operations, not loops over the entries."""
 
     def __init__(self, max_open: int, d: int):
         self.max_open, self.d = max_open, d
@@ -77,6 +77,8 @@ class _OpenBoxes:
         self._order = itertools.count()
         self._lo = np.empty((0, d))
         self._hi = np.empty((0, d))
+        self._lb = np.empty(0)
+        self._used = np.zeros(0, dtype=bool)
         self._free: list[int] = []  # rows of boxes taken, to reuse
 
     def __len__(self) -> int:
@@ -88,6 +90,8 @@ class _OpenBoxes:
             grown = max(64, 2 * used)
             self._lo = np.concatenate([self._lo, np.empty((grown - used, self.d))])
             self._hi = np.concatenate([self._hi, np.empty((grown - used, self.d))])
+            self._lb = np.concatenate([self._lb, np.empty(grown - used)])
+            self._used = np.concatenate([self._used, np.zeros(grown - used, dtype=bool)])
             self._free = list(range(grown - 1, used - 1, -1))
         return self._free.pop()
 
@@ -95,6 +99,8 @@ class _OpenBoxes:
         slot = self._slot()
         self._lo[slot] = lo
         self._hi[slot] = hi
+        self._lb[slot] = lb
+        self._used[slot] = True
         entry = (lb, -next(self._order), slot)  # ties: the newest first (depth first, e.g. at -inf)
         if diving:
             self.dive.append(entry)
@@ -105,19 +111,18 @@ class _OpenBoxes:
         """Hold exactly ``boxes``, all in the heap (a dive in progress ends)."""
         self.dive, self._free = [], []
         self._lo, self._hi = np.array(boxes.lo, dtype=np.float64), np.array(boxes.hi, dtype=np.float64)
+        self._lb, self._used = np.array(boxes.lb, dtype=np.float64), np.ones(len(boxes), dtype=bool)
         self.heap = [(lb, -next(self._order), i) for i, lb in enumerate(boxes.lb.tolist())]
         heapq.heapify(self.heap)
 
     def boxes(self) -> BoxSet:
-        """Every open box (heap and dive) as a BoxSet."""
-        entries = [*self.heap, *self.dive]
-        slots = np.fromiter((e[2] for e in entries), dtype=np.intp, count=len(entries))
-        return BoxSet(self._lo[slots], self._hi[slots], np.fromiter((e[0] for e in entries), dtype=np.float64,
-                                                                      count=len(entries)))  # fmt: skip
+        """Every open box (heap and dive) as a BoxSet, in the order of their rows."""
+        slots = np.flatnonzero(self._used)
+        return BoxSet(self._lo[slots], self._hi[slots], self._lb[slots])
 
     def count_below(self, level: float) -> int:
         """Open boxes whose bound is below ``level`` (the others are pruned by it)."""
-        return sum(entry[0] < level for entry in (*self.heap, *self.dive))
+        return int(np.count_nonzero((self._lb < level) & self._used))
 
     def lowest(self) -> float:
         """The lowest lower bound of an open box (inf when none is open)."""
@@ -127,6 +132,7 @@ class _OpenBoxes:
     def _taken(self, entry: tuple[float, int, int]) -> tuple[float, np.ndarray, np.ndarray]:
         lb, _, slot = entry
         self._free.append(slot)
+        self._used[slot] = False
         return lb, self._lo[slot].copy(), self._hi[slot].copy()
 
     def take(self, count: int) -> tuple[list[tuple[float, np.ndarray, np.ndarray]], bool]:

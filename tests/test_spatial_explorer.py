@@ -390,3 +390,36 @@ def test_an_offered_point_is_checked_and_brings_the_lagrangian_bound():
     assert exploration.offer(np.array(x)) and exploration._lagrangian is not None
     assert not exploration.offer(np.array(x))  # no improvement
     assert exploration.level < problem.optimum + 1e-3
+
+
+def test_the_open_boxes_gather_and_count_what_was_pushed_and_not_taken():
+    """The open boxes' arrays (rows reused after a take, a mask of those in use) against a plain
+    list of the boxes pushed and not taken, over random pushes, dives, takes and resets."""
+    from pbbflow.spatial.explorer import _OpenBoxes
+
+    rng = np.random.default_rng(7)
+    d = 3
+    pool = _OpenBoxes(max_open=40, d=d)
+    held: dict[tuple, float] = {}  # (lo..., hi...) -> lb
+    for _ in range(2000):
+        move = rng.random()
+        if move < 0.55:
+            lo = rng.random(d)
+            lb = float(rng.choice([rng.normal(), -math.inf, 1.0]))  # ties and unbounded ones too
+            pool.push(lb, lo, lo + 1.0, diving=bool(rng.random() < 0.2))
+            held[(*lo, *(lo + 1.0))] = lb
+        elif move < 0.98:
+            taken, _ = pool.take(int(rng.integers(1, 5)))
+            for lb, lo, hi in taken:
+                assert held.pop((*lo, *hi)) == lb
+        else:
+            boxes = pool.boxes()
+            keep = rng.random(len(boxes)) < 0.5
+            pool.reset(BoxSet(boxes.lo[keep], boxes.hi[keep], boxes.lb[keep]))
+            held = {(*lo, *hi): lb for lo, hi, lb in zip(boxes.lo[keep], boxes.hi[keep], boxes.lb[keep], strict=True)}
+        boxes = pool.boxes()
+        assert len(pool) == len(boxes) == len(held)
+        assert {(*lo, *hi): lb for lo, hi, lb in zip(boxes.lo, boxes.hi, boxes.lb, strict=True)} == held
+        level = float(rng.normal())
+        assert pool.count_below(level) == sum(lb < level for lb in held.values())
+        assert pool.lowest() == min(held.values(), default=math.inf)
