@@ -167,7 +167,14 @@ class ExplorationEngine:
     def __init__(self, exploration: Exploration | GpuExploration) -> None:
         self.problem = exploration.problem
         self.exploration = exploration
-        self.reported = math.inf  # the incumbent value last sent up
+        self.reported = math.inf  # the incumbent value last sent up, or offered by the coordinator
+
+    def offer(self, value: float, solution: list[float]) -> None:
+        """The run's incumbent: a point better than any this engine had is verified and, for a
+        constrained problem, bounds with the Lagrangian of its multipliers (``Exploration.offer``)."""
+        if value < self.reported:
+            self.reported = value
+            self.exploration.offer(np.asarray(solution, dtype=np.float64))
 
     def load(self, data: bytes) -> None:
         self.exploration.replace(BoxSet.from_bytes(data, self.problem.dimension))

@@ -107,7 +107,7 @@ class Coordinator(SchedulerPlugin):
             ledger.improve(best, solution)
         reply = ledger.checkpoint(explorer, worker, ledger.space.decode(remaining), nodes, leaves, capacity, settled)
         work = reply.work.to_bytes() if reply.action == REPLACE else None
-        return {"action": reply.action, "work": work, "ub": reply.ub, "hurry": reply.hurry}
+        return {"action": reply.action, "work": work, "ub": reply.ub, "hurry": reply.hurry, "solution": ledger.solution}
 
     def improve(self, run: str, best, solution) -> dict:
         """A better solution found between checkpoints; returns the run's incumbent value."""

@@ -114,6 +114,9 @@ class Engine(Protocol):
     def extras(self) -> dict:
         """More of its checkpoint (``Ledger.checkpoint``'s keywords, e.g. ``settled``); may be empty."""
 
+    # Optional: ``offer(value, solution)``, the run's incumbent, given before each ``run`` where the
+    # coordinator has one (spatial: the point, which the engine verifies and bounds with).
+
 
 class StoredWork(Protocol):
     """A checkpoint's work as the family keeps it in the run store (flow shop: a ``WorkUnit``;

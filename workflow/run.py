@@ -118,15 +118,15 @@ class _Session:
         self.pending = None
         instance = store.instance
         self.estimator = Estimator(instance)
-        ub = instance.search_ub()
-        if self.start.incumbent is not None:
-            ub = min(ub, self.start.incumbent)
+        ub, solution = instance.search_ub(), None
+        if self.start.incumbent is not None and self.start.incumbent <= ub:  # the explorers get its solution
+            ub, solution = self.start.incumbent, self.start.solution
         client.register_plugin(Coordinator())
         info = client.scheduler_info()["workers"]
         space = instance.space()
         self.kind = space.kind
         self.call("pbbflow_open", kind=space.kind, space=space.params(), work=self.start.remaining.to_bytes(), ub=ub,
-                  nodes=self.start.nodes, leaves=self.start.leaves, settled=self.start.settled,
+                  solution=solution, nodes=self.start.nodes, leaves=self.start.leaves, settled=self.start.settled,
                   pieces=max(1, len(info)), label=instance.name, client=client.id)  # fmt: skip
         self.budget_s, self.ivms = budget_s, ivms
         self.futures = []

@@ -94,6 +94,7 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
         return answer["waiting"] > 0 or answer["stopping"]
 
     waiting = _at_most_every(POLL_SECONDS, others_wait_or_stop)
+    offer = getattr(engine, "offer", None)  # the run's incumbent, for engines that use its solution
     totals = {"nodes": 0, "leaves": 0, "explorations": 0}
     reply = checkpoint(b"")
     budget = budget_s
@@ -104,6 +105,8 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
             continue
         if reply["action"] == REPLACE:
             engine.load(reply["work"])
+        if offer is not None and reply.get("solution") is not None:
+            offer(reply["ub"], reply["solution"])
         nodes, leaves, best = engine.run(reply["ub"], budget * HURRY if reply["hurry"] else budget, report, waiting)
         totals["nodes"] += nodes
         totals["leaves"] += leaves
