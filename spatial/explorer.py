@@ -347,9 +347,7 @@ class Exploration(ExplorationBase):
         level = self.level
         found = bound_boxes(tape, lo, hi, self.n_per_dim, self._mode, options.feas_tol, options.parallel,
                             threshold=np.full(len(lo), level))  # fmt: skip
-        for point in found.best_point:
-            if np.all(np.isfinite(point)):
-                self.incumbent.offer(point)
+        self.incumbent.offer_many(found.best_point)
         lb, hull_lo, hull_hi = found.lb, found.hull_lo, found.hull_hi
         if self._lagrangian is not None:
             lb, hull_lo, hull_hi = self._with_lagrangian(lo, hi, level, lb, hull_lo, hull_hi)

@@ -423,3 +423,39 @@ def test_the_open_boxes_gather_and_count_what_was_pushed_and_not_taken():
         level = float(rng.normal())
         assert pool.count_below(level) == sum(lb < level for lb in held.values())
         assert pool.lowest() == min(held.values(), default=math.inf)
+
+
+@pytest.mark.parametrize("name", ["peaks", "circle"])
+def test_offering_many_points_at_once_keeps_what_offering_them_in_turn_keeps(name):
+    """``offer_many`` (one pass of the tape for a batch of box points) against ``offer`` of each
+    point in turn: the same incumbent value and point, from random batches with points outside the
+    domain, infeasible ones, ties and non-finite ones."""
+    from pbbflow.spatial import Model
+    from pbbflow.spatial.bnb import _Incumbent
+
+    if name == "peaks":
+        problem = load_problem("peaks")
+    else:
+        m = Model("circle")
+        x, y = m.variable(-2, 2), m.variable(-2, 2)
+        m.minimize(x + y)
+        m.subject_to(x - y - 1 <= 0)
+        m.subject_to(x**2 + y**2 - 1 == 0)
+        problem = m.problem()
+    rng = np.random.default_rng(3)
+    one, many = _Incumbent(problem, 1e-6), _Incumbent(problem, 1e-6)
+    for _ in range(300):
+        points = rng.uniform(-4, 4, size=(int(rng.integers(1, 9)), 2))
+        if name == "circle":  # points on the circle (feasible where y >= x - 1) and off it
+            angles = rng.uniform(0, 2 * np.pi, len(points))
+            on = rng.random(len(points)) < 0.7
+            points[on] = np.c_[np.cos(angles), np.sin(angles)][on]
+        points[rng.random(len(points)) < 0.1] = points[0]  # ties
+        points[rng.random(len(points)) < 0.05, 0] = rng.choice([np.nan, np.inf, -np.inf])
+        for point in points:
+            if np.all(np.isfinite(point)):
+                one.offer(point)
+        many.offer_many(points)
+        assert many.value == one.value
+        assert (many.x is None and one.x is None) or np.array_equal(many.x, one.x)
+    assert one.x is not None
