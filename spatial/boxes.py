@@ -31,18 +31,26 @@ _FLOAT = np.dtype("<f8")
 def bisect(lo: np.ndarray, hi: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """The two halves of [lo, hi] across its widest side relative to ``scale`` (as ``2 x d`` lo and
     hi arrays); None when no side can be split in floating point."""
-    widths = np.where(scale > 0, (hi - lo) / np.where(scale > 0, scale, 1.0), 0.0)
-    for i in np.argsort(-widths, kind="stable"):
-        if widths[i] <= 0:
-            break
-        middle = lo[i] + 0.5 * (hi[i] - lo[i])
-        if lo[i] < middle < hi[i]:
-            halves_lo = np.stack([lo, lo])
-            halves_hi = np.stack([hi, hi])
-            halves_hi[0, i] = middle
-            halves_lo[1, i] = middle
-            return halves_lo, halves_hi
-    return None
+    halves_lo, halves_hi, split = bisect_many(lo[None, :], hi[None, :], scale)
+    return (halves_lo, halves_hi) if split[0] else None
+
+
+def bisect_many(lo: np.ndarray, hi: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The boxes (k x d) that can be split in floating point, each cut in two across its widest side
+    relative to ``scale`` that can (the first of equal ones): the halves' lo and hi (the lower then
+    the upper half of each box, in order), and which boxes were split."""
+    positive = scale > 0
+    widths = np.where(positive, (hi - lo) / np.where(positive, scale, 1.0), 0.0)
+    middle = lo + 0.5 * (hi - lo)
+    splittable = (widths > 0) & (lo < middle) & (middle < hi)
+    split = splittable.any(axis=1)
+    side = np.argmax(np.where(splittable, widths, -np.inf), axis=1)[split]
+    cut = middle[split, side]
+    halves_lo, halves_hi = np.repeat(lo[split], 2, axis=0), np.repeat(hi[split], 2, axis=0)
+    lower, upper = np.arange(0, 2 * len(side), 2), np.arange(1, 2 * len(side), 2)
+    halves_hi[lower, side] = cut
+    halves_lo[upper, side] = cut
+    return halves_lo, halves_hi, split
 
 
 def _read_only(values, shape: tuple[int, ...], name: str) -> np.ndarray:

@@ -37,7 +37,7 @@ import numpy as np
 from .bnb import (BATCH_SUBDOMAINS, BOUNDS, LOCAL_EVERY_SUBDOMAINS, MinimizeOptions, Progress, _Incumbent,
                   _LocalSolver, prune_level, subdomains_per_dim)
 from .bounds import BoxBounds, bound_boxes
-from .boxes import BoxSet, bisect
+from .boxes import BoxSet, bisect_many
 from .contract import contract_boxes
 from .lagrangian import LagrangianBound, lagrangian_bound, multipliers
 from .problem import Problem
@@ -305,22 +305,18 @@ class Exploration(ExplorationBase):
     def _step(self) -> None:
         """Bisect the boxes taken and bound their children; a local solve when one is due."""
         taken, diving = self._open.take(self._batch)
-        level = self.level
-        children_lo, children_hi = [], []
-        for lb, lo, hi in taken:
-            if lb >= level:
-                self.settled_lb = min(self.settled_lb, lb)
-                continue
-            halves = bisect(lo, hi, self._scale)
-            if halves is None:
-                self.unsplittable += 1
-                self.unsplittable_lb = min(self.unsplittable_lb, lb)
-                continue
-            children_lo.append(halves[0])
-            children_hi.append(halves[1])
-        if not children_lo:
+        if not taken:
             return
-        found = self._bound(np.concatenate(children_lo), np.concatenate(children_hi), diving)
+        lb = np.array([box[0] for box in taken])
+        live = ~(lb >= self.level)  # the others are settled at their bounds
+        self.settled_lb = min(self.settled_lb, lb[~live].min(initial=math.inf))
+        children_lo, children_hi, split = bisect_many(np.array([box[1] for box in taken])[live],
+                                                      np.array([box[2] for box in taken])[live], self._scale)  # fmt: skip
+        self.unsplittable += int(np.count_nonzero(~split))
+        self.unsplittable_lb = min(self.unsplittable_lb, lb[live][~split].min(initial=math.inf))
+        if not len(children_lo):
+            return
+        found = self._bound(children_lo, children_hi, diving)
         subdomains = self.nodes * self.n_per_dim**self.problem.dimension
         if found is None or self.local is None or subdomains < self._next_local:
             return
@@ -351,18 +347,15 @@ class Exploration(ExplorationBase):
         lb, hull_lo, hull_hi = found.lb, found.hull_lo, found.hull_hi
         if self._lagrangian is not None:
             lb, hull_lo, hull_hi = self._with_lagrangian(lo, hi, level, lb, hull_lo, hull_hi)
-        for b in np.flatnonzero(lb < math.inf):  # +inf: proved infeasible; -inf: unbounded so far, kept
-            box_lo, box_hi = lo[b], hi[b]
-            if np.all(np.isfinite(hull_lo[b])):
-                cut_lo = np.maximum(box_lo, hull_lo[b])
-                cut_hi = np.minimum(box_hi, hull_hi[b])
-                if np.any(cut_lo > cut_hi):  # f's and L's hulls do not meet: nothing below the level
-                    self.settled_lb = min(self.settled_lb, level)
-                    continue
-                if np.any(cut_lo > box_lo) or np.any(cut_hi < box_hi):
-                    self.settled_lb = min(self.settled_lb, level)  # cut subdomains: feasible ones have lb >= level
-                    box_lo, box_hi = cut_lo, cut_hi
-            self._keep(float(lb[b]), box_lo, box_hi, diving)
+        rows = np.flatnonzero(lb < math.inf)  # +inf: proved infeasible; -inf: unbounded so far, kept
+        lb, box_lo, box_hi = lb[rows], lo[rows], hi[rows]
+        hull = np.all(np.isfinite(hull_lo[rows]), axis=1)[:, None]
+        cut_lo = np.where(hull, np.maximum(box_lo, hull_lo[rows]), box_lo)
+        cut_hi = np.where(hull, np.minimum(box_hi, hull_hi[rows]), box_hi)
+        empty = np.any(cut_lo > cut_hi, axis=1)  # f's and L's hulls do not meet: nothing below the level
+        if np.any(empty) or np.any(cut_lo > box_lo) or np.any(cut_hi < box_hi):
+            self.settled_lb = min(self.settled_lb, level)  # cut subdomains: feasible ones have lb >= level
+        self._keep(lb[~empty], cut_lo[~empty], cut_hi[~empty], diving)
         return found
 
     def _with_lagrangian(self, lo, hi, level, lb, hull_lo, hull_hi):
@@ -378,11 +371,13 @@ class Exploration(ExplorationBase):
         lb = np.where(none_below, np.maximum(lb, level), lb)  # every subdomain's L-bound is at or above it
         return lb, np.fmax(hull_lo, by_l.hull_lo), np.fmin(hull_hi, by_l.hull_hi)
 
-    def _keep(self, lb: float, lo: np.ndarray, hi: np.ndarray, diving: bool) -> None:
-        if lb >= self.level:
-            self.settled_lb = min(self.settled_lb, lb)
-        else:
-            self._open.push(lb, lo, hi, diving)
+    def _keep(self, lb: np.ndarray, lo: np.ndarray, hi: np.ndarray, diving: bool) -> None:
+        """Open the boxes (in order) whose bounds are below the prune level; settle the others."""
+        level = self.level
+        above = lb >= level
+        self.settled_lb = min(self.settled_lb, lb[above].min(initial=math.inf))
+        for b in np.flatnonzero(~above):
+            self._open.push(float(lb[b]), lo[b], hi[b], diving)
 
     def _solve_locally(self, start: np.ndarray) -> None:
         """A local solve; one that improves the incumbent brings the multipliers at its optimum."""

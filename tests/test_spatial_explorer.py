@@ -459,3 +459,34 @@ def test_offering_many_points_at_once_keeps_what_offering_them_in_turn_keeps(nam
         assert many.value == one.value
         assert (many.x is None and one.x is None) or np.array_equal(many.x, one.x)
     assert one.x is not None
+
+
+def test_bisecting_many_boxes_at_once_cuts_each_as_one_at_a_time():
+    """``bisect_many`` against the rule written out for one box: the widest side relative to the
+    scale (the first of equal ones) whose middle lies strictly inside, on random boxes with equal
+    sides, sides of zero width, sides at floating-point resolution and a zero scale."""
+    from pbbflow.spatial.boxes import bisect_many
+
+    def one(lo, hi, scale):
+        widths = np.where(scale > 0, (hi - lo) / np.where(scale > 0, scale, 1.0), 0.0)
+        for i in np.argsort(-widths, kind="stable"):
+            middle = lo[i] + 0.5 * (hi[i] - lo[i])
+            if widths[i] > 0 and lo[i] < middle < hi[i]:
+                halves_lo, halves_hi = np.stack([lo, lo]), np.stack([hi, hi])
+                halves_hi[0, i] = halves_lo[1, i] = middle
+                return halves_lo, halves_hi
+        return None
+
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        d, k = int(rng.integers(1, 5)), int(rng.integers(0, 12))
+        scale = rng.choice([0.0, 1.0, 2.0, 1e-300], size=d, p=[0.1, 0.6, 0.2, 0.1])
+        lo = rng.choice([0.0, 1.0, 0.5], size=(k, d))
+        width = rng.choice([0.0, 1.0, 0.5, 2e-16, 5e-324], size=(k, d))
+        hi = lo + width
+        halves_lo, halves_hi, split = bisect_many(lo, hi, scale)
+        expected = [one(lo[b], hi[b], scale) for b in range(k)]
+        assert split.tolist() == [e is not None for e in expected]
+        kept = [e for e in expected if e is not None]
+        assert np.array_equal(halves_lo, np.concatenate([e[0] for e in kept]) if kept else np.empty((0, d)))
+        assert np.array_equal(halves_hi, np.concatenate([e[1] for e in kept]) if kept else np.empty((0, d)))
