@@ -617,22 +617,22 @@ def evaluate_point(tape: Tape, x: np.ndarray) -> PointValue:
     return PointValue(f_lo=float(lo[0]), f_hi=float(hi[0]), g_lo=lo[g], g_hi=hi[g], h_lo=lo[h], h_hi=hi[h])
 
 
+def _feasible(f_lo, g_hi, h_lo, h_hi, feas_tol: float):
+    """f is defined, every g's enclosure is <= 0 and every h's enclosure lies in [-feas_tol, feas_tol]
+    (one point, or points along the last axis: constraints along the first)."""
+    return (f_lo == f_lo) & np.all(g_hi <= 0.0, axis=0) & np.all(h_lo >= -feas_tol, axis=0) & np.all(
+        h_hi <= feas_tol, axis=0)  # fmt: skip
+
+
 def is_feasible(value: PointValue, feas_tol: float) -> bool:
-    """f is defined, every g's enclosure is <= 0 and every h's enclosure lies in [-feas_tol, feas_tol]."""
-    return bool(
-        value.f_lo == value.f_lo
-        and np.all(value.g_hi <= 0.0)
-        and np.all(value.h_lo >= -feas_tol)
-        and np.all(value.h_hi <= feas_tol)
-    )
+    """Whether the point is feasible: :func:`_feasible` of its enclosures."""
+    return bool(_feasible(value.f_lo, value.g_hi, value.h_lo, value.h_hi, feas_tol))
 
 
 def feasible_values(tape: Tape, points: np.ndarray, feas_tol: float) -> np.ndarray:
     """The upper end of f's enclosure at each of the points (k x d), NaN where a point is not
-    feasible as :func:`is_feasible` says: one pass of the tape for them all."""
+    feasible (:func:`_feasible`): one pass of the tape for them all."""
     lo, hi = _outputs_at(tape, points)
     g = slice(1, 1 + tape.n_ineq)
     h = slice(1 + tape.n_ineq, None)
-    feasible = ((lo[0] == lo[0]) & np.all(hi[g] <= 0.0, axis=0) & np.all(lo[h] >= -feas_tol, axis=0)
-                & np.all(hi[h] <= feas_tol, axis=0))  # fmt: skip
-    return np.where(feasible, hi[0], np.nan)
+    return np.where(_feasible(lo[0], hi[g], lo[h], hi[h], feas_tol), hi[0], np.nan)

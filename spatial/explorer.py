@@ -307,11 +307,10 @@ class Exploration(ExplorationBase):
         taken, diving = self._open.take(self._batch)
         if not taken:
             return
-        lb = np.array([box[0] for box in taken])
+        lb, lo, hi = (np.array(column) for column in zip(*taken, strict=True))
         live = ~(lb >= self.level)  # the others are settled at their bounds
         self.settled_lb = min(self.settled_lb, lb[~live].min(initial=math.inf))
-        children_lo, children_hi, split = bisect_many(np.array([box[1] for box in taken])[live],
-                                                      np.array([box[2] for box in taken])[live], self._scale)  # fmt: skip
+        children_lo, children_hi, split = bisect_many(lo[live], hi[live], self._scale)
         self.unsplittable += int(np.count_nonzero(~split))
         self.unsplittable_lb = min(self.unsplittable_lb, lb[live][~split].min(initial=math.inf))
         if not len(children_lo):

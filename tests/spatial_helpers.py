@@ -7,7 +7,9 @@ import math
 import flint
 import numpy as np
 
+from pbbflow.spatial import Model
 from pbbflow.spatial.interval import E_HI, E_LO, PI_HI, PI_LO
+from pbbflow.spatial.problem import Problem
 from pbbflow.spatial.tape import BINARY, Op, Tape, TapeBuilder
 
 PRECISION = 200
@@ -260,3 +262,13 @@ def check_enclosure(result: tuple[float, float], exact, context) -> int:
                 print("violation", context, result, value)
             return 0 if verdict else 1
     return 0
+
+
+def circle_problem() -> Problem:
+    """min x + y on the unit circle with y >= x - 1: -sqrt(2) at x = y = -1/sqrt(2), lam = 1/sqrt(2)."""
+    m = Model("circle")
+    x, y = m.variable(-2, 2), m.variable(-2, 2)
+    m.minimize(x + y)
+    m.subject_to(x - y - 1 <= 0)
+    m.subject_to(x**2 + y**2 - 1 == 0)
+    return m.problem()

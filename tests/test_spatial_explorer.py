@@ -10,6 +10,7 @@ from dataclasses import FrozenInstanceError
 
 import numpy as np
 import pytest
+from spatial_helpers import circle_problem
 from spatial_oracle import Oracle, covering_bound
 
 from pbbflow.spatial.bnb import MinimizeOptions, minimize
@@ -430,18 +431,12 @@ def test_offering_many_points_at_once_keeps_what_offering_them_in_turn_keeps(nam
     """``offer_many`` (one pass of the tape for a batch of box points) against ``offer`` of each
     point in turn: the same incumbent value and point, from random batches with points outside the
     domain, infeasible ones, ties and non-finite ones."""
-    from pbbflow.spatial import Model
     from pbbflow.spatial.bnb import _Incumbent
 
     if name == "peaks":
         problem = load_problem("peaks")
     else:
-        m = Model("circle")
-        x, y = m.variable(-2, 2), m.variable(-2, 2)
-        m.minimize(x + y)
-        m.subject_to(x - y - 1 <= 0)
-        m.subject_to(x**2 + y**2 - 1 == 0)
-        problem = m.problem()
+        problem = circle_problem()
     rng = np.random.default_rng(3)
     one, many = _Incumbent(problem, 1e-6), _Incumbent(problem, 1e-6)
     for _ in range(300):

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from spatial_helpers import circle_problem
 
 from pbbflow.spatial import Model, exp, sin
 from pbbflow.spatial.bnb import MinimizeOptions, minimize
@@ -14,18 +15,8 @@ from pbbflow.spatial.floateval import evaluate_float
 from pbbflow.spatial.lagrangian import lagrangian_bound, multipliers
 
 
-def _circle():
-    """min x + y on the unit circle with y >= x - 1: -sqrt(2) at x = y = -1/sqrt(2), lam = 1/sqrt(2)."""
-    m = Model("circle")
-    x, y = m.variable(-2, 2), m.variable(-2, 2)
-    m.minimize(x + y)
-    m.subject_to(x - y - 1 <= 0)
-    m.subject_to(x**2 + y**2 - 1 == 0)
-    return m.problem()
-
-
 def test_the_tape_is_f_plus_the_weighted_constraints():
-    problem = _circle()
+    problem = circle_problem()
     mu, lam = np.array([0.25]), np.array([-1.5])
     bound = lagrangian_bound(problem.tape, mu, lam, feas_tol=1e-6)
     for point in np.random.default_rng(2).uniform(-2, 2, (20, 2)):
@@ -39,7 +30,7 @@ def test_the_tape_is_f_plus_the_weighted_constraints():
 
 
 def test_multipliers_of_a_kkt_point():
-    problem = _circle()
+    problem = circle_problem()
     mu, lam = multipliers(problem.tape, np.array([-1.0, -1.0]) / math.sqrt(2))
     assert mu[0] == 0.0  # the inequality is not active there
     assert abs(lam[0] - 1 / math.sqrt(2)) < 1e-6
@@ -49,7 +40,7 @@ def test_multipliers_of_a_kkt_point():
 def test_any_weights_give_a_valid_bound(seed):
     """With random weights, L's bound minus the slack never exceeds f at a sampled feasible point."""
     rng = np.random.default_rng(seed)
-    problem = _circle()
+    problem = circle_problem()
     bound = lagrangian_bound(problem.tape, rng.uniform(0, 3, 1), rng.uniform(-3, 3, 1), feas_tol=1e-3)
     lo = rng.uniform(-2, 0.5, (6, 2))
     hi = np.minimum(lo + rng.uniform(0.1, 1.5, (6, 2)), 2.0)

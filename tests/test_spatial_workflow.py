@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 from distributed import Client, LocalCluster
+from spatial_helpers import circle_problem
 
 from pbbflow.spatial.bnb import MinimizeOptions, minimize
 from pbbflow.spatial.boxes import BoxSet
@@ -137,15 +138,9 @@ def test_an_explorer_bounds_with_the_multipliers_of_the_runs_incumbent():
     """The coordinator's incumbent point goes to the explorers with each reply: an engine verifies
     a better one and, for a constrained problem, bounds with the Lagrangian of its multipliers
     from then on (without it a workflow run of hs071 explored 11 % more boxes than ``minimize``)."""
-    from pbbflow.spatial import Model
     from pbbflow.spatial.family import make_engine
 
-    m = Model("circle")
-    x, y = m.variable(-2, 2), m.variable(-2, 2)
-    m.minimize(x + y)
-    m.subject_to(x - y - 1 <= 0)
-    m.subject_to(x**2 + y**2 - 1 == 0)
-    problem = m.problem()
+    problem = circle_problem()
     run = SpatialRun.new(problem, OPTIONS, subdomains=OPTIONS.subdomains)
     engine = make_engine(run.engine_options(), gpu=False, threads=1)
     assert engine.exploration._lagrangian is None

@@ -42,14 +42,13 @@ WORKER_PROFILE = "distributed.worker.profile.enabled"
 # worker reads its process's memory 10 times a second (pbbflow's tasks hold their own data).
 QUIET_DASK = {WORKER_PROFILE: False, "distributed.admin.tick.interval": "1s",
               "distributed.worker.memory.monitor-interval": "1s"}  # fmt: skip
+HTTP_PREFIX = "/"  # the http_prefix of the schedulers started here (Dask's default)
+logger = logging.getLogger(__name__)
 
 
 def dask_environment(config: dict) -> list[str]:
     """``config`` as shell lines exporting Dask's environment variables (``DASK_A__B__C=value``)."""
     return [f"export DASK_{key.upper().replace('.', '__').replace('-', '_')}={value}" for key, value in config.items()]
-
-HTTP_PREFIX = "/"  # the http_prefix of the schedulers started here (Dask's default)
-logger = logging.getLogger(__name__)
 
 
 class ClusterError(RuntimeError):

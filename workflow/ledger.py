@@ -12,9 +12,9 @@ explorer's work; a report counts as far as the copy accepts it (flow shop: its i
 with the copy, so a late report from a task whose work was re-assigned after a worker loss
 counts for nothing).  Work is never taken from an explorer between its checkpoints: when
 others are waiting, part of a reporting explorer's work moves to the pool (``split_piece``: the
-right half of its largest interval; half its boxes, never part of a single box), or from an explorer of many pieces such as
-a GPU's every second piece by size (``split_half``), and the explorer is told to go on with the
-rest, so no part is explored twice and node counts stay exact.
+right half of its largest interval; half its boxes, never part of a single box), or from an
+explorer of many pieces such as a GPU's every second piece by size (``split_half``), and the
+explorer is told to go on with the rest, so no part is explored twice and node counts stay exact.
 """
 
 from __future__ import annotations
