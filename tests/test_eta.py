@@ -16,7 +16,7 @@ from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.search.family import FlowShopRun, create_flowshop_run
 from pbbflow.search.intervals import WorkUnit
 from pbbflow.storage.runstore import RunStore
-from pbbflow.workflow.eta import COLUMNS, Eta, Estimator, duration, eta_curve, eta_of, recent_rate
+from pbbflow.workflow.eta import COLUMNS, Eta, Estimator, duration, eta_curve, eta_of, left_after, recent_rate
 from pbbflow.workflow.run import Progress, _Session, result_of
 
 FORMAT_2 = Path(__file__).parent / "data" / "format2-ta021-stopped.zarr"
@@ -82,12 +82,21 @@ def test_the_estimator_of_a_flow_shop_run(tmp_path):
     estimator.pending.result()
     nodes, low, high = estimator.left(1000)
     assert 0 < low <= nodes <= high
-    assert estimator.left(1000 + int(nodes) * 2) == (0.0, 0.0, 0.0)  # never below 0
+    assert estimator.left(1000 + int(low) + 1)[1] == 0.0  # never below 0
+    assert estimator.left(1000 + int(nodes) * 2) is None  # outgrown: unknown, not an ETA of 0
     assert estimator.fresh()[0] == 1000 and estimator.fresh() is None  # handed out once
     estimator.final({"remaining": WorkUnit.empty(20).to_bytes(), "ub": 2297, "nodes": 7})
     assert estimator.left(7) == (0.0, 0.0, 0.0)
     estimator.close()
     assert isinstance(store.instance, FlowShopRun) and p.shape == (20, 20)
+
+
+def test_an_estimate_the_run_has_outgrown_says_nothing():
+    assert left_after((100.0, 40.0, 300.0), 0) == (100.0, 40.0, 300.0)
+    assert left_after((100.0, 40.0, 300.0), 60) == (40.0, 0.0, 240.0)
+    assert left_after((100.0, 40.0, 300.0), 100) is None and left_after((100.0, 40.0, 300.0), 10**12) is None
+    assert left_after((0.0, 0.0, 0.0), 0) == (0.0, 0.0, 0.0)  # nothing left (or none under the UB)
+    assert left_after((0.0, 0.0, 0.0), 5) is None  # yet nodes came: the estimate was wrong
 
 
 def test_a_family_without_estimates_has_no_estimator():
@@ -131,6 +140,9 @@ def test_the_dashboard_shows_the_eta():
     header = view.draw(history)
     assert "ETA 27s (7s-1m27s)" in header
     assert view.etas.data["eta"][-1] == 27.0 and np.isnan(view.etas.data["eta"][0])
+    ledger.nodes = 3000  # past the estimate: unknown until the next one
+    history.record(ledger, now=history.opened + 4)
+    assert np.isnan(history.estimate_nodes[-1]) and "ETA unknown (the run outgrew" in view.draw(history)
 
 
 def test_the_final_estimate_of_a_finished_run_does_not_wait_and_is_not_overwritten():

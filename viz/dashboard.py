@@ -173,9 +173,12 @@ class FlowShopView:
         self.activity.draw(history, t)
         state = "closed" if history.closed else "live"
         speed = f"{rate[-1] / 1e6:.2f} M nodes/s" if rate.size else "no rate yet"
+        if not eta_text:
+            outgrown = history.estimate is not None and math.isnan(history.estimate_nodes[-1])
+            eta_text = "ETA unknown (the run outgrew its last estimate)" if outgrown else "no ETA yet"
         return (f"<h3>pbbflow: {history.label} ({state})</h3><p>{history.t[-1]:.0f} s, "
                 f"{history.nodes[-1]:,} nodes, {speed}, {history.remaining_fraction[-1]:.6%} of the space left, "
-                f"{eta_text or 'no ETA yet'}, incumbent {history.incumbent[-1]}</p>")  # fmt: skip
+                f"{eta_text}, incumbent {history.incumbent[-1]}</p>")  # fmt: skip
 
 
 class SpatialView:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .eta import left_after
 from .ledger import Ledger
 
 ACTIVITY_PREFIX = "activity:"  # run-store series columns of per-worker activity
@@ -70,11 +71,11 @@ class RunHistory:
         self.lower_bound.append(math.nan if lower is None else lower)
         self.pieces.append(ledger.pieces())
         self.activity.append(ledger.activity())
-        left = (math.nan,) * 3
+        left = None
         if self.estimate is not None:  # less the nodes done since it was made
-            since = max(0, ledger.nodes - self.estimate[0])
-            left = tuple(max(0.0, v - since) for v in self.estimate[1])
-        for column, value in zip((self.estimate_nodes, self.estimate_low, self.estimate_high), left, strict=True):
+            left = left_after(self.estimate[1], max(0, ledger.nodes - self.estimate[0]))
+        for column, value in zip((self.estimate_nodes, self.estimate_low, self.estimate_high), left or (math.nan,) * 3,
+                                 strict=True):
             column.append(value)
         if len(self.t) > self.max_samples:
             for column in (self.t, self.nodes, self.remaining_fraction, self.incumbent, self.lower_bound, self.pieces,
