@@ -234,6 +234,14 @@ def count_nodes(p, bound_data, mode, branch, ub, ivm, starts, ends):
         V[level] = 0
 
 
+def load_probes() -> None:
+    """Load (or compile) the probes' code: on a small read-only int32 instance, the array type of
+    every run's ``p`` (numba compiles per type, not per size, bound or branching rule)."""
+    small = np.ones((6, 2), np.int32)
+    small.flags.writeable = False
+    Prober(small).probes(WorkUnit.full(6), int(small.sum()) + 1, 1)
+
+
 def work_rows(work: WorkUnit | PackedUnit) -> tuple[np.ndarray, np.ndarray]:
     """``(starts, ends)``: the work's intervals as factoradic digit rows, an end of n! as ``[n, 0, ...]``.
 

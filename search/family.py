@@ -248,9 +248,14 @@ class FlowShopRun:
             "remaining_log10": remaining.log10_fraction(),
         }
 
-    def estimate_left(self, work: WorkUnit, ub: int, seconds: float) -> tuple[float, float, float]:
+    def estimate_left(self, work: WorkUnit, ub: int, seconds: float) -> tuple[float, float, float] | None:
         """Random probes of the explorers' tree in ``work`` under ``ub`` (``search.estimate``), for
-        about ``seconds``: the nodes left and the range of that estimate."""
+        about ``seconds``: the nodes left and the range of that estimate; None while a first run's
+        probes are still being compiled apart (``workflow.warmup.compile_eta_apart``)."""
+        from ..workflow.warmup import eta_code_ready
+
+        if not eta_code_ready():
+            return None
         if self._prober is None:
             self._prober = Prober(self.p, bound=self.options["bound"], branch=self.options["branch"])
         estimate = self._prober.estimate(work, int(ub), seconds=seconds)

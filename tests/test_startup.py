@@ -2,6 +2,7 @@
 cache load, and reported apart), the ``startup`` breakdown of ``pbbflow solve --json``, the
 workers' turns at compiling, and the fast exit."""
 
+import contextlib
 import fcntl
 import importlib
 import json
@@ -205,3 +206,46 @@ def test_the_dashboard_comes_only_to_runs_that_last(monkeypatch):
         with urllib.request.urlopen(long.link, timeout=30) as response:
             assert response.status == 200
     assert long.times["dashboard_s"] > 0
+
+
+def test_a_first_run_compiles_the_etas_probes_apart(monkeypatch):
+    """Where the client's code compiled (numba's cache was cold), the probes compile in a process of
+    their own instead of before the search; a warm client loads them itself."""
+    calls = []
+    compiled = iter([True, False, False, False, False, False])
+
+    @contextlib.contextmanager
+    def recording():
+        yield {"compiled": next(compiled), "seconds": 0.0}
+
+    monkeypatch.setattr(warmup, "_recording", recording)
+    monkeypatch.setattr(warmup, "_eta_compile", None)
+    monkeypatch.setattr(warmup, "_eta_elsewhere", False)
+    monkeypatch.setattr(warmup, "compile_eta_apart", lambda: calls.append("apart"))
+    monkeypatch.setattr(warmup, "load_probes", lambda: calls.append("here"))
+    p = taillard_instance(1).p
+    assert warmup.warm_client(p, "lb1", initial=None).compiled
+    assert not warmup.warm_client(p, "lb1", initial=None).compiled
+    assert calls == ["apart", "here"]
+    with open(warmup.PROBES_LOCK, "a") as lock:  # another run's process compiles them: wait for it
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        assert not warmup.warm_client(p, "lb1", initial=None).compiled
+        assert calls == ["apart", "here"] and not warmup.eta_code_ready()
+    assert warmup.eta_code_ready()
+
+
+def test_estimates_wait_for_the_process_that_compiles_the_probes(tmp_path, monkeypatch):
+    monkeypatch.setattr(warmup, "_eta_compile", None)
+    monkeypatch.setattr(warmup, "_eta_elsewhere", False)
+    run = create_flowshop_run(tmp_path / "r.zarr", taillard_instance(1), ub=1278, bound="lb1", branch="minmin").instance
+    work = run.whole()
+    assert warmup.eta_code_ready() and run.estimate_left(work, 1278, 0.01) is not None
+    warmup.compile_eta_apart([sys.executable, "-c", "import time; time.sleep(0.5)"])
+    assert not warmup.eta_code_ready() and run.estimate_left(work, 1278, 0.01) is None
+    warmup._eta_compile.wait(timeout=30)
+    assert warmup.eta_code_ready() and run.estimate_left(work, 1278, 0.01) is not None
+    warmup.compile_eta_apart([sys.executable, "-c", "raise SystemExit(1)"])
+    warmup._eta_compile.wait(timeout=30)
+    assert not warmup.eta_code_ready()  # a failed compile: no estimates, never a compile on the driver
+    warmup.compile_eta_apart()  # the real command: loads (or compiles) the probes
+    assert warmup._eta_compile.wait(timeout=300) == 0 and warmup.eta_code_ready()

@@ -6,7 +6,8 @@ cache (``cache=True``) when an earlier process on the machine compiled it.  Meas
 install or an upgrade), against 0.4 s of loading per process, most of it numba's own start-up.
 :func:`warm_client` loads what the client process runs (the initial heuristic, the root bound,
 and the coordinator's set operations: the scheduler of the clusters pbbflow starts runs in the
-client's process) and the probes of the ETA; :func:`warm_workers` loads on every worker what its tasks run: the CPU
+client's process) and the probes of the ETA (a first run compiles those in a process of its own,
+beside the search); :func:`warm_workers` loads on every worker what its tasks run: the CPU
 explorer, or on a worker with the resource ``GPU`` the kernels for the instance's size and
 iterated greedy, which runs beside them by default (a CPU worker given a heuristic task loads
 iterated greedy in the task, from the cache the client filled).  The workers of one machine
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -31,7 +34,7 @@ from numba.core import event
 from ..flowshop.bounds import lower_bound
 from ..flowshop.evaluation import makespan, neh
 from ..flowshop.iterated_greedy import iterated_greedy
-from ..search.estimate import Prober
+from ..search.estimate import load_probes
 from ..search.explorer import explore
 from ..search.intervals import WorkUnit
 from ..search.packed import PackedUnit
@@ -83,7 +86,9 @@ def _coordinator_code(n: int) -> None:
 
 def warm_client(p: np.ndarray, bound: str, *, initial: str | None) -> CodeLoad:
     """Load (or compile) the client's code for instance ``p``: the coordinator's, and for a new
-    run the root bound and its ``initial`` heuristic (``"neh"`` or ``"ig"``, as ``create_run``)."""
+    run the root bound and its ``initial`` heuristic (``"neh"`` or ``"ig"``, as ``create_run``);
+    then the ETA's probes, which a first run (numba's cache was cold: something compiled) leaves to
+    a process of their own (:func:`compile_eta_apart`) instead of waiting for them before the search."""
     with _recording() as outcome:
         small = _small(p)
         if initial == "ig":
@@ -93,8 +98,70 @@ def warm_client(p: np.ndarray, bound: str, *, initial: str | None) -> CodeLoad:
         if initial is not None:
             lower_bound(small, [], [], bound)
         _coordinator_code(small.shape[0])
-        Prober(small, bound=bound).probes(WorkUnit.full(small.shape[0]), int(small.sum()) + 1, 1)  # the ETA's
-    return CodeLoad(outcome["seconds"], outcome["compiled"])
+    global _eta_compile, _eta_elsewhere
+    with _recording() as eta:
+        if not outcome["compiled"]:
+            _eta_compile, _eta_elsewhere = None, not _probes_lock_free()
+            if not _eta_elsewhere:  # else another run's process is compiling them: wait for it
+                load_probes()
+        elif _eta_compile is None:
+            compile_eta_apart()
+    return CodeLoad(outcome["seconds"] + eta["seconds"], outcome["compiled"] or eta["compiled"])
+
+
+PROBES_LOCK = LOCK.with_name("pbbflow-probes.lock")  # held while a process compiles the ETA's probes
+_eta_compile: subprocess.Popen | None = None  # the process compiling the ETA's code (compile_eta_apart)
+_eta_elsewhere = False  # whether another run's such process was compiling it when the client's code loaded
+_COMPILE_PROBES = """
+import fcntl
+try:  # before numba's import, so that a run starting meanwhile waits for this one
+    lock = open({lock!r}, "a")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+except OSError:
+    pass
+from pbbflow.search.estimate import load_probes
+load_probes()
+"""
+
+
+def compile_eta_apart(command: list[str] | None = None) -> None:
+    """Compile the ETA's code into numba's on-disk cache in a new Python process (``command``, by
+    default one that holds ``PROBES_LOCK`` and runs ``search.estimate.load_probes``), beside the
+    run; :func:`eta_code_ready` says when the estimates may load it.  The process outlives a short
+    run to fill the cache for the next (a signal to the process group ends it too: numba replaces a
+    cache file only once it is whole)."""
+    global _eta_compile
+    if command is None:
+        with contextlib.suppress(OSError):
+            PROBES_LOCK.parent.mkdir(exist_ok=True)
+        command = [sys.executable, "-c", _COMPILE_PROBES.format(lock=str(PROBES_LOCK))]
+    _eta_compile = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)  # fmt: skip
+
+
+def _probes_lock_free() -> bool:
+    """Whether no process holds ``PROBES_LOCK`` (True where the lock file cannot be opened)."""
+    try:
+        handle = open(PROBES_LOCK, "a")  # noqa: SIM115 (closed below)
+    except OSError:
+        return True
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return True
+
+
+def eta_code_ready() -> bool:
+    """Whether the ETA's code can be loaded without compiling here: it was loaded with the client's
+    code, or the process that compiled it has ended well (this run's, or another's that held the
+    lock).  False while one runs, and after this run's failed: the run then goes without estimates
+    rather than compile them on its driver."""
+    if _eta_compile is not None:
+        return _eta_compile.poll() == 0
+    return not _eta_elsewhere or _probes_lock_free()
 
 
 def _kernel_misses(p: np.ndarray) -> int:
