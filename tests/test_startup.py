@@ -208,9 +208,10 @@ def test_the_dashboard_comes_only_to_runs_that_last(monkeypatch):
     assert long.times["dashboard_s"] > 0
 
 
-def test_a_first_run_compiles_the_etas_probes_apart(monkeypatch):
+def test_a_first_run_compiles_the_etas_probes_apart(tmp_path, monkeypatch):
     """Where the client's code compiled (numba's cache was cold), the probes compile in a process of
     their own instead of before the search; a warm client loads them itself."""
+    monkeypatch.setattr(warmup, "PROBES_LOCK", tmp_path / "probes.lock")  # not a real run's (CI starts some)
     calls = []
     compiled = iter([True, False, False, False, False, False])
 
@@ -235,6 +236,7 @@ def test_a_first_run_compiles_the_etas_probes_apart(monkeypatch):
 
 
 def test_estimates_wait_for_the_process_that_compiles_the_probes(tmp_path, monkeypatch):
+    monkeypatch.setattr(warmup, "PROBES_LOCK", tmp_path / "probes.lock")
     monkeypatch.setattr(warmup, "_eta_compile", None)
     monkeypatch.setattr(warmup, "_eta_elsewhere", False)
     run = create_flowshop_run(tmp_path / "r.zarr", taillard_instance(1), ub=1278, bound="lb1", branch="minmin").instance

@@ -146,12 +146,10 @@ def _probes_lock_free() -> bool:
     except OSError:
         return True
     with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        return True
+        free = _try_lock(handle, fcntl.LOCK_SH)
+        if free:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+        return free
 
 
 def eta_code_ready() -> bool:
@@ -197,9 +195,10 @@ def _machine_turn(meanwhile: Callable[[], None]) -> Iterator[None]:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _try_lock(handle) -> bool:
+def _try_lock(handle, mode: int = fcntl.LOCK_EX) -> bool:
+    """Whether the lock ``mode`` on ``handle`` was taken now (never waits)."""
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(handle, mode | fcntl.LOCK_NB)
         return True
     except BlockingIOError:
         return False
