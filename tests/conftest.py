@@ -16,6 +16,10 @@ from pathlib import Path
 
 if os.environ.get("PBBFLOW_TEST_GPU") != "1":
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+    from simulator_barrier import install  # a block's threads wait at barriers instead of polling
+
+    install()
 
 import dask.config  # noqa: E402
 import pbbflow  # noqa: E402
@@ -40,7 +44,7 @@ if Path(pbbflow.__file__).resolve().parent == _ROOT:
     sys.modules.setdefault(_ROOT.name if _ROOT.name.isidentifier() else "__init__", pbbflow)
 
 
-HANG_SECONDS = 900  # far above any test's time (the whole suite takes about 6 minutes on 2 cores)
+HANG_SECONDS = 900  # far above any test's time (the slowest takes about a minute on 2 cores)
 
 
 @pytest.fixture(autouse=True)
@@ -65,16 +69,3 @@ def simulated_libdevice():
 
     with exact_libdevice():
         yield
-
-
-@pytest.fixture(autouse=True)
-def _fast_simulator_barriers(request):
-    """Tests marked ``gpu``: the simulator's barriers hand the GIL around between its threads;
-    a short switch interval makes them ~50x faster."""
-    if request.node.get_closest_marker("gpu") is None:
-        yield
-        return
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(1e-4)
-    yield
-    sys.setswitchinterval(before)
