@@ -17,7 +17,7 @@ from pathlib import Path
 if os.environ.get("PBBFLOW_TEST_GPU") != "1":
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
-    from simulator_barrier import install  # a block's threads wait at barriers instead of polling
+    from simulator_fixes import install  # the simulator's barrier and shared arrays, fixed
 
     install()
 

@@ -1,6 +1,9 @@
-"""The tests' barrier for numba's CUDA simulator (``simulator_barrier``): what a block's threads
-write before ``syncthreads`` is seen after it, a thread that has returned does not hold the
-others, and an exception in one thread is raised by the launch."""
+"""The tests' fixes to numba's CUDA simulator (``simulator_fixes``): what a block's threads write
+before ``syncthreads`` is seen after it, a thread that has returned does not hold the others, an
+exception in one thread is raised by the launch, and threads that reach a shared array's line
+together get one array."""
+
+import sys
 
 import numpy as np
 import pytest
@@ -58,3 +61,29 @@ def test_threads_that_returned_do_not_hold_the_others():
 def test_an_exception_in_one_thread_is_raised_by_the_launch():
     with pytest.raises(ValueError, match="lane two"):
         _one_fails[1, 4](np.zeros(4, np.int64))
+
+
+@cuda.jit
+def _sum_through_shared(out):
+    cuda.syncthreads()  # every thread reaches the shared array's line at once
+    buffer = cuda.shared.array(32, np.int64)
+    i = cuda.threadIdx.x
+    buffer[i] = i
+    cuda.syncthreads()
+    total = 0
+    for j in range(32):
+        total += buffer[j]
+    out[cuda.blockIdx.x, i] = total
+
+
+def test_threads_reaching_a_shared_array_together_get_one_array():
+    """Before the fix, 2-3 launches in 40 gave some threads an array of their own."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # thread switches inside the lookup, as often as they come
+    try:
+        for _ in range(30):
+            out = np.zeros((2, 32), np.int64)
+            _sum_through_shared[2, 32](out)
+            assert (out == sum(range(32))).all()
+    finally:
+        sys.setswitchinterval(before)

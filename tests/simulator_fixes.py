@@ -1,18 +1,24 @@
-"""A barrier for numba's CUDA simulator that waits instead of polling (tests only).
+"""Two fixes to numba's CUDA simulator, which runs a block's threads as Python threads (tests only).
 
-The simulator runs a block's threads as Python threads; its ``BlockManager.run`` polls every
-thread in a loop until all of them wait at ``syncthreads``, and that loop takes the GIL from
-the threads it waits for.  :func:`install` replaces the loop by a condition variable: a
-thread that reaches the barrier waits on it and the last one releases the others.  The
-semantics are the simulator's: a thread that has returned no longer counts, and an exception
-in one thread aborts the others at their next barrier and is raised by the launch.
+- The barrier: ``BlockManager.run`` polls every thread in a loop until all of them wait at
+  ``syncthreads``, and that loop takes the GIL from the threads it waits for.  Here a thread
+  that reaches the barrier waits on a condition variable and the last one releases the others;
+  as in the simulator, a thread that has returned no longer counts, and an exception in one
+  thread aborts the others at their next barrier and is raised by the launch.
+- Shared arrays: ``cuda.shared.array`` looks its array up by the caller's file and line and
+  creates it when missing, without a lock, so two threads that reach a line first at the same
+  time can each get an array of their own (a shuffle through it then reads another lane's stale
+  value).  Here the lookup and the creation are one step under a lock.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import numpy as np
+from numba.core import types
+from numba.np import numpy_support
 
 
 class _Barrier:
@@ -90,12 +96,36 @@ def _syncthreads(self) -> None:
     self.barrier.wait()
 
 
+_SHARED_LOCK = threading.Lock()
+
+
+def _shared_array(original):
+    """``FakeCUDAShared.array`` with the caller's array found or created under one lock."""
+
+    def array(self, shape, dtype, alignment=None):
+        if shape == 0 or alignment is not None:  # dynamic shared memory, or the simulator's error
+            return original(self, shape, dtype, alignment)
+        caller = sys._getframe(1)
+        key = (caller.f_code.co_filename, caller.f_lineno)
+        with _SHARED_LOCK:
+            found = self._allocations.get(key)
+            if found is None:
+                found = self._allocations[key] = np.empty(shape, numpy_support.as_dtype(dtype)
+                                                          if isinstance(dtype, types.Type) else dtype)
+        return found
+
+    return array
+
+
 def install() -> None:
-    """Replace the simulator's polling barrier (no-op where its classes are not as expected)."""
-    from numba.cuda.simulator import kernel
+    """Apply both fixes (each a no-op where the simulator's classes are not as expected)."""
+    from numba.cuda.simulator import kernel, kernelapi
 
     manager, thread = getattr(kernel, "BlockManager", None), getattr(kernel, "BlockThread", None)
-    if manager is None or thread is None or not hasattr(manager, "run") or not hasattr(thread, "syncthreads"):
-        return
-    manager.run = _run
-    thread.syncthreads = _syncthreads
+    if manager is not None and thread is not None and hasattr(manager, "run") and hasattr(thread, "syncthreads"):
+        manager.run = _run
+        thread.syncthreads = _syncthreads
+    shared = getattr(kernelapi, "FakeCUDAShared", None)
+    if shared is not None and hasattr(shared, "array") and not getattr(shared.array, "pbbflow_fixed", False):
+        shared.array = _shared_array(shared.array)
+        shared.array.pbbflow_fixed = True
