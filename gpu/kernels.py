@@ -34,8 +34,8 @@ from numba import cuda, int32, int64
 
 from ..flowshop import bounds
 from . import factoradic
-from .warp import (SIMULATED, WARP, WARPS_PER_BLOCK, shared_body, shfl, scan_max, scan_sum, sync_lanes, warp_max,
-                   warp_min, warp_sum, warp_sum64)
+from .warp import (SIMULATED, WARP, WARPS_PER_BLOCK, first_lane, shared_body, shfl, scan_max, scan_sum, sync_lanes,
+                   warp_max, warp_min, warp_sum, warp_sum64)
 
 lb1_forward_child_body = shared_body(bounds.lb1_forward_child_body)
 lb1_backward_child_body = shared_body(bounds.lb1_backward_child_body)
@@ -211,20 +211,32 @@ def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, n, ub, branch, pack_
 
 
 @cuda.jit(device=True)
+def next_open_cell(M, w, level, v, count, lane):
+    """The first unpruned cell of row ``level`` at or after ``v``; ``count`` when there is none.
+    The warp reads a row's cells ``WARP`` at a time instead of one after the other."""
+    for base in range(v, count, WARP):
+        c = base + lane
+        first = first_lane(c < count and M[w, level, c] >= 0)
+        if first < WARP:
+            return base + first
+    return count
+
+
+@cuda.jit(device=True)
 def select(M, vloc, w, level, n, lane):
     """Advance to the next unpruned cell in DFS order; returns (level, exhausted)."""
     while True:
-        v = get_digit(vloc, level)
-        if v >= n - level:
-            if level == 0:
-                return level, True
-            set_digit(vloc, level, 0, lane)
-            level -= 1
-            set_digit(vloc, level, get_digit(vloc, level) + 1, lane)
-        elif M[w, level, v] < 0:
-            set_digit(vloc, level, v + 1, lane)
-        else:
+        count = n - level
+        v = next_open_cell(M, w, level, get_digit(vloc, level), count, lane)
+        if v < count:
+            set_digit(vloc, level, v, lane)
             return level, False
+        if level == 0:
+            set_digit(vloc, level, v, lane)
+            return level, True
+        set_digit(vloc, level, 0, lane)
+        level -= 1
+        set_digit(vloc, level, get_digit(vloc, level) + 1, lane)
 
 
 @cuda.jit(device=True)

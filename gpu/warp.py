@@ -133,3 +133,19 @@ def scan_max(value, lane):
         if lane >= shift:
             value = max(value, got)
     return value
+
+
+if SIMULATED:
+
+    @cuda.jit(device=True)
+    def first_lane(predicate):
+        """The lowest lane whose ``predicate`` holds; ``WARP`` when none does."""
+        return warp_min(cuda.threadIdx.x % WARP if predicate else WARP)
+
+else:
+
+    @cuda.jit(device=True, inline="always")
+    def first_lane(predicate):
+        """The lowest lane whose ``predicate`` holds; ``WARP`` (32) when none does: one vote, and the
+        count of leading zeros of the reversed mask."""
+        return cuda.clz(cuda.brev(cuda.ballot_sync(FULL_MASK, predicate)))
