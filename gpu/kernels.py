@@ -2,12 +2,12 @@
 
 The explore kernel (``explore_kernel(n, m)``: one compiled per machine count m for n <= 32,
 one for larger n) runs every IVM for up to ``max_steps`` nodes and leaves, fusing the paper's
-selection and bounding kernels: a warp selects the next node (one vote over 32 cells at a time:
-the 50-job rate doubled, benchmarks/results/gpu_warp_select_h200_2026-12-02.json), descends (max-plus prefix
-scan over the machines with shuffles), fills the child row, bounds all children at once
-(one child per lane, LB1 in O(m) with the CPU's own ``njit`` bodies), reduces for the
-MinMin direction and prunes, without leaving the kernel.  The IVM's digit vector ``V`` and
-branching directions live in local arrays spread over the lanes (lane ``l % 32`` holds level
+selection and bounding kernels: a warp selects the next node (a vote over 32 cells at a time,
+which doubled the 50-job rate: benchmarks/results/gpu_warp_select_h200_2026-12-02.json),
+descends (max-plus prefix scan over the machines with shuffles), fills the child row, bounds
+all children at once (one child per lane, LB1 in O(m) with the CPU's own ``njit`` bodies),
+reduces for the MinMin direction and prunes, without leaving the kernel.  The IVM's digit
+vector ``V`` and branching directions live in local arrays spread over the lanes (lane ``l % 32`` holds level
 ``l``; one entry per lane for n <= 32); the matrix ``M`` and the front/back/remaining rows
 live in global memory.
 
