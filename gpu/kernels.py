@@ -7,8 +7,8 @@ which doubled the 50-job rate: benchmarks/results/gpu_warp_select_h200_2026-12-0
 descends (max-plus prefix scan over the machines with shuffles), fills the child row, bounds
 all children at once (one child per lane, LB1 in O(m) with the CPU's own ``njit`` bodies),
 reduces for the MinMin direction and prunes, without leaving the kernel.  The IVM's digit
-vector ``V`` and branching directions live in local arrays spread over the lanes (lane ``l % 32`` holds level
-``l``; one entry per lane for n <= 32); the matrix ``M`` and the front/back/remaining rows
+vector ``V`` and branching directions live in local arrays spread over the lanes (lane
+``l % 32`` holds level ``l``; one entry per lane for n <= 32); the matrix ``M`` and the front/back/remaining rows
 live in global memory.
 
 A kernel is compiled per machine count m (a closure constant), so the O(m) bounding loops
