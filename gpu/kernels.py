@@ -8,8 +8,8 @@ descends (max-plus prefix scan over the machines with shuffles), fills the child
 all children at once (one child per lane, LB1 in O(m) with the CPU's own ``njit`` bodies),
 reduces for the MinMin direction and prunes, without leaving the kernel.  The IVM's digit
 vector ``V`` and branching directions live in local arrays spread over the lanes (lane
-``l % 32`` holds level ``l``; one entry per lane for n <= 32); the matrix ``M`` and the front/back/remaining rows
-live in global memory.
+``l % 32`` holds level ``l``; one entry per lane for n <= 32); the matrix ``M`` and the
+front/back/remaining rows live in global memory.
 
 A kernel is compiled per machine count m (a closure constant), so the O(m) bounding loops
 unroll with immediate shared-memory offsets, and the arithmetic is int32 throughout (numba
