@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import functools
 
-from numba import cuda, int32, int64
+from numba import cuda, int32, int64, uint32
 
 from ..flowshop import bounds
 from . import factoradic
@@ -66,13 +66,13 @@ NEG = -(1 << 30)
 @cuda.jit(device=True)
 def get_digit(loc, level):
     """Digit ``level`` of a vector spread over the lanes (all lanes get it)."""
-    return shfl(loc[level // WARP], level % WARP)
+    return shfl(loc[uint32(level) // uint32(WARP)], uint32(level) % uint32(WARP))
 
 
 @cuda.jit(device=True)
 def set_digit(loc, level, value, lane):
-    if lane == level % WARP:
-        loc[level // WARP] = value
+    if lane == uint32(level) % uint32(WARP):
+        loc[uint32(level) // uint32(WARP)] = value
 
 
 @cuda.jit(device=True)
@@ -87,23 +87,25 @@ def descend(p, F, B, R, w, level, job, direction, m, lane):
     for base in range(0, m, WARP):
         step = base + lane
         active = step < m
-        k = step if direction == 0 else m - 1 - step
+        k = uint32((step if direction == 0 else m - 1 - step) if active else 0)  # unsigned: no wraparound code
         pk = int32(0)
         edge = int32(0)
         if active:
-            pk = p[job, k]
-            edge = F[w, level, k] if direction == 0 else B[w, level, k]
+            pk = p[uint32(job), k]
+            edge = F[w, uint32(level), k] if direction == 0 else B[w, uint32(level), k]
         total = int32(scan_sum(pk, lane) + carry_sum)
         x = int32(edge - (total - pk)) if active else int32(NEG)
         best = max(scan_max(x, lane), carry_max)
         if active:
+            here = uint32(level)
+            below = uint32(level + 1)
             if direction == 0:
-                F[w, level + 1, k] = total + best
-                B[w, level + 1, k] = B[w, level, k]
+                F[w, below, k] = total + best
+                B[w, below, k] = B[w, here, k]
             else:
-                B[w, level + 1, k] = total + best
-                F[w, level + 1, k] = F[w, level, k]
-            R[w, level + 1, k] = R[w, level, k] - pk
+                B[w, below, k] = total + best
+                F[w, below, k] = F[w, here, k]
+            R[w, below, k] = R[w, here, k] - pk
         carry_sum = shfl(total, WARP - 1)
         carry_max = shfl(best, WARP - 1)
     sync_lanes()
@@ -126,8 +128,8 @@ def fill_row(M, w, level, selected, n, lane):
     for base in range(0, count, WARP):
         v = base + lane
         if v < count and v != selected:
-            cell = M[w, level, v]
-            M[w, level + 1, v - (1 if v > selected else 0)] = cell if cell >= 0 else ~cell
+            cell = M[w, uint32(level), uint32(v)]
+            M[w, uint32(level + 1), uint32(v - (1 if v > selected else 0))] = cell if cell >= 0 else ~cell
     sync_lanes()
 
 
@@ -143,11 +145,11 @@ def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, n, ub, branch, pack_
     """
     m = S.shape[1]
     for base in range(0, m, WARP):
-        k = base + lane
+        k = uint32(base + lane)
         if k < m:
-            front = max(F[w, row, k], heads[k])
-            back = max(B[w, row, k], tails[k])
-            remain = R[w, row, k]
+            front = max(F[w, uint32(row), k], heads[k])
+            back = max(B[w, uint32(row), k], tails[k])
+            remain = R[w, uint32(row), k]
             S[0, k] = front
             S[1, k] = back
             S[2, k] = remain + back
@@ -163,20 +165,20 @@ def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, n, ub, branch, pack_
         lf = ub
         lb = ub
         if c < count:
-            job = M[w, row, c]
+            job = uint32(M[w, uint32(row), uint32(c)])
             if do_forward:
                 lf = lb1_forward_child_body(S[0], S[2], p, job)
             if do_backward:
                 lb = lb1_backward_child_body(S[1], S[3], p, job)
             smallest = min(smallest, lf, lb)
-        lbf[chunk] = lf
-        lbb[chunk] = lb
+        lbf[uint32(chunk)] = lf
+        lbb[uint32(chunk)] = lb
     smallest = warp_min(smallest)
     keys = int32(0)  # forward key in the low 16 bits, backward key above (keys <= n <= 512)
     for chunk in range(chunks):
         if chunk * WARP + lane < count:
-            lf = lbf[chunk]
-            lb = lbb[chunk]
+            lf = lbf[uint32(chunk)]
+            lb = lbb[uint32(chunk)]
             if branch == MINMIN:
                 keys = int32(keys + int32(lf == smallest) + (int32(lb == smallest) << 16))
             else:
@@ -190,8 +192,8 @@ def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, n, ub, branch, pack_
         sum_b = int64(0)
         for chunk in range(chunks):
             if chunk * WARP + lane < count:
-                sum_f += lbf[chunk]
-                sum_b += lbb[chunk]
+                sum_f += lbf[uint32(chunk)]
+                sum_b += lbb[uint32(chunk)]
         if pack_sums:  # both sums fit in 31 bits: one reduction instead of two
             sums = warp_sum64(sum_f + (sum_b << 32))
             sum_f = sums & 0xFFFFFFFF
@@ -204,9 +206,9 @@ def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, n, ub, branch, pack_
     for chunk in range(chunks):
         c = chunk * WARP + lane
         if c < count:
-            lb = lbf[chunk] if direction == 0 else lbb[chunk]
+            lb = lbf[uint32(chunk)] if direction == 0 else lbb[uint32(chunk)]
             if lb >= ub:
-                M[w, row, c] = ~M[w, row, c]
+                M[w, uint32(row), uint32(c)] = ~M[w, uint32(row), uint32(c)]
     sync_lanes()
     return direction
 
@@ -217,7 +219,7 @@ def next_open_cell(M, w, level, v, count, lane):
     The warp reads a row's cells ``WARP`` at a time instead of one after the other."""
     for base in range(v, count, WARP):
         c = base + lane
-        first = first_lane(c < count and M[w, level, c] >= 0)
+        first = first_lane(c < count and M[w, uint32(level), uint32(c)] >= 0)
         if first < WARP:
             return base + first
     return count
@@ -252,10 +254,10 @@ def first_difference(vloc, end, w, n, lane):
         return -2
     for chunk in range((n + WARP - 1) // WARP):
         level = chunk * WARP + lane
-        differs = level < n and vloc[chunk] != end[w, 1 + level]
+        differs = level < n and vloc[uint32(chunk)] != end[w, uint32(1 + level)]
         first = warp_min(level if differs else n)
         if first < n:
-            return first if get_digit(vloc, first) < end[w, 1 + first] else -1
+            return first if get_digit(vloc, first) < end[w, uint32(1 + first)] else -1
     return -1
 
 
@@ -405,7 +407,7 @@ def _explore_kernel(chunks: int, machines: int):
             if steps >= max_steps and v != 0:
                 break
             steps += 1
-            descend(p, F, B, R, w, level, M[w, level, v], get_digit(dloc, level), m, lane)
+            descend(p, F, B, R, w, level, M[w, uint32(level), uint32(v)], get_digit(dloc, level), m, lane)
             if level == n - 1:
                 leaves += 1
                 cost = leaf_cost(F, B, w, n, m, lane)
