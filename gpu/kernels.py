@@ -127,11 +127,14 @@ def leaf_cost(F, B, w, n, m, lane):
 
 
 @cuda.jit(device=True)
-def fill_row(M, w, level, selected, n, lane):
-    """Row level+1 = row level without the selected cell, pruning flags cleared, order kept."""
+def fill_row(M, w, level, selected, n, chunks, lane):
+    """Row level+1 = row level without the selected cell, pruning flags cleared, order kept.
+    ``chunks``: the most chunks of WARP cells in a row (see ``row_chunks``)."""
     count = n - level
-    for base in range(0, count, WARP):
-        v = base + lane
+    for chunk in range(chunks):  # a constant trip count: unrolled, one pass when chunks == 1
+        if chunk * WARP >= count:
+            break
+        v = chunk * WARP + lane
         if v < count and v != selected:
             cell = M[w, uint32(level), uint32(v)]
             M[w, uint32(level + 1), uint32(v - (1 if v > selected else 0))] = cell if cell >= 0 else ~cell
@@ -139,10 +142,10 @@ def fill_row(M, w, level, selected, n, lane):
 
 
 @cuda.jit(device=True)
-def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, n, ub, branch, pack_sums, lbf, lbb, lane):
+def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, n, ub, branch, pack_sums, lbf, lbb, chunks, lane):
     """Bound the children of the node at ``row``, choose the direction, prune; returns it.
     ``S``: the warp's (4, m) shared rows; ``lbf``, ``lbb``: the lane's local arrays for its
-    children's forward and backward bounds.
+    children's forward and backward bounds; ``chunks``: the most chunks of WARP cells in a row.
 
     ``p`` is row-major: for n <= 32 a shared-memory copy with rows of odd length (lanes reading
     one machine of different jobs hit distinct banks), else the global array, which the L1 cache
@@ -161,11 +164,12 @@ def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, n, ub, branch, pack_
             S[3, k] = front + remain
     sync_lanes()
     count = n - row
-    chunks = (count + WARP - 1) // WARP
     do_forward = branch != BACKWARD
     do_backward = branch != FORWARD
     smallest = ub
     for chunk in range(chunks):
+        if chunk * WARP >= count:
+            break
         c = chunk * WARP + lane
         lf = ub
         lb = ub
@@ -181,6 +185,8 @@ def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, n, ub, branch, pack_
     smallest = warp_min(smallest)
     keys = int32(0)  # forward key in the low 16 bits, backward key above (keys <= n <= 512)
     for chunk in range(chunks):
+        if chunk * WARP >= count:
+            break
         if chunk * WARP + lane < count:
             lf = lbf[uint32(chunk)]
             lb = lbb[uint32(chunk)]
@@ -196,6 +202,8 @@ def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, n, ub, branch, pack_
         sum_f = int64(0)
         sum_b = int64(0)
         for chunk in range(chunks):
+            if chunk * WARP >= count:
+                break
             if chunk * WARP + lane < count:
                 sum_f += lbf[uint32(chunk)]
                 sum_b += lbb[uint32(chunk)]
@@ -209,6 +217,8 @@ def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, n, ub, branch, pack_
         dynamic_backward = sum_b > sum_f
     direction = 1 if branch == BACKWARD or (branch >= MINMIN and dynamic_backward) else 0
     for chunk in range(chunks):
+        if chunk * WARP >= count:
+            break
         c = chunk * WARP + lane
         if c < count:
             lb = lbf[uint32(chunk)] if direction == 0 else lbb[uint32(chunk)]
@@ -219,10 +229,14 @@ def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, n, ub, branch, pack_
 
 
 @cuda.jit(device=True)
-def next_open_cell(M, w, level, v, count, lane):
+def next_open_cell(M, w, level, v, count, chunks, lane):
     """The first unpruned cell of row ``level`` at or after ``v``; ``count`` when there is none.
-    The warp reads a row's cells ``WARP`` at a time instead of one after the other."""
-    for base in range(v, count, WARP):
+    The warp reads a row's cells ``WARP`` at a time instead of one after the other; a row spans
+    at most ``chunks`` chunks of them."""
+    for chunk in range(chunks):
+        base = v + chunk * WARP
+        if base >= count:
+            break
         c = base + lane
         first = first_lane(c < count and M[w, uint32(level), uint32(c)] >= 0)
         if first < WARP:
@@ -231,11 +245,11 @@ def next_open_cell(M, w, level, v, count, lane):
 
 
 @cuda.jit(device=True)
-def select(M, vloc, w, level, n, lane):
+def select(M, vloc, w, level, n, chunks, lane):
     """Advance to the next unpruned cell in DFS order; returns (level, exhausted)."""
     while True:
         count = n - level
-        v = next_open_cell(M, w, level, get_digit(vloc, level), count, lane)
+        v = next_open_cell(M, w, level, get_digit(vloc, level), count, chunks, lane)
         if v < count:
             set_digit(vloc, level, v, lane)
             return level, False
@@ -248,7 +262,7 @@ def select(M, vloc, w, level, n, lane):
 
 
 @cuda.jit(device=True)
-def first_difference(vloc, end, w, n, lane):
+def first_difference(vloc, end, w, n, chunks, lane):
     """The first level where the position (V) is below the end; -1 when V >= end; -2 when
     the end is n! (never reached).
 
@@ -257,7 +271,9 @@ def first_difference(vloc, end, w, n, lane):
     """
     if end[w, 0] != 0:
         return -2
-    for chunk in range((n + WARP - 1) // WARP):
+    for chunk in range(chunks):
+        if chunk * WARP >= n:
+            break
         level = chunk * WARP + lane
         differs = level < n and vloc[uint32(chunk)] != end[w, uint32(1 + level)]
         first = warp_min(level if differs else n)
@@ -297,7 +313,7 @@ def record_leaf(M, vloc, dloc, best, best_cost, ub_global, w, n, cost, lane):
 
 
 @cuda.jit(device=True)
-def init_at(p, heads, tails, M, F, B, R, S, start, vloc, dloc, lbf, lbb, w, n, ub, branch, pack_sums, lane):
+def init_at(p, heads, tails, M, F, B, R, S, start, vloc, dloc, lbf, lbb, w, n, ub, branch, pack_sums, chunks, lane):
     """Decode the path to the position ``start[w]``; returns (level, done, nodes owned)."""
     m = S.shape[1]
     for chunk in range(vloc.shape[0]):
@@ -316,7 +332,7 @@ def init_at(p, heads, tails, M, F, B, R, S, start, vloc, dloc, lbf, lbb, w, n, u
             B[w, 0, k] = 0
             R[w, 0, k] = total
     sync_lanes()
-    direction = bound_and_prune(p, heads, tails, M, F, B, R, S, w, 0, n, ub, branch, pack_sums, lbf, lbb, lane)
+    direction = bound_and_prune(p, heads, tails, M, F, B, R, S, w, 0, n, ub, branch, pack_sums, lbf, lbb, chunks, lane)
     set_digit(dloc, 0, direction, lane)
     last_nonzero = -1
     for base in range(0, n, WARP):
@@ -330,13 +346,14 @@ def init_at(p, heads, tails, M, F, B, R, S, start, vloc, dloc, lbf, lbb, w, n, u
         v = start[w, 1 + l]
         set_digit(vloc, l, v, lane)
         if M[w, l, v] < 0:
-            level, done = select(M, vloc, w, l, n, lane)
+            level, done = select(M, vloc, w, l, n, chunks, lane)
             break
         if l >= last_nonzero:
             break
         descend(p, F, B, R, w, l, M[w, l, v], get_digit(dloc, l), m, lane)
-        fill_row(M, w, l, v, n, lane)
-        direction = bound_and_prune(p, heads, tails, M, F, B, R, S, w, l + 1, n, ub, branch, pack_sums, lbf, lbb, lane)
+        fill_row(M, w, l, v, n, chunks, lane)
+        direction = bound_and_prune(p, heads, tails, M, F, B, R, S, w, l + 1, n, ub, branch, pack_sums, lbf, lbb, chunks,
+                                    lane)  # fmt: skip
         set_digit(dloc, l + 1, direction, lane)
     return level, done, owned
 
@@ -385,12 +402,15 @@ def _explore_kernel(chunks: int, machines: int):
         dloc = cuda.local.array(chunks, int32)
         lbf = cuda.local.array(chunks, int32)  # children's bounds, child c on lane c % WARP
         lbb = cuda.local.array(chunks, int32)
+        # The most chunks of WARP cells in a row: a constant 1 for n <= 32, so the loops over
+        # chunks unroll into one pass; a run-time count above (unrolling 16 passes spills).
+        row_chunks = 1 if chunks == 1 else (n + WARP - 1) // WARP
         ub = read_ub(ub_global, lane)
         nodes = int64(0)
         leaves = int64(0)
         if state[w, INIT] != 0:
             level, done, owned = init_at(p, heads, tails, M, F, B, R, S, start, vloc, dloc, lbf, lbb, w, n, ub, branch,
-                                         pack_sums, lane)  # fmt: skip
+                                         pack_sums, row_chunks, lane)  # fmt: skip
             nodes += owned
         else:
             for chunk in range(chunks):
@@ -403,7 +423,7 @@ def _explore_kernel(chunks: int, machines: int):
         horizon = n  # V is below the end while V[:horizon + 1] is as when last checked; n: check now
         while not done:
             if level <= horizon:
-                horizon = first_difference(vloc, end, w, n, lane)
+                horizon = first_difference(vloc, end, w, n, row_chunks, lane)
                 if horizon == -1:  # at or after the end
                     done = True
                     break
@@ -424,13 +444,13 @@ def _explore_kernel(chunks: int, machines: int):
                 set_digit(vloc, level, v + 1, lane)
             else:
                 nodes += 1
-                fill_row(M, w, level, v, n, lane)
+                fill_row(M, w, level, v, n, row_chunks, lane)
                 ub = min(ub, read_ub(ub_global, lane))
                 direction = bound_and_prune(p, heads, tails, M, F, B, R, S, w, level + 1, n, ub, branch, pack_sums, lbf,
-                                            lbb, lane)  # fmt: skip
+                                            lbb, row_chunks, lane)  # fmt: skip
                 set_digit(dloc, level + 1, direction, lane)
                 level += 1
-            level, done = select(M, vloc, w, level, n, lane)
+            level, done = select(M, vloc, w, level, n, row_chunks, lane)
         for chunk in range(chunks):
             l = chunk * WARP + lane
             if l < n:
