@@ -14,7 +14,10 @@ front/back/remaining rows live in global memory.
 Array indices in the hot paths are cast to uint32: numba wraps a signed index around when it
 is negative (three 64-bit instructions per dimension of every access), an unsigned one it takes
 as is.  That took ta021-ta030 from 10.0-10.2 s to 7.9 s and ta056 from 398-413 to 507-519 M
-nodes/s on an H200 (benchmarks/results/gpu_unsigned_indices_h200_2026-12-02.json).
+nodes/s on an H200 (benchmarks/results/gpu_unsigned_indices_h200_2026-12-02.json).  The loops
+over a row's chunks of WARP cells run to ``row_chunks``, a constant 1 for n <= 32, so they
+compile to one pass: ta021-ta030 6.4-6.7 s instead of 7.9 s
+(benchmarks/results/gpu_constant_chunks_h200_2026-12-02.json).
 
 A kernel is compiled per machine count m (a closure constant), so the O(m) bounding loops
 unroll with immediate shared-memory offsets, and the arithmetic is int32 throughout (numba
