@@ -11,6 +11,7 @@ with a GPU); the variable must be set before numba is imported.
 
 import faulthandler
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -69,3 +70,19 @@ def simulated_libdevice():
 
     with exact_libdevice():
         yield
+
+
+@pytest.fixture(scope="session")
+def sm90_ptx(tmp_path_factory) -> Path:
+    """Every GPU kernel compiled to sm_90 PTX by ``tests/sm90_ptx.py`` in a process without the
+    simulator (which types more leniently); skips where there is no CUDA toolchain."""
+    out = tmp_path_factory.mktemp("ptx")
+    environment = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    environment["PYTHONPATH"] = os.pathsep.join([str(Path(pbbflow.__file__).resolve().parents[1]),
+                                                 environment.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, str(Path(__file__).with_name("sm90_ptx.py")), str(out)],
+                          capture_output=True, text=True, env=environment, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    if done.stdout.startswith("SKIP"):
+        pytest.skip(f"no CUDA toolchain to compile with ({done.stdout[5:].strip()})")
+    return out

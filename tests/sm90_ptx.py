@@ -1,4 +1,4 @@
-"""Compile every spatial GPU kernel to sm_90 PTX without a GPU (NVVM only), as a script.
+"""Compile every GPU kernel (flow shop and spatial) to sm_90 PTX without a GPU (NVVM only), as a script.
 
 The tests run it in a subprocess without ``NUMBA_ENABLE_CUDASIM`` (the simulator, which the test
 process uses, accepts code that numba-cuda refuses to type, e.g. a local array sized by an
@@ -17,6 +17,10 @@ from numba import cuda
 
 A1, A2, A3 = "float64[::1]", "float64[:, ::1]", "float64[:, :, ::1]"
 I1, I2, B1 = "int64[::1]", "int64[:, ::1]", "boolean[::1]"
+J1, J2, J3 = "int32[::1]", "int32[:, ::1]", "int32[:, :, ::1]"
+# the flow-shop explore kernel: p, heads, tails, M, V, dirs, F, B, R, end, start, state, best, best_cost,
+# ub, counters, max_steps, branch, pack_sums (gpu/explorer.py's arrays)
+EXPLORE = f"({J2}, {J1}, {J1}, int16[:, :, ::1], {J2}, {J2}, {J3}, {J3}, {J3}, {J2}, {J2}, {I2}, {J2}, {J1}, {J1}, {I1}, int64, int64, boolean)"
 TAPE = "int32[::1], int32[::1], int32[::1], float64[::1], float64[::1], int32[::1], int64"
 
 
@@ -38,9 +42,15 @@ def _without_a_driver() -> None:
 
 
 def _kernels() -> dict:
-    from pbbflow.gpu import spatial_contract, spatial_kernels, spatial_phase
+    from pbbflow.gpu import kernels, spatial_contract, spatial_kernels, spatial_phase
 
     return {
+        # one n <= 32 kernel and one for larger n (their loops over a row's chunks differ)
+        "explore_n20": (kernels.explore_kernel(20, 5), EXPLORE),
+        "explore_n50": (kernels.explore_kernel(50, 5), EXPLORE),
+        "classify": (kernels.classify, f"({J2}, {J2}, {I2}, {J1}, {I1})"),
+        "list_victims": (kernels.list_victims, f"({J2}, {J2}, {I2}, {J1}, {I1}, int64)"),
+        "steal": (kernels.steal, f"({J2}, {J2}, {J2}, {I2}, {J1}, {J1}, {I1})"),
         "bound_subdomains": (spatial_kernels.bounding_kernel(512, 2, 4),
                              f"({TAPE}, {B1}, int64, {B1}, {A3}, int64, int64, int64, float64, {A1}, {A2}, {A1}, "
                              f"{I1}, {I1}, {I2}, {I2})"),

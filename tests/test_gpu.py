@@ -198,3 +198,13 @@ def test_direction_ties_without_packed_sums(branch, seed):
     explorer.load(WorkUnit.full(6))
     counts = explorer.run(optimum)
     assert (counts.nodes, counts.leaves) == (cpu.nodes, cpu.leaves) and not explorer.remaining()
+
+
+def test_every_flowshop_kernel_compiles_for_sm90(sm90_ptx):
+    """numba-cuda (not the simulator, which types more leniently) types and compiles the explore
+    kernel of both size classes and the stealing kernels; the selection votes across the warp."""
+    names = {path.stem for path in sm90_ptx.glob("*.ptx")}
+    assert {"explore_n20", "explore_n50", "classify", "list_victims", "steal"} <= names
+    for size in ("n20", "n50"):
+        ptx = (sm90_ptx / f"explore_{size}.ptx").read_text()
+        assert "vote.sync.ballot" in ptx and "shfl.sync" in ptx

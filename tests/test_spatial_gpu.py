@@ -11,10 +11,6 @@ library functions are only checked against arb and, for bounds, to 1e-12 relativ
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import flint
 import numpy as np
@@ -33,7 +29,6 @@ from spatial_helpers import (
     sample_points,
 )
 
-import pbbflow
 from pbbflow.gpu import spatial_interval as giv
 from pbbflow.gpu.spatial_kernels import MAX_TAPE, TapeTooLarge, bound_boxes_gpu
 from pbbflow.gpu.warp import SIMULATED
@@ -311,22 +306,6 @@ def test_requests_are_checked_like_the_cpu():
 
 
 # ---------------------------------------------------------------- PTX
-
-@pytest.fixture(scope="module")
-def sm90_ptx(tmp_path_factory) -> Path:
-    """Every spatial kernel compiled to sm_90 PTX by ``tests/sm90_ptx.py`` in a process without the
-    simulator (which types more leniently); skips where there is no CUDA toolchain."""
-    out = tmp_path_factory.mktemp("ptx")
-    environment = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    environment["PYTHONPATH"] = os.pathsep.join([str(Path(pbbflow.__file__).resolve().parents[1]),
-                                                 environment.get("PYTHONPATH", "")])
-    done = subprocess.run([sys.executable, str(Path(__file__).with_name("sm90_ptx.py")), str(out)],
-                          capture_output=True, text=True, env=environment, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    if done.stdout.startswith("SKIP"):
-        pytest.skip(f"no CUDA toolchain to compile with ({done.stdout[5:].strip()})")
-    return out
-
 
 def test_every_spatial_kernel_compiles_for_sm90(sm90_ptx):
     """numba-cuda types and compiles each kernel of the bounds, the contraction and the B&B phase."""
