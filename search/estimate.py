@@ -188,9 +188,10 @@ def probe_batch(p, bound_data, mode, branch, ub, ivm, starts, ends, alpha, seed,
 
 
 @_jit
-def count_nodes(p, bound_data, mode, branch, ub, ivm, starts, ends):
+def count_nodes(p, bound_data, mode, branch, ub, ivm, starts, ends, by_depth):
     """The exact number of nodes an explorer of the work decomposes under a fixed ``ub`` (every
-    child that a probe could enter, entered: a depth-first walk; for tests, small trees)."""
+    child that a probe could enter, entered: a depth-first walk; for tests, small trees), and in
+    ``by_depth`` (n + 1 zeros) how many of them lie at each depth."""
     M, V, dirs, F, B, R, end, sc, best, work, scheduled = ivm
     n = p.shape[0]
     k = starts.shape[0]
@@ -202,6 +203,7 @@ def count_nodes(p, bound_data, mode, branch, ub, ivm, starts, ends):
     _overlap(V, 0, starts, ends, 0, k, found)
     lo[0], hi[0], full[0] = found[0], found[1], found[3]
     total = found[2]
+    by_depth[0] += found[2]
     if n == 1:
         return total
     level = 0
@@ -225,6 +227,7 @@ def count_nodes(p, bound_data, mode, branch, ub, ivm, starts, ends):
                 V[level] += 1
                 continue
         total += found[2]
+        by_depth[level + 1] += found[2]
         if level + 1 == n - 1:
             V[level] += 1
             continue
@@ -282,11 +285,15 @@ class Prober:
 
     def exact(self, work: WorkUnit, ub: int) -> int:
         """The exact node count of ``work`` under a fixed ``ub`` (a full walk: small trees only)."""
-        if not work:
-            return 0
+        return int(self.exact_by_depth(work, ub).sum())
+
+    def exact_by_depth(self, work: WorkUnit, ub: int) -> np.ndarray:
+        """The exact node count of ``work`` under a fixed ``ub`` at each depth 0..n (a full walk)."""
         pr = self.problem
-        starts, ends = work_rows(work)
-        return int(count_nodes(pr.p, pr.bound_data, pr.mode, pr.branch, int(ub), self.ivm.arrays, starts, ends))
+        by_depth = np.zeros(pr.n + 1, np.int64)
+        if work:
+            count_nodes(pr.p, pr.bound_data, pr.mode, pr.branch, int(ub), self.ivm.arrays, *work_rows(work), by_depth)
+        return by_depth
 
     def estimate(self, work: WorkUnit, ub: int, *, seconds: float = 0.3, max_probes: int = 1 << 20,
                  seed: int = 0) -> NodeEstimate:  # fmt: skip

@@ -53,6 +53,24 @@ def test_the_exact_walk_counts_what_the_explorer_counts(bound, branch):
             assert prober.exact(work, optimum) == explore(p, work, optimum, bound=bound, branch=branch).nodes
 
 
+def test_nodes_by_depth_add_up_over_depths_and_over_pieces_of_the_work():
+    """The per-depth count sums to the explorer's count, is additive over a split of the work,
+    counts the root only where its leftmost leaf (position 0) is in the work, and no leaf."""
+    rng = np.random.default_rng(11)
+    for p in random_instances(12, 8, 2, 8):
+        n = p.shape[0]
+        optimum, _ = brute_force_optimum(p)
+        prober = Prober(p)
+        for work in units(n, rng):
+            by_depth = prober.exact_by_depth(work, optimum)
+            assert by_depth.shape == (n + 1,) and by_depth[n] == 0
+            assert by_depth.sum() == explore(p, work, optimum).nodes
+            assert by_depth[0] == int(bool(work.intersect(WorkUnit(n, [(0, 1)]))))
+            if work.size > 1:
+                left, right = work.halve()
+                assert np.array_equal(by_depth, prober.exact_by_depth(left, optimum) + prober.exact_by_depth(right, optimum))
+
+
 def slices():
     """Random 7-9 job instances and Taillard slices, with their optima."""
     for p in [*random_instances(7, 3, 7, 9), taillard_instance(1).p[:8], taillard_instance(11).p[:9]]:
