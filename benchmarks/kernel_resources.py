@@ -21,32 +21,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import numba.cuda.dispatcher
-from numba import cuda, types
-
-
-class _Device:
-    """Stands in for the current device: device functions ask it for the compute capability."""
-
-    compute_capability = (9, 0)
-
-
-def explore_signature() -> tuple:
-    a1, a2, a3 = types.int32[::1], types.int32[:, ::1], types.int32[:, :, ::1]
-    return (a2, a1, a1, types.int16[:, :, ::1], a2, a2, a3, a3, a3, a2, a2, types.int64[:, ::1], a2, a1, a1,
-            types.int64[::1], types.int64, types.int64, types.boolean)  # fmt: skip
-
 
 def explore_ptx(n: int, m: int) -> str:
-    numba.cuda.dispatcher.get_current_device = _Device  # no driver here
     from pbbflow.gpu import kernels
+    from pbbflow.gpu.offline_ptx import kernel_ptx
 
-    try:
-        kernel = kernels.explore_kernel(n, m)
-    except TypeError:  # kernels before the one-per-machine-count ones (for comparisons with old commits)
-        kernel = kernels.explore_kernel(n)
-    ptx, _ = cuda.compile_ptx(kernel.py_func, explore_signature(), cc=_Device.compute_capability)
-    return ptx
+    return kernel_ptx(kernels.explore_kernel(n, m).py_func, kernels.EXPLORE_SIGNATURE)
 
 
 def ptxas_report(ptx: str, registers: int) -> dict:

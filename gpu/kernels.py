@@ -473,6 +473,14 @@ def _explore_kernel(chunks: int, machines: int):
     return explore
 
 
+# The explore kernel's argument types (gpu/explorer.py's arrays), for compiling it without a GPU
+# (gpu/offline_ptx.py): p, heads, tails, M, V, dirs, F, B, R, end, start, state, best, best_cost,
+# ub, counters, max_steps, branch, pack_sums.
+EXPLORE_SIGNATURE = ("(int32[:, ::1], int32[::1], int32[::1], int16[:, :, ::1], int32[:, ::1], int32[:, ::1], "
+                     "int32[:, :, ::1], int32[:, :, ::1], int32[:, :, ::1], int32[:, ::1], int32[:, ::1], "
+                     "int64[:, ::1], int32[:, ::1], int32[::1], int32[::1], int64[::1], int64, int64, boolean)")
+
+
 def explore_kernel(n: int, m: int):
     """The explore kernel for ``n`` jobs on ``m`` machines (compiled once per size class)."""
     return _explore_kernel(1 if n <= WARP else MAX_CHUNKS, m)

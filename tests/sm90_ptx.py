@@ -12,33 +12,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import numba.cuda.dispatcher
 from numba import cuda
+
+from pbbflow.gpu.offline_ptx import SM90, kernel_ptx, without_a_driver
 
 A1, A2, A3 = "float64[::1]", "float64[:, ::1]", "float64[:, :, ::1]"
 I1, I2, B1 = "int64[::1]", "int64[:, ::1]", "boolean[::1]"
-J1, J2, J3 = "int32[::1]", "int32[:, ::1]", "int32[:, :, ::1]"
-# the flow-shop explore kernel: p, heads, tails, M, V, dirs, F, B, R, end, start, state, best, best_cost,
-# ub, counters, max_steps, branch, pack_sums (gpu/explorer.py's arrays)
-EXPLORE = f"({J2}, {J1}, {J1}, int16[:, :, ::1], {J2}, {J2}, {J3}, {J3}, {J3}, {J2}, {J2}, {I2}, {J2}, {J1}, {J1}, {I1}, int64, int64, boolean)"
+J1, J2 = "int32[::1]", "int32[:, ::1]"
 TAPE = "int32[::1], int32[::1], int32[::1], float64[::1], float64[::1], int32[::1], int64"
-
-
-class _Device:  # device functions ask the current device for its compute capability: no driver here
-    compute_capability = (9, 0)
-
-
-def _without_a_driver() -> None:
-    try:
-        from numba.cuda.cudadrv import nvrtc
-
-        nvrtc.get_supported_ccs()
-    except Exception:  # NVRTC only picks the closest architecture; we name sm_90 ourselves
-        from numba.cuda import cuda_paths
-
-        nvrtc.get_supported_ccs = lambda: ((9, 0),)
-        cuda_paths._get_nvrtc_path = lambda: ("none", None)
-    numba.cuda.dispatcher.get_current_device = _Device
 
 
 def _kernels() -> dict:
@@ -46,8 +27,8 @@ def _kernels() -> dict:
 
     return {
         # one n <= 32 kernel and one for larger n (their loops over a row's chunks differ)
-        "explore_n20": (kernels.explore_kernel(20, 5), EXPLORE),
-        "explore_n50": (kernels.explore_kernel(50, 5), EXPLORE),
+        "explore_n20": (kernels.explore_kernel(20, 5), kernels.EXPLORE_SIGNATURE),
+        "explore_n50": (kernels.explore_kernel(50, 5), kernels.EXPLORE_SIGNATURE),
         "classify": (kernels.classify, f"({J2}, {J2}, {I2}, {J1}, {I1})"),
         "list_victims": (kernels.list_victims, f"({J2}, {J2}, {I2}, {J1}, {I1}, int64)"),
         "steal": (kernels.steal, f"({J2}, {J2}, {J2}, {I2}, {J1}, {J1}, {I1})"),
@@ -72,20 +53,19 @@ def _kernels() -> dict:
 
 
 def main(out: Path) -> None:
-    _without_a_driver()
+    without_a_driver()
 
     def trivial(x):
         x[0] = 1.0
 
     try:
-        cuda.compile_ptx(trivial, f"({A1},)", cc=(9, 0))
+        cuda.compile_ptx(trivial, f"({A1},)", cc=SM90)
     except Exception as error:  # no NVVM, no CUDA headers: nothing to compile with here
         print(f"SKIP {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")
         return
     out.mkdir(parents=True, exist_ok=True)
     for name, (kernel, signature) in _kernels().items():
-        ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0))
-        (out / f"{name}.ptx").write_text(ptx)
+        (out / f"{name}.ptx").write_text(kernel_ptx(kernel.py_func, signature))
         print(f"ok {name}")
 
 
