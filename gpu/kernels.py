@@ -90,23 +90,23 @@ def descend(p, F, B, R, w, level, job, direction, m, lane):
     Completion times are a max-plus prefix: C_k = P_k + max_{i<=k} (F_i - P_{i-1}) with P
     the prefix sums of the job's times, so two warp scans replace the O(m) chain.
     """
+    here = uint32(level)  # unsigned indices: no wraparound code (see the module docstring)
+    below = uint32(level + 1)
     carry_sum = int32(0)
     carry_max = int32(NEG)
     for base in range(0, m, WARP):
         step = base + lane
         active = step < m
-        k = uint32((step if direction == 0 else m - 1 - step) if active else 0)  # unsigned: no wraparound code
+        k = uint32((step if direction == 0 else m - 1 - step) if active else 0)
         pk = int32(0)
         edge = int32(0)
         if active:
             pk = p[uint32(job), k]
-            edge = F[w, uint32(level), k] if direction == 0 else B[w, uint32(level), k]
+            edge = F[w, here, k] if direction == 0 else B[w, here, k]
         total = int32(scan_sum(pk, lane) + carry_sum)
         x = int32(edge - (total - pk)) if active else int32(NEG)
         best = max(scan_max(x, lane), carry_max)
         if active:
-            here = uint32(level)
-            below = uint32(level + 1)
             if direction == 0:
                 F[w, below, k] = total + best
                 B[w, below, k] = B[w, here, k]
@@ -134,13 +134,15 @@ def fill_row(M, w, level, selected, n, chunks, lane):
     """Row level+1 = row level without the selected cell, pruning flags cleared, order kept.
     ``chunks``: the most chunks of WARP cells in a row (see ``row_chunks``)."""
     count = n - level
+    here = uint32(level)
+    below = uint32(level + 1)
     for chunk in range(chunks):  # a constant trip count: unrolled, one pass when chunks == 1
         if chunk * WARP >= count:
             break
         v = chunk * WARP + lane
         if v < count and v != selected:
-            cell = M[w, uint32(level), uint32(v)]
-            M[w, uint32(level + 1), uint32(v - (1 if v > selected else 0))] = cell if cell >= 0 else ~cell
+            cell = M[w, here, uint32(v)]
+            M[w, below, uint32(v - (1 if v > selected else 0))] = cell if cell >= 0 else ~cell
     sync_lanes()
 
 
@@ -155,12 +157,13 @@ def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, n, ub, branch, pack_
     holds (reading it job-fast was measured on an H200 with the earlier kernel: no gain).
     """
     m = S.shape[1]
+    r = uint32(row)
     for base in range(0, m, WARP):
         k = uint32(base + lane)
         if k < m:
-            front = max(F[w, uint32(row), k], heads[k])
-            back = max(B[w, uint32(row), k], tails[k])
-            remain = R[w, uint32(row), k]
+            front = max(F[w, r, k], heads[k])
+            back = max(B[w, r, k], tails[k])
+            remain = R[w, r, k]
             S[0, k] = front
             S[1, k] = back
             S[2, k] = remain + back
@@ -177,7 +180,7 @@ def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, n, ub, branch, pack_
         lf = ub
         lb = ub
         if c < count:
-            job = uint32(M[w, uint32(row), uint32(c)])
+            job = uint32(M[w, r, uint32(c)])
             if do_forward:
                 lf = lb1_forward_child_body(S[0], S[2], p, job)
             if do_backward:
@@ -226,7 +229,7 @@ def bound_and_prune(p, heads, tails, M, F, B, R, S, w, row, n, ub, branch, pack_
         if c < count:
             lb = lbf[uint32(chunk)] if direction == 0 else lbb[uint32(chunk)]
             if lb >= ub:
-                M[w, uint32(row), uint32(c)] = ~M[w, uint32(row), uint32(c)]
+                M[w, r, uint32(c)] = ~M[w, r, uint32(c)]
     sync_lanes()
     return direction
 

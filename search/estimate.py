@@ -189,9 +189,9 @@ def probe_batch(p, bound_data, mode, branch, ub, ivm, starts, ends, alpha, seed,
 
 @_jit
 def count_nodes(p, bound_data, mode, branch, ub, ivm, starts, ends, by_depth):
-    """The exact number of nodes an explorer of the work decomposes under a fixed ``ub`` (every
-    child that a probe could enter, entered: a depth-first walk; for tests, small trees), and in
-    ``by_depth`` (n + 1 zeros) how many of them lie at each depth."""
+    """Add to ``by_depth`` (n + 1 entries) the nodes that an explorer of the work decomposes under a
+    fixed ``ub``, at each depth (every child that a probe could enter, entered: a depth-first walk;
+    for tests and small trees)."""
     M, V, dirs, F, B, R, end, sc, best, work, scheduled = ivm
     n = p.shape[0]
     k = starts.shape[0]
@@ -202,16 +202,15 @@ def count_nodes(p, bound_data, mode, branch, ub, ivm, starts, ends, by_depth):
     set_root(p, bound_data, mode, branch, ub, ivm)
     _overlap(V, 0, starts, ends, 0, k, found)
     lo[0], hi[0], full[0] = found[0], found[1], found[3]
-    total = found[2]
     by_depth[0] += found[2]
     if n == 1:
-        return total
+        return
     level = 0
     V[0] = 0
     while True:
         if V[level] >= n - level:  # row done: back to the parent's next cell
             if level == 0:
-                return total
+                return
             V[level] = 0
             level -= 1
             V[level] += 1
@@ -226,7 +225,6 @@ def count_nodes(p, bound_data, mode, branch, ub, ivm, starts, ends, by_depth):
             if found[0] >= found[1]:
                 V[level] += 1
                 continue
-        total += found[2]
         by_depth[level + 1] += found[2]
         if level + 1 == n - 1:
             V[level] += 1
