@@ -41,7 +41,21 @@ class RunCounts:
     leaves: int
     launches: int
     peak_active: int  # the most IVMs busy in one launch
-    kernel_s: float  # time inside explore launches (synchronised), the rest is stealing and host
+    kernel_s: float  # device time of the explore launches (CUDA events), the rest is stealing and waiting
+
+
+class _Launch:
+    """One explore launch's buffers: its counters on the device and, pinned on the host, their copy,
+    the UB after it and the zeros it starts from; ``began`` and ``done`` are recorded on the stream
+    before the kernel and after the copies."""
+
+    def __init__(self) -> None:
+        self.device_counters = cuda.to_device(np.zeros(K.N_COUNTERS, np.int64))
+        self.counters = cuda.pinned_array(K.N_COUNTERS, np.int64)
+        self.ub = cuda.pinned_array(1, np.int32)
+        self.zero = cuda.pinned_array(K.N_COUNTERS, np.int64)
+        self.zero[:] = 0
+        self.began, self.done = cuda.event(), cuda.event()
 
 
 def device_summary() -> dict:
@@ -85,7 +99,12 @@ class GpuExplorer:
         self.best_schedule = cuda.to_device(np.zeros((ivms, n), np.int32))
         self.best_cost = cuda.to_device(np.full(ivms, np.iinfo(np.int32).max, np.int32))
         self.ub = cuda.to_device(np.zeros(1, np.int32))
-        self.counters = cuda.to_device(np.zeros(K.N_COUNTERS, np.int64))
+        self.stream = cuda.stream()
+        self.launches = [_Launch() for _ in range(2)]  # one running, one queued behind it
+        self.steal_counters = cuda.to_device(np.zeros(K.N_COUNTERS, np.int64))
+        self.steal_start = cuda.pinned_array(K.N_COUNTERS, np.int64)
+        self.steal_start[:] = 0
+        self.steal_start[K.C_MIN_LEADING] = n + 1
         self.idle = cuda.device_array(ivms, np.int32)
         self.victims = cuda.device_array(ivms, np.int32)
         self.steps = MIN_STEPS
@@ -155,45 +174,57 @@ class GpuExplorer:
         ``steps``: nodes per IVM and launch (default: sized to ``LAUNCH_SECONDS``).
         ``on_launch(nodes, leaves, ub)`` is called after every launch with the totals of this
         call; it returns True to stop here (e.g. when other explorers wait for work).
+        The next launch is queued before the host reads a launch's counters, so that the device
+        never waits for Python: a stop takes effect one launch later, and that launch's nodes count.
         """
         if steps is not None:
             self.steps = steps
         self.initial_ub = ub
         self.ub.copy_to_device(np.array([ub], np.int32))
         deadline = None if max_seconds is None else time.monotonic() + max_seconds
-        threads = WARP * WARPS_PER_BLOCK
-        blocks = (self.k + WARPS_PER_BLOCK - 1) // WARPS_PER_BLOCK
-        zero = np.zeros(K.N_COUNTERS, np.int64)
         nodes = leaves = launches = peak_active = 0
         kernel_s = 0.0
-        while True:
-            self.counters.copy_to_device(zero)
-            started = time.perf_counter()
-            self.kernel[blocks, threads](
-                self.p, self.heads, self.tails, self.M, self.V, self.dirs, self.F, self.B, self.R, self.end, self.start,
-                self.state, self.best_schedule, self.best_cost, self.ub, self.counters, self.steps, self.branch,
-                self.pack_sums)  # fmt: skip
-            counters = self.counters.copy_to_host()  # synchronises
-            elapsed = time.perf_counter() - started
+        queued = [self._enqueue(self.launches[0])]
+        stopping = False
+        while queued:
+            launch = queued.pop(0)
+            if not stopping:
+                queued.append(self._enqueue(self.launches[launches % 2 ^ 1]))
+            launch.done.synchronize()
+            elapsed = launch.began.elapsed_time(launch.done) / 1000
             kernel_s += elapsed
             launches += 1
-            nodes += int(counters[K.C_NODES])
-            leaves += int(counters[K.C_LEAVES])
-            active = int(counters[K.C_ACTIVE])
+            nodes += int(launch.counters[K.C_NODES])
+            leaves += int(launch.counters[K.C_LEAVES])
+            active = int(launch.counters[K.C_ACTIVE])
             peak_active = max(peak_active, active)
-            if active == 0:
-                break
-            if on_launch is not None and on_launch(nodes, leaves, int(self.ub.copy_to_host()[0])):
-                break
-            if deadline is not None and time.monotonic() >= deadline:
-                break
-            if max_nodes is not None and nodes >= max_nodes:
-                break
+            if stopping:
+                continue
+            stopping = (active == 0
+                        or (on_launch is not None and bool(on_launch(nodes, leaves, int(launch.ub[0]))))
+                        or (deadline is not None and time.monotonic() >= deadline)
+                        or (max_nodes is not None and nodes >= max_nodes))  # fmt: skip
+            if stopping:
+                continue
             if steps is None:
                 self._adapt(elapsed)
             if active < STEAL_BELOW * self.k:
                 self._steal()
         return RunCounts(nodes, leaves, launches, peak_active, kernel_s)
+
+    def _enqueue(self, launch: _Launch) -> _Launch:
+        """Queue one explore launch of ``self.steps`` nodes per IVM on the stream, and the copy of its
+        counters and of the UB back to ``launch``'s host buffers."""
+        launch.device_counters.copy_to_device(launch.zero, stream=self.stream)
+        launch.began.record(self.stream)
+        self.kernel[(self.k + WARPS_PER_BLOCK - 1) // WARPS_PER_BLOCK, WARP * WARPS_PER_BLOCK, self.stream](
+            self.p, self.heads, self.tails, self.M, self.V, self.dirs, self.F, self.B, self.R, self.end, self.start,
+            self.state, self.best_schedule, self.best_cost, self.ub, launch.device_counters, self.steps, self.branch,
+            self.pack_sums)  # fmt: skip
+        launch.device_counters.copy_to_host(launch.counters, stream=self.stream)
+        self.ub.copy_to_host(launch.ub, stream=self.stream)
+        launch.done.record(self.stream)
+        return launch
 
     def _adapt(self, elapsed: float) -> None:
         """Size the next launch to last about ``LAUNCH_SECONDS``."""
@@ -203,14 +234,14 @@ class GpuExplorer:
             self.steps = max(MIN_STEPS, self.steps // 2)
 
     def _steal(self) -> None:
-        counters = np.zeros(K.N_COUNTERS, np.int64)
-        counters[K.C_MIN_LEADING] = self.n + 1
-        self.counters.copy_to_device(counters)
+        """Queue a round of stealing on the stream: idle IVMs take half of a busy one's interval."""
+        self.steal_counters.copy_to_device(self.steal_start, stream=self.stream)
         threads = 128
         blocks = (self.k + threads - 1) // threads
-        K.classify[blocks, threads](self.V, self.end, self.state, self.idle, self.counters)
-        K.list_victims[blocks, threads](self.V, self.end, self.state, self.victims, self.counters, VICTIM_SLACK)
-        K.steal[blocks, threads](self.V, self.end, self.start, self.state, self.idle, self.victims, self.counters)
+        launch = blocks, threads, self.stream
+        K.classify[launch](self.V, self.end, self.state, self.idle, self.steal_counters)
+        K.list_victims[launch](self.V, self.end, self.state, self.victims, self.steal_counters, VICTIM_SLACK)
+        K.steal[launch](self.V, self.end, self.start, self.state, self.idle, self.victims, self.steal_counters)
 
 
 def compile_kernels(p: np.ndarray, branch: str = "minmin") -> None:
