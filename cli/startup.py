@@ -3,8 +3,7 @@
 The cluster opens on a thread, whose workers then load (or compile) their numba code, while
 the client loads its own and prepares the run; the seconds of every phase go into the JSON
 output as ``startup``.  The thread's phases (``cluster_s``, then ``workers_code_s``, which
-includes checking the dashboard link of a scheduler that serves its dashboard already, and
-``store_code_s``: importing the run store's library while the workers load) overlap
+includes checking the dashboard link of a scheduler that serves its dashboard already) overlap
 the client's (``client_code_s``, ``initial_heuristic_s``); ``wait_s`` is how long the client then
 waited for the thread.  The local clusters of one process start without their dashboard (Bokeh:
 0.35 s of Python holding the GIL); a run still going ``dashboard_after`` seconds (default
@@ -28,7 +27,6 @@ from contextlib import AbstractContextManager
 
 from distributed import Client
 
-from ..storage.runstore import zarr_module
 from ..workflow.cluster import attach_dashboard, dashboard_link, dashboard_pending
 from ..workflow.warmup import CodeLoad, loaded_code, submit_warm_workers
 from .signals import block_in_this_thread
@@ -84,8 +82,6 @@ class Startup:
             self._opened.set()
             with self.phase("workers_code_s"):
                 loads = submit_warm_workers(self.client, *worker_code)
-                with self.phase("store_code_s"):  # while the workers load theirs
-                    zarr_module()
                 deferred = dashboard_pending(self.client)
                 if not deferred:
                     self.link = dashboard_link(self.client)
