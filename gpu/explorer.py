@@ -29,7 +29,7 @@ from .warp import WARP, WARPS_PER_BLOCK
 
 STEAL_BELOW = 0.8  # steal when fewer than this share of the IVMs is busy (paper, section 3.3)
 VICTIM_SLACK = 2  # victims: intervals within this many leading factoradic digits of the largest
-LAUNCH_SECONDS = 0.004  # aim of one explore launch: stealing latency vs launch overhead
+LAUNCH_SECONDS = 0.002  # aim of one explore launch: an idle IVM waits for a steal up to one launch (hidden launch overhead)
 MIN_STEPS, MAX_STEPS = 4, 1 << 16
 
 
