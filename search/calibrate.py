@@ -1,0 +1,295 @@
+"""Subtree roots of a work unit, exact (capped) subtree counts and probes of single subtrees.
+
+Tools for estimators of the nodes left that learn from the part of a proof already explored
+(``benchmarks/eta_calibration.py``): a work unit (intervals of [0, n!)) is a union of maximal
+subtrees whose every leaf lies in the work, plus the few partial nodes on their boundary.
+:func:`Calibrator.roots` lists those subtree roots (prefix digits, depth, the root's LB), and for
+one root :func:`Calibrator.count` walks its subtree exactly (stopping past a cap) while
+:func:`Calibrator.probes` draws Knuth probes of it.  The tree is ``search.estimate``'s: the
+explorer's child order, bound, branching and pruning under a fixed UB, through the same njit
+bodies; a node is counted where its leftmost leaf lies in the work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from ..flowshop.bounds import BOUND_NAMES
+from .factoradic import digits_to_int, factorial
+from .estimate import _enter, _overlap, work_rows
+from .intervals import WorkUnit
+from .ivm import BRANCH_NAMES, IVM, Problem, set_root
+
+_jit = numba.njit(cache=True, nogil=True)
+
+
+@_jit
+def _copy_row_lbs(ivm, level, lbrow):
+    """The LBs of row ``level``'s cells in its branching direction, just after it was bounded."""
+    dirs, work = ivm[2], ivm[9]
+    lbf, lbb = work[0], work[1]
+    n = lbrow.shape[0]
+    for c in range(n - level):
+        lbrow[level, c] = lbf[c] if dirs[level] == 0 else lbb[c]
+
+
+@_jit
+def find_roots(p, bound_data, mode, branch, ub, ivm, starts, ends, prefixes, depths, lbs, partial_by_depth):
+    """The maximal subtrees of the work: their roots' prefixes (rows of ``prefixes``), depths and LBs
+    (in the parent's branching direction); ``partial_by_depth`` gets the counted nodes whose subtree
+    is only partly in the work.  Returns the number of roots (-1 when the arrays are too small)."""
+    M, V = ivm[0], ivm[1]
+    n = p.shape[0]
+    k = starts.shape[0]
+    found = np.zeros(4, np.int64)
+    lo = np.zeros(n + 1, np.int64)
+    hi = np.zeros(n + 1, np.int64)
+    lbrow = np.zeros((n, n), np.int64)
+    count = 0
+    set_root(p, bound_data, mode, branch, ub, ivm)
+    _overlap(V, 0, starts, ends, 0, k, found)
+    if found[0] >= found[1]:
+        return 0
+    if found[3]:
+        depths[0] = 0
+        lbs[0] = 0
+        return 1
+    partial_by_depth[0] += found[2]
+    if n == 1:
+        return 0
+    _copy_row_lbs(ivm, 0, lbrow)
+    lo[0], hi[0] = found[0], found[1]
+    level = 0
+    V[0] = 0
+    while True:
+        if V[level] >= n - level:
+            if level == 0:
+                return count
+            V[level] = 0
+            level -= 1
+            V[level] += 1
+            continue
+        if M[level, V[level]] < 0:
+            V[level] += 1
+            continue
+        _overlap(V, level + 1, starts, ends, lo[level], hi[level], found)
+        if found[0] >= found[1]:
+            V[level] += 1
+            continue
+        if found[3]:  # the whole subtree is in the work: a root
+            if count >= depths.shape[0]:
+                return -1
+            for l in range(level + 1):
+                prefixes[count, l] = V[l]
+            depths[count] = level + 1
+            lbs[count] = lbrow[level, V[level]]
+            count += 1
+            V[level] += 1
+            continue
+        partial_by_depth[level + 1] += found[2]
+        if level + 1 == n - 1:
+            V[level] += 1
+            continue
+        _enter(p, bound_data, mode, branch, ub, ivm, level)
+        level += 1
+        _copy_row_lbs(ivm, level, lbrow)
+        lo[level], hi[level] = found[0], found[1]
+        V[level] = 0
+
+
+@_jit
+def _go_to(p, bound_data, mode, branch, ub, ivm, prefix, depth):
+    """Decode the node of ``prefix[:depth]``: its children's row bounded (when they are not leaves)."""
+    V = ivm[1]
+    set_root(p, bound_data, mode, branch, ub, ivm)
+    for l in range(depth):
+        V[l] = prefix[l]
+        if l + 1 < p.shape[0] - 1:
+            _enter(p, bound_data, mode, branch, ub, ivm, l)
+        else:
+            break
+
+
+@_jit
+def count_subtree(p, bound_data, mode, branch, ub, ivm, prefix, depth, cap):
+    """The nodes of the subtree rooted at ``prefix[:depth]`` (itself included), or -1 past ``cap``."""
+    M, V = ivm[0], ivm[1]
+    n = p.shape[0]
+    if depth >= n - 1:
+        return 1
+    _go_to(p, bound_data, mode, branch, ub, ivm, prefix, depth)
+    total = 1
+    level = depth
+    V[level] = 0
+    while True:
+        if V[level] >= n - level:
+            if level == depth:
+                return total
+            V[level] = 0
+            level -= 1
+            V[level] += 1
+            continue
+        if M[level, V[level]] < 0:
+            V[level] += 1
+            continue
+        total += 1
+        if total > cap:
+            return -1
+        if level + 1 == n - 1:
+            V[level] += 1
+            continue
+        _enter(p, bound_data, mode, branch, ub, ivm, level)
+        level += 1
+        V[level] = 0
+
+
+@_jit
+def probe_subtree(p, bound_data, mode, branch, ub, ivm, prefix, depth, alpha, seed, out, by_depth):
+    """Fill ``out`` with Knuth probe estimates of the subtree at ``prefix[:depth]`` (root included),
+    children drawn with weights ``(UB - LB)**alpha``; ``by_depth`` gets the probes' summed
+    per-depth estimates (divide by ``out.size`` for their mean)."""
+    M, V, dirs, work = ivm[0], ivm[1], ivm[2], ivm[9]
+    lbf, lbb = work[0], work[1]
+    n = p.shape[0]
+    np.random.seed(seed)
+    weight = np.zeros(n, np.float64)
+    for probe in range(out.shape[0]):
+        total = 1.0
+        by_depth[depth] += 1.0
+        if depth >= n - 1:
+            out[probe] = total
+            continue
+        _go_to(p, bound_data, mode, branch, ub, ivm, prefix, depth)
+        scale = 1.0
+        for level in range(depth, n - 1):
+            cells = n - level
+            mass = 0.0
+            for c in range(cells):
+                weight[c] = 0.0
+                if M[level, c] < 0:
+                    continue
+                lb = lbf[c] if dirs[level] == 0 else lbb[c]
+                weight[c] = float(ub - lb) ** alpha if ub > lb else 1.0
+                mass += weight[c]
+            if mass == 0.0:
+                break
+            draw = np.random.random() * mass
+            chosen = -1
+            for c in range(cells):
+                if weight[c] > 0.0:
+                    chosen = c
+                    draw -= weight[c]
+                    if draw < 0.0:
+                        break
+            scale *= mass / weight[chosen]
+            total += scale
+            by_depth[level + 1] += scale
+            V[level] = chosen
+            if level + 1 == n - 1:
+                break
+            _enter(p, bound_data, mode, branch, ub, ivm, level)
+        out[probe] = total
+
+
+@dataclass(frozen=True)
+class Roots:
+    """Maximal subtrees of a work unit: ``prefixes[i, :depths[i]]`` is root i, ``lbs[i]`` its LB;
+    ``partial`` counts the nodes (by depth) that the work holds outside these subtrees."""
+
+    prefixes: np.ndarray
+    depths: np.ndarray
+    lbs: np.ndarray
+    partial: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.depths.size)
+
+
+class Calibrator:
+    """Subtree roots, exact counts and probes of one instance's tree (one IVM's scratch arrays)."""
+
+    def __init__(self, p: np.ndarray, *, bound: str = "lb1", branch: str = "minmin", alpha: float = 1.0) -> None:
+        self.problem = Problem(p, BOUND_NAMES[bound], BRANCH_NAMES[branch])
+        self.ivm = IVM(self.problem)
+        self.alpha = float(alpha)
+
+    def _args(self, ub: int) -> tuple:
+        pr = self.problem
+        return pr.p, pr.bound_data, pr.mode, pr.branch, int(ub), self.ivm.arrays
+
+    def roots(self, work: WorkUnit, ub: int) -> Roots:
+        """The roots of the maximal subtrees of ``work`` (a walk of O(n^2) nodes per interval)."""
+        n = self.problem.n
+        partial = np.zeros(n + 1, np.int64)
+        size = max(64, 2 * n * n * max(1, len(work)))
+        while True:
+            prefixes = np.zeros((size, n), np.int32)
+            depths = np.zeros(size, np.int64)
+            lbs = np.zeros(size, np.int64)
+            count = 0
+            if work:
+                count = find_roots(*self._args(ub), *work_rows(work), prefixes, depths, lbs, partial)
+            if count >= 0:
+                return Roots(prefixes[:count], depths[:count], lbs[:count], partial)
+            partial[:] = 0
+            size *= 4
+
+    def count(self, prefix: np.ndarray, depth: int, ub: int, cap: int = 1 << 62) -> int:
+        """The nodes of the subtree at ``prefix[:depth]`` (root included); -1 when above ``cap``."""
+        return int(count_subtree(*self._args(ub), np.ascontiguousarray(prefix, np.int32), int(depth), int(cap)))
+
+    def probes(self, prefix: np.ndarray, depth: int, ub: int, count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """``count`` probe estimates of the subtree at ``prefix[:depth]`` and their mean per depth."""
+        out = np.zeros(count, np.float64)
+        by_depth = np.zeros(self.problem.n + 1, np.float64)
+        probe_subtree(*self._args(ub), np.ascontiguousarray(prefix, np.int32), int(depth), self.alpha, int(seed), out,
+                      by_depth)  # fmt: skip
+        return out, by_depth / max(count, 1)
+
+    def cut(self, nodes: int, ub: int) -> WorkUnit:
+        """What is left of the whole tree after a depth-first walk of ``nodes`` nodes under a fixed
+        ``ub``: ``[position, n!)`` (empty when the tree is smaller), as a one-thread explorer that
+        never improves ``ub`` would leave it."""
+        n = self.problem.n
+        position = np.zeros(n, np.int32)
+        if not dfs_cut(*self._args(ub), int(nodes), position):
+            return WorkUnit.empty(n)
+        return WorkUnit(n, [(digits_to_int(position), factorial(n))])
+
+
+@_jit
+def dfs_cut(p, bound_data, mode, branch, ub, ivm, nodes, position):
+    """Walk the tree depth first under a fixed ``ub`` (the explorer's order) until ``nodes`` nodes are
+    visited; ``position`` gets the factoradic position of the next node's leftmost leaf, where an
+    explorer stopped there resumes.  Returns False when the tree has at most ``nodes`` nodes."""
+    M, V = ivm[0], ivm[1]
+    n = p.shape[0]
+    set_root(p, bound_data, mode, branch, ub, ivm)
+    total = 1
+    level = 0
+    V[0] = 0
+    while True:
+        if V[level] >= n - level:
+            if level == 0:
+                return False
+            V[level] = 0
+            level -= 1
+            V[level] += 1
+            continue
+        if M[level, V[level]] < 0:
+            V[level] += 1
+            continue
+        if total >= nodes:
+            for l in range(n):
+                position[l] = V[l] if l <= level else 0
+            return True
+        total += 1
+        if level + 1 == n - 1:
+            V[level] += 1
+            continue
+        _enter(p, bound_data, mode, branch, ub, ivm, level)
+        level += 1
+        V[level] = 0
