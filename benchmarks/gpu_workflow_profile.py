@@ -2,7 +2,8 @@
 
 Solves one fixed tree (UB = optimum) through the workflow on a LocalCUDACluster of one GPU,
 several times, with the worker's ``GpuEngine`` and ``GpuExplorer`` wrapped by timers: time in
-``engine.run`` (of which inside explore launches, ``kernel_s``, and in stealing), in
+``engine.run`` (``kernel_s``: the explore launches' device time; ``steal``: the host's time queuing
+the stealing kernels, which run between launches on the device), in
 ``engine.remaining`` (the checkpoint's packing) and in ``engine.load``; the rest of ``seconds``
 is the coordinator's round trips, the task start and the run's close.  Variants: no iterated
 greedy task and 2 s between checkpoints, the default iterated greedy task, 8 s between
