@@ -151,6 +151,21 @@ def test_budget_stops_resume_to_the_same_count_and_account_for_the_space():
     assert done == total and rounds > 2
 
 
+def test_a_stop_takes_the_queued_launch_along_and_counts_its_nodes():
+    """The launch queued behind the one that asked to stop still runs: its nodes are in the
+    counts, and what is left is exactly what neither launch explored."""
+    p = random_instance(21, 6, 5)
+    optimum = brute_force_optimum(p)[0]
+    total = explore(p, WorkUnit.full(6), optimum).nodes
+    explorer = GpuExplorer(p, ivms=3)
+    explorer.load(WorkUnit.full(6))
+    asked = []
+    counts = explorer.run(optimum, steps=1, on_launch=lambda nodes, leaves, ub: asked.append(nodes) or True)
+    assert len(asked) == 1 and counts.launches == 2 and counts.nodes > asked[0]
+    left = explore(p, explorer.remaining().to_work_unit(), optimum).nodes
+    assert counts.nodes + left == total
+
+
 def test_idle_ivms_steal_work():
     p = random_instance(10, 7, 5)
     optimum = brute_force_optimum(p)[0]
