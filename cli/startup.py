@@ -3,7 +3,8 @@
 The cluster opens on a thread, whose workers then load (or compile) their numba code, while
 the client loads its own and prepares the run; the seconds of every phase go into the JSON
 output as ``startup``.  The thread's phases (``cluster_s``, then ``workers_code_s``, which
-includes checking the dashboard link of a scheduler that serves its dashboard already) overlap
+includes checking the dashboard link of a scheduler that serves its dashboard already, then
+``store_code_s``: importing the run store's library) overlap
 the client's (``client_code_s``, ``initial_heuristic_s``); ``wait_s`` is how long the client then
 waited for the thread.  The local clusters of one process start without their dashboard (Bokeh:
 0.35 s of Python holding the GIL); a run still going ``dashboard_after`` seconds (default
@@ -27,6 +28,7 @@ from contextlib import AbstractContextManager
 
 from distributed import Client
 
+from ..storage.runstore import zarr_module
 from ..workflow.cluster import attach_dashboard, dashboard_link, dashboard_pending
 from ..workflow.warmup import CodeLoad, loaded_code, submit_warm_workers
 from .signals import block_in_this_thread
@@ -86,6 +88,8 @@ class Startup:
                 if not deferred:
                     self.link = dashboard_link(self.client)
                 self.loads += loaded_code(loads).values()
+            with self.phase("store_code_s"):  # beside the client's initial heuristic, which frees the GIL
+                zarr_module()
         except BaseException as error:  # noqa: BLE001 (raised again by ready(), in the caller's thread)
             self._error = error
             return

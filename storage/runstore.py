@@ -219,7 +219,7 @@ class RunStore:
         lock, owner = cls.reserve(path, overwrite=overwrite), _new_owner()
         try:
             with _file_errors(path, "write it"):
-                root = _zarr().open_group(path, mode="w-", attributes={**signed, "sha256": sha256, "owner": owner,
+                root = zarr_module().open_group(path, mode="w-", attributes={**signed, "sha256": sha256, "owner": owner,
                                                                        "current": None})  # fmt: skip
                 group = root.create_group("instance")
                 for key, data in arrays:
@@ -385,7 +385,7 @@ class RunStore:
         try:
             group = root[name]
             attrs = group.attrs.asdict()
-            if not isinstance(group, _zarr().Group) or attrs.get("complete") is not True:
+            if not isinstance(group, zarr_module().Group) or attrs.get("complete") is not True:
                 raise RunStoreError(self._path, f"{where} is incomplete")
             columns = list(attrs["series_columns"])
             instance = self._instance
@@ -494,9 +494,10 @@ def _lock(path: Path) -> DirectoryLock:
         raise RunStoreError(path, f"cannot open it ({e.strerror})") from None
 
 
-def _zarr():
+def zarr_module():
     """The ``zarr`` module, imported on first use: Dask workers import this module but never open
-    a store (``zarr`` costs them 0.15 s of start-up)."""
+    a store (``zarr`` costs them 0.15 s of start-up).  ``pbbflow solve`` imports it on its start-up
+    thread, beside the initial heuristic (on an H200 host it took 0.5 s before the search)."""
     import zarr
 
     return zarr
@@ -506,14 +507,14 @@ def _open_root(path: Path, mode: str = "r") -> zarr.Group:
     if not path.exists():
         raise RunStoreError(path, "does not exist")
     try:
-        return _zarr().open_group(path, mode=mode, use_consolidated=False)
+        return zarr_module().open_group(path, mode=mode, use_consolidated=False)
     except Exception as e:  # GroupNotFoundError, JSON errors, ...
         raise RunStoreError(path, f"not a pbbflow run store ({type(e).__name__}: {e})") from None
 
 
 def _array(group: zarr.Group, key: str) -> zarr.Array:
     node = group[key]
-    if not isinstance(node, _zarr().Array):
+    if not isinstance(node, zarr_module().Array):
         raise KeyError(f"array {key!r}")
     return node
 

@@ -28,7 +28,8 @@ from pbbflow.search.family import create_flowshop_run
 from pbbflow.workflow.run import drive
 from pbbflow.workflow.warmup import CodeLoad, warm_worker, warm_workers
 
-STARTUP_FIELDS = {"imports_s", "cluster_s", "client_code_s", "workers_code_s", "initial_heuristic_s", "wait_s",
+STARTUP_FIELDS = {"imports_s", "cluster_s", "client_code_s", "workers_code_s", "store_code_s", "initial_heuristic_s",
+                  "wait_s",
                   "search_s", "final_checkpoint_s", "close_s", "compile_s", "total_s"}  # fmt: skip
 COMPILING = "pbbflow: compiling, first run only:"
 # the module (``pbbflow.cli.main`` is also the package's console-script function, until the module loads)
@@ -126,6 +127,18 @@ def test_the_compile_line_and_the_breakdown(capsys, tmp_path, monkeypatch, sched
     assert [x for x in err.splitlines() if x.startswith(COMPILING)] == ([line] if line else [])
     assert abs(startup["search_s"] - result["elapsed_s"]) < 0.05  # elapsed_s is the search alone
     assert startup["total_s"] >= startup["imports_s"] + startup["search_s"]
+
+
+def test_the_run_stores_library_loads_on_the_start_up_thread(monkeypatch):
+    """zarr is imported on start-up's thread once the workers' code is loaded (beside the client's
+    initial heuristic), not on the client's way to the search, and timed."""
+    threads = []
+    monkeypatch.setattr(startup_module, "zarr_module", lambda: threads.append(threading.current_thread().name))
+    with Startup(lambda: open_cluster("local", workers=1, threads_per_worker=1),
+                 (warm_worker, (taillard_instance(1).p, "lb1", "minmin"))) as startup:  # fmt: skip
+        startup.ready()
+    assert threads == ["pbbflow-startup"]
+    assert startup.times["store_code_s"] >= 0
 
 
 def test_process_age():
