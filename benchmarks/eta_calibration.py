@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 import numpy as np
@@ -175,7 +176,7 @@ def run_tree(spec: str, shares: list[float], seeds: int, args) -> dict:
     n = int(p.shape[0])
     cal, prober = Calibrator(p, alpha=args.alpha), Prober(p, alpha=args.alpha)
     tree = {"instance": name, "n": n, "m": int(p.shape[1]), "ub": ub, "total_nodes": total,
-            "cut": "dfs_cut (fixed UB)" if use_cut else "explore(threads=1, max_nodes)", "shares": []}  # fmt: skip
+            "cut": "Calibrator.cut (fixed UB)" if use_cut else "explore(threads=1, max_nodes)", "shares": []}  # fmt: skip
     for share in shares:
         started = time.perf_counter()
         if use_cut:
@@ -196,9 +197,10 @@ def run_tree(spec: str, shares: list[float], seeds: int, args) -> dict:
                 **info,
             })  # fmt: skip
         tree["shares"].append(row)
+        # progress on stderr: stdout holds the one JSON document
         print(json.dumps({"tree": name, "share": share,
                           "ratios": {k: [s[k]["predicted_over_actual"] for s in row["seeds"]] for k in est}}),
-              flush=True)  # fmt: skip
+              file=sys.stderr, flush=True)  # fmt: skip
     return tree
 
 

@@ -29,7 +29,7 @@ from .warp import WARP, WARPS_PER_BLOCK
 
 STEAL_BELOW = 0.8  # steal when fewer than this share of the IVMs is busy (paper, section 3.3)
 VICTIM_SLACK = 2  # victims: intervals within this many leading factoradic digits of the largest
-LAUNCH_SECONDS = 0.002  # aim of one explore launch: an idle IVM waits for a steal up to one launch (hidden launch overhead)
+LAUNCH_SECONDS = 0.002  # aim of one explore launch: an idle IVM waits up to one launch for a steal
 MIN_STEPS, MAX_STEPS = 4, 1 << 16
 
 
@@ -100,7 +100,7 @@ class GpuExplorer:
         self.best_cost = cuda.to_device(np.full(ivms, np.iinfo(np.int32).max, np.int32))
         self.ub = cuda.to_device(np.zeros(1, np.int32))
         self.stream = cuda.stream()
-        self.launches = [_Launch() for _ in range(2)]  # one running, one queued behind it
+        self.slots = (_Launch(), _Launch())  # one launch running, the next queued behind it
         self.steal_counters = cuda.to_device(np.zeros(K.N_COUNTERS, np.int64))
         self.steal_start = cuda.pinned_array(K.N_COUNTERS, np.int64)
         self.steal_start[:] = 0
@@ -184,12 +184,12 @@ class GpuExplorer:
         deadline = None if max_seconds is None else time.monotonic() + max_seconds
         nodes = leaves = launches = peak_active = 0
         kernel_s = 0.0
-        queued = [self._enqueue(self.launches[0])]
+        queued = [self._enqueue(self.slots[0])]
         stopping = False
         while queued:
             launch = queued.pop(0)
             if not stopping:
-                queued.append(self._enqueue(self.launches[launches % 2 ^ 1]))
+                queued.append(self._enqueue(self.slots[1] if launch is self.slots[0] else self.slots[0]))
             launch.done.synchronize()
             elapsed = launch.began.elapsed_time(launch.done) / 1000
             kernel_s += elapsed

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..flowshop.bounds import BOUND_NAMES
 from .factoradic import digits_to_int, factorial
-from .estimate import _enter, _overlap, work_rows
+from .estimate import _enter, _overlap, child_weight, draw_cell, work_rows
 from .intervals import WorkUnit
 from .ivm import BRANCH_NAMES, IVM, Problem, set_root
 
@@ -114,8 +114,11 @@ def _go_to(p, bound_data, mode, branch, ub, ivm, prefix, depth):
 
 
 @_jit
-def count_subtree(p, bound_data, mode, branch, ub, ivm, prefix, depth, cap):
-    """The nodes of the subtree rooted at ``prefix[:depth]`` (itself included), or -1 past ``cap``."""
+def walk_subtree(p, bound_data, mode, branch, ub, ivm, prefix, depth, limit, position):
+    """Walk the subtree rooted at ``prefix[:depth]`` depth first (the explorer's order) for at most
+    ``limit`` nodes, its root included: its node count when it has at most ``limit``, else -1, with
+    ``position`` set to the factoradic position of the next node's leftmost leaf (where an explorer
+    stopped there resumes)."""
     M, V = ivm[0], ivm[1]
     n = p.shape[0]
     if depth >= n - 1:
@@ -135,9 +138,11 @@ def count_subtree(p, bound_data, mode, branch, ub, ivm, prefix, depth, cap):
         if M[level, V[level]] < 0:
             V[level] += 1
             continue
-        total += 1
-        if total > cap:
+        if total >= limit:
+            for l in range(n):
+                position[l] = V[l] if l <= level else 0
             return -1
+        total += 1
         if level + 1 == n - 1:
             V[level] += 1
             continue
@@ -172,18 +177,11 @@ def probe_subtree(p, bound_data, mode, branch, ub, ivm, prefix, depth, alpha, se
                 if M[level, c] < 0:
                     continue
                 lb = lbf[c] if dirs[level] == 0 else lbb[c]
-                weight[c] = float(ub - lb) ** alpha if ub > lb else 1.0
+                weight[c] = child_weight(ub, lb, alpha)
                 mass += weight[c]
             if mass == 0.0:
                 break
-            draw = np.random.random() * mass
-            chosen = -1
-            for c in range(cells):
-                if weight[c] > 0.0:
-                    chosen = c
-                    draw -= weight[c]
-                    if draw < 0.0:
-                        break
+            chosen = draw_cell(weight, cells, mass)
             scale *= mass / weight[chosen]
             total += scale
             by_depth[level + 1] += scale
@@ -239,7 +237,9 @@ class Calibrator:
 
     def count(self, prefix: np.ndarray, depth: int, ub: int, cap: int = 1 << 62) -> int:
         """The nodes of the subtree at ``prefix[:depth]`` (root included); -1 when above ``cap``."""
-        return int(count_subtree(*self._args(ub), np.ascontiguousarray(prefix, np.int32), int(depth), int(cap)))
+        position = np.zeros(self.problem.n, np.int32)
+        return int(walk_subtree(*self._args(ub), np.ascontiguousarray(prefix, np.int32), int(depth), int(cap),
+                                position))  # fmt: skip
 
     def probes(self, prefix: np.ndarray, depth: int, ub: int, count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """``count`` probe estimates of the subtree at ``prefix[:depth]`` and their mean per depth."""
@@ -255,41 +255,6 @@ class Calibrator:
         never improves ``ub`` would leave it."""
         n = self.problem.n
         position = np.zeros(n, np.int32)
-        if not dfs_cut(*self._args(ub), int(nodes), position):
+        if walk_subtree(*self._args(ub), np.zeros(n, np.int32), 0, int(nodes), position) >= 0:
             return WorkUnit.empty(n)
         return WorkUnit(n, [(digits_to_int(position), factorial(n))])
-
-
-@_jit
-def dfs_cut(p, bound_data, mode, branch, ub, ivm, nodes, position):
-    """Walk the tree depth first under a fixed ``ub`` (the explorer's order) until ``nodes`` nodes are
-    visited; ``position`` gets the factoradic position of the next node's leftmost leaf, where an
-    explorer stopped there resumes.  Returns False when the tree has at most ``nodes`` nodes."""
-    M, V = ivm[0], ivm[1]
-    n = p.shape[0]
-    set_root(p, bound_data, mode, branch, ub, ivm)
-    total = 1
-    level = 0
-    V[0] = 0
-    while True:
-        if V[level] >= n - level:
-            if level == 0:
-                return False
-            V[level] = 0
-            level -= 1
-            V[level] += 1
-            continue
-        if M[level, V[level]] < 0:
-            V[level] += 1
-            continue
-        if total >= nodes:
-            for l in range(n):
-                position[l] = V[l] if l <= level else 0
-            return True
-        total += 1
-        if level + 1 == n - 1:
-            V[level] += 1
-            continue
-        _enter(p, bound_data, mode, branch, ub, ivm, level)
-        level += 1
-        V[level] = 0

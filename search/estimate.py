@@ -124,6 +124,27 @@ def _enter(p, bound_data, mode, branch, ub, ivm, level):
 
 
 @_jit
+def child_weight(ub, lb, alpha):
+    """A child's probe weight ``(UB - LB)**alpha`` (1 where LB >= UB)."""
+    return float(ub - lb) ** alpha if ub > lb else 1.0
+
+
+@_jit
+def draw_cell(weight, cells, mass):
+    """One of the first ``cells`` cells, drawn with probability ``weight[c] / mass`` (``mass`` > 0:
+    the sum of the positive weights)."""
+    draw = np.random.random() * mass
+    chosen = -1
+    for c in range(cells):
+        if weight[c] > 0.0:
+            chosen = c
+            draw -= weight[c]
+            if draw < 0.0:
+                break
+    return chosen
+
+
+@_jit
 def probe_batch(p, bound_data, mode, branch, ub, ivm, starts, ends, alpha, seed, out):
     """Fill ``out`` with independent probe estimates of the nodes counted in the work (rows
     ``starts``/``ends``, sorted and disjoint, not empty); ``seed`` seeds this thread's generator."""
@@ -164,18 +185,11 @@ def probe_batch(p, bound_data, mode, branch, ub, ivm, starts, ends, alpha, seed,
                         continue
                     lo_of[c], hi_of[c], inside_of[c], full_of[c] = found[0], found[1], found[2], found[3]
                 lb = lbf[c] if dirs[level] == 0 else lbb[c]
-                weight[c] = float(ub - lb) ** alpha if ub > lb else 1.0
+                weight[c] = child_weight(ub, lb, alpha)
                 mass += weight[c]
             if mass == 0.0:
                 break
-            draw = np.random.random() * mass
-            chosen = -1
-            for c in range(cells):
-                if weight[c] > 0.0:
-                    chosen = c
-                    draw -= weight[c]
-                    if draw < 0.0:
-                        break
+            chosen = draw_cell(weight, cells, mass)
             scale *= mass / weight[chosen]
             total += scale * inside_of[chosen]
             V[level] = chosen

@@ -219,8 +219,8 @@ class RunStore:
         lock, owner = cls.reserve(path, overwrite=overwrite), _new_owner()
         try:
             with _file_errors(path, "write it"):
-                root = zarr_module().open_group(path, mode="w-", attributes={**signed, "sha256": sha256, "owner": owner,
-                                                                       "current": None})  # fmt: skip
+                attributes = {**signed, "sha256": sha256, "owner": owner, "current": None}
+                root = zarr_module().open_group(path, mode="w-", attributes=attributes)
                 group = root.create_group("instance")
                 for key, data in arrays:
                     _write_array(group, key, data)

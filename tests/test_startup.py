@@ -29,8 +29,7 @@ from pbbflow.workflow.run import drive
 from pbbflow.workflow.warmup import CodeLoad, warm_worker, warm_workers
 
 STARTUP_FIELDS = {"imports_s", "cluster_s", "client_code_s", "workers_code_s", "store_code_s", "initial_heuristic_s",
-                  "wait_s",
-                  "search_s", "final_checkpoint_s", "close_s", "compile_s", "total_s"}  # fmt: skip
+                  "wait_s", "search_s", "final_checkpoint_s", "close_s", "compile_s", "total_s"}  # fmt: skip
 COMPILING = "pbbflow: compiling, first run only:"
 # the module (``pbbflow.cli.main`` is also the package's console-script function, until the module loads)
 cli_main = importlib.import_module("pbbflow.cli.main")
