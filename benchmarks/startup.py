@@ -7,7 +7,8 @@ reports the wall seconds measured here, the search's ``elapsed_s`` and nodes/s, 
 line that announces compiling (if any) and the command's ``startup`` breakdown (imports,
 cluster, code loaded or compiled in the client and the workers, initial heuristic, waiting
 for the cluster, search, final checkpoint, close, total), plus ``exit_s``: wall minus the
-command's own ``total_s`` (interpreter start and exit).  The warm runs' median is summarised.
+command's own ``total_s`` (interpreter start and exit).  The warm runs' median is summarised, and
+``bytecode`` says (after the runs) whether Python could use bytecode caches for them.
 
     python benchmarks/startup.py                          # ta011 on the default local cluster
     python benchmarks/startup.py --instance ta021 --warm-runs 3 -- --gpus 1
@@ -79,7 +80,8 @@ def bytecode_state() -> dict:
     for name in BYTECODE_PROBES:
         spec = importlib.util.find_spec(name)
         origin = spec.origin if spec else None
-        cached[name] = bool(origin and origin.endswith(".py") and os.path.exists(importlib.util.cache_from_source(origin)))
+        source = origin is not None and origin.endswith(".py")
+        cached[name] = source and os.path.exists(importlib.util.cache_from_source(origin))
     return {"writes_bytecode": not os.environ.get("PYTHONDONTWRITEBYTECODE"), "cached": cached}
 
 
