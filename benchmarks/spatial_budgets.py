@@ -34,7 +34,7 @@ def main() -> None:
             result = minimize(problem, MinimizeOptions(subdomains=budget, parallel=False, time_limit=60.0))
             rows.append({"problem": problem.name, "budget": budget, "subdomains": result.subdomains,
                          "status": result.status, "nodes": result.nodes, "seconds": round(result.elapsed_s, 4),
-                         "valid": result.lower_bound <= problem.optimum + 1e-12 * max(1.0, abs(problem.optimum))})
+                         "valid": bool(result.lower_bound <= problem.optimum + 1e-12 * max(1.0, abs(problem.optimum)))})
     summary = {
         budget: {"total_seconds": round(sum(r["seconds"] for r in rows if r["budget"] == budget), 3),
                  "not_proved": [r["problem"] for r in rows if r["budget"] == budget and r["status"] != "optimal"],

@@ -47,6 +47,7 @@ STATUSES = ("optimal", "infeasible", "limit")
 BATCH_SUBDOMAINS = 4096  # subdomains bounded per call at least (several boxes when N^d is small)
 LOCAL_EVERY_SUBDOMAINS = 16384  # a local solve per this many subdomains bounded (a fixed schedule: runs repeat)
 INWARD_MARGINS = (0.0, 1e-10, 1e-8, 1e-6)  # how far a local optimum is pulled inside its inequalities
+RESTORE_STEPS = 3  # Newton steps onto the margin, where SLSQP's own pull leaves a point that does not verify
 
 
 @dataclass(frozen=True)
@@ -242,7 +243,8 @@ class _NonFiniteJacobian(Exception):
 
 
 class _LocalSolver:
-    """SLSQP from a start point within the domain; every result is offered to the incumbent.
+    """SLSQP from a start point within the domain; every result is offered to the incumbent, then
+    pulled inside the inequalities (by SLSQP, then by Newton steps) until one verifies.
 
     Derivatives are analytic (:func:`.floateval.float_gradients`): one forward pass per
     distinct point gives the objective, the constraints and all their gradients, cached for the
@@ -314,6 +316,26 @@ class _LocalSolver:
                 return None
         return found.x if np.all(np.isfinite(found.x)) else None
 
+    def _restored(self, x: np.ndarray, margin: float) -> np.ndarray | None:
+        """``x`` moved by least-norm Newton steps that set its inequalities above ``-2 margin`` to
+        ``-2 margin`` (twice, so that rounding cannot leave them short) and its equalities to 0,
+        within the domain, until every inequality is at most ``-margin`` in floating point; None
+        where that fails.  SLSQP's line search can stop short of such a pull at a vertex of the
+        feasible set (g06: "positive directional derivative"), leaving a point just outside."""
+        ineq, eq = self._ineq, self._eq
+        for _ in range(RESTORE_STEPS):
+            values, jacobian = self._at(x)
+            if np.all(values[ineq] <= -margin):
+                return x
+            near = values[ineq] > -2 * margin  # all set to -2 margin: a step must not push one out
+            rows = np.vstack([jacobian[ineq][near], jacobian[eq]])
+            residual = np.concatenate([values[ineq][near] + 2 * margin, values[eq]])
+            if not (np.all(np.isfinite(rows)) and np.all(np.isfinite(residual))):
+                return None
+            step = np.linalg.lstsq(rows, -residual, rcond=None)[0]
+            x = np.clip(x + step, self.problem.lower, self.problem.upper)
+        return x if np.all(self._at(x)[0][ineq] <= -margin) else None
+
     def run(self, start: np.ndarray) -> np.ndarray | None:
         """A local solve from ``start``, pulled inside the inequalities until its point verifies;
         the local optimum found (before any pull) when it improved the incumbent, else None."""
@@ -328,6 +350,9 @@ class _LocalSolver:
                     return None
                 optimum = found if optimum is None else optimum
                 if self.incumbent.offer(found):
+                    return optimum
+                restored = self._restored(found, margin) if margin > 0 else None
+                if restored is not None and self.incumbent.offer(restored):
                     return optimum
                 point = found
             return None

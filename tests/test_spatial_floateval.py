@@ -236,3 +236,44 @@ def test_bnb_results_match_finite_difference_local_solves(name, monkeypatch):
     assert analytic.status == numeric.status == "optimal"
     assert abs(analytic.objective - numeric.objective) <= tolerance
     assert analytic.lower_bound <= problem.optimum + 1e-12 * max(1.0, abs(problem.optimum))
+
+
+def _crescent():
+    """G06's two constraints (Floudas & Pardalos): the feasible set is a thin crescent, and its
+    optimum a vertex where their gradients point almost opposite ways."""
+    m = Model("g06")
+    x, y = m.variable(13, 100), m.variable(0, 100)
+    m.minimize((x - 10) ** 3 + (y - 20) ** 3)
+    m.subject_to(-((x - 5) ** 2) - (y - 5) ** 2 + 100 <= 0)
+    m.subject_to((x - 6) ** 2 + (y - 5) ** 2 - 82.81 <= 0)
+    return m.problem(optimum=-6961.813875580138)
+
+
+@pytest.mark.parametrize("outside", [[14.095, 0.84296079], [14.095000001, 0.8429608], [14.09499999, 0.8429607]])
+def test_a_point_just_outside_a_vertex_is_restored_inside_both_constraints_and_verifies(outside):
+    problem = _crescent()
+    for margin in (1e-10, 1e-8, 1e-6):
+        local = _LocalSolver(problem, _Incumbent(problem, 1e-6))
+        restored = local._restored(np.array(outside), margin)
+        assert restored is not None
+        assert np.all(evaluate_float(problem.tape, restored)[1] <= -margin)
+        assert np.abs(restored - outside).max() < 1e-4
+        assert local.incumbent.offer(restored)  # rigorously inside both constraints
+        assert problem.optimum <= local.incumbent.value <= problem.optimum + 1e-2
+
+
+def test_a_restoration_that_cannot_reach_the_margin_gives_nothing():
+    m = Model("empty")
+    x = m.variable(-1, 1)
+    m.minimize(x)
+    m.subject_to(x**2 + 1 <= 0)  # nowhere feasible: Newton steps on x**2 + 1 never reach it
+    problem = m.problem()
+    local = _LocalSolver(problem, _Incumbent(problem, 1e-6))
+    assert local._restored(np.array([0.5]), 1e-8) is None
+
+
+def test_the_local_solver_finds_the_crescents_vertex_optimum_within_the_tolerance():
+    problem = _crescent()
+    local = _LocalSolver(problem, _Incumbent(problem, 1e-6))
+    local.run(np.array([13.75322002, 0.6474759]))
+    assert problem.optimum <= local.incumbent.value <= problem.optimum + 1e-6 * abs(problem.optimum)
