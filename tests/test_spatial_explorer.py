@@ -254,7 +254,7 @@ def test_minimize_answers_as_before(stem, options, status, nodes, objective, low
     answers differ between machines and versions: SLSQP's last digits do (on an AMD EPYC,
     2026-12-02, its pull of g06's vertex optimum inside the constraints stopped at "positive
     directional derivative" for scipy 1.15-1.17, numba 0.68.0-0.68.1 and numpy 2.3-2.4: 77 nodes
-    against 7), and since the Newton steps that finish such pulls, g06 proves optimal within the node
+    against 7, while an Intel Xeon gave the digits below to the last), and since the Newton steps that finish such pulls, g06 proves optimal within the node
     limit it stopped at before.  There an answer must keep what its status promises, measured against
     the answer before: a certified bound below a value known feasible, an optimum within the tolerance."""
     options = options if isinstance(options, MinimizeOptions) else MinimizeOptions(**options)
