@@ -180,7 +180,7 @@ def make_result(problem: Problem, options: MinimizeOptions, incumbent: _Incumben
         status=status or result_status(unsplittable, found, lower_bound),
         objective=incumbent.value if found else None,
         x=incumbent.x.tolist() if found else None,
-        lower_bound=lower_bound,
+        lower_bound=float(lower_bound),
         nodes=nodes,
         subdomains=subdomains,
         elapsed_s=time.perf_counter() - began,
