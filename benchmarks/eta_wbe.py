@@ -25,28 +25,11 @@ import numpy as np
 
 from pbbflow.flowshop.bounds import BOUND_NAMES
 from pbbflow.flowshop.instance import load_instance
-from pbbflow.search.estimate import _enter, child_weight
+from pbbflow.search.estimate import _enter, row_weights
 from pbbflow.search.ivm import BRANCH_NAMES, IVM, Problem, set_root
 
 _jit = numba.njit(cache=True, nogil=True)
 SHARES = (0.02, 0.05, 0.1, 0.2, 0.5)
-
-
-@_jit
-def _row_weights(ivm, level, ub, alpha, W, mass):
-    """Row ``level``'s child weights (0 for pruned cells) into ``W[level]``, their sum into ``mass[level]``."""
-    M, dirs, work = ivm[0], ivm[2], ivm[9]
-    lbf, lbb = work[0], work[1]
-    n = M.shape[0]
-    total = 0.0
-    for c in range(n - level):
-        W[level, c] = 0.0
-        if M[level, c] < 0:
-            continue
-        lb = lbf[c] if dirs[level] == 0 else lbb[c]
-        W[level, c] = child_weight(ub, lb, alpha)
-        total += W[level, c]
-    mass[level] = total
 
 
 @_jit
@@ -58,14 +41,14 @@ def start(p, bd, mode, branch, ub, ivm, prefix, depth, alpha, P, S, W, mass, sta
     set_root(p, bd, mode, branch, ub, ivm)
     P[0] = 1.0
     S[0] = 1.0
-    _row_weights(ivm, 0, ub, alpha, W, mass)
+    mass[0] = row_weights(ivm, 0, ub, alpha, W[0])
     for l in range(depth):
         V[l] = prefix[l]
         P[l + 1] = P[l] * W[l, prefix[l]] / mass[l]
         S[l + 1] = S[l] + 1.0 / P[l + 1]
         if l + 1 < n - 1:
             _enter(p, bd, mode, branch, ub, ivm, l)
-            _row_weights(ivm, l + 1, ub, alpha, W, mass)
+            mass[l + 1] = row_weights(ivm, l + 1, ub, alpha, W[l + 1])
     state[0] = depth
     state[1] = depth
     V[depth] = 0
@@ -113,7 +96,7 @@ def steps(p, bd, mode, branch, ub, ivm, alpha, P, S, W, mass, state, acc, budget
         _enter(p, bd, mode, branch, ub, ivm, level)
         level += 1
         V[level] = 0
-        _row_weights(ivm, level, ub, alpha, W, mass)
+        mass[level] = row_weights(ivm, level, ub, alpha, W[level])
         if mass[level] == 0.0:
             acc[0] += P[level]
             acc[1] += P[level] * S[level]

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..flowshop.bounds import BOUND_NAMES
 from .factoradic import digits_to_int, factorial
-from .estimate import _enter, _overlap, child_weight, draw_cell, work_rows
+from .estimate import _enter, _overlap, draw_cell, row_weights, work_rows
 from .intervals import WorkUnit
 from .ivm import BRANCH_NAMES, IVM, Problem, set_root
 
@@ -156,8 +156,7 @@ def probe_subtree(p, bound_data, mode, branch, ub, ivm, prefix, depth, alpha, se
     """Fill ``out`` with Knuth probe estimates of the subtree at ``prefix[:depth]`` (root included),
     children drawn with weights ``(UB - LB)**alpha``; ``by_depth`` gets the probes' summed
     per-depth estimates (divide by ``out.size`` for their mean)."""
-    M, V, dirs, work = ivm[0], ivm[1], ivm[2], ivm[9]
-    lbf, lbb = work[0], work[1]
+    V = ivm[1]
     n = p.shape[0]
     np.random.seed(seed)
     weight = np.zeros(n, np.float64)
@@ -170,18 +169,10 @@ def probe_subtree(p, bound_data, mode, branch, ub, ivm, prefix, depth, alpha, se
         _go_to(p, bound_data, mode, branch, ub, ivm, prefix, depth)
         scale = 1.0
         for level in range(depth, n - 1):
-            cells = n - level
-            mass = 0.0
-            for c in range(cells):
-                weight[c] = 0.0
-                if M[level, c] < 0:
-                    continue
-                lb = lbf[c] if dirs[level] == 0 else lbb[c]
-                weight[c] = child_weight(ub, lb, alpha)
-                mass += weight[c]
+            mass = row_weights(ivm, level, ub, alpha, weight)
             if mass == 0.0:
                 break
-            chosen = draw_cell(weight, cells, mass)
+            chosen = draw_cell(weight, n - level, mass)
             scale *= mass / weight[chosen]
             total += scale
             by_depth[level + 1] += scale

@@ -130,6 +130,21 @@ def child_weight(ub, lb, alpha):
 
 
 @_jit
+def row_weights(ivm, level, ub, alpha, weight):
+    """The probe weights of row ``level``'s cells into ``weight`` (0 for pruned cells); their sum."""
+    M, dirs, work = ivm[0], ivm[2], ivm[9]
+    lbf, lbb = work[0], work[1]
+    mass = 0.0
+    for c in range(M.shape[0] - level):
+        weight[c] = 0.0
+        if M[level, c] < 0:
+            continue
+        weight[c] = child_weight(ub, lbf[c] if dirs[level] == 0 else lbb[c], alpha)
+        mass += weight[c]
+    return mass
+
+
+@_jit
 def draw_cell(weight, cells, mass):
     """One of the first ``cells`` cells, drawn with probability ``weight[c] / mass`` (``mass`` > 0:
     the sum of the positive weights)."""
