@@ -8,7 +8,8 @@ Subdomain lower bounding (SLB): each box is split into ``n_per_dim ** d`` unifor
 f, g and h are bounded on each by the natural interval extension (NIE), the mean value form
 (MVF: f([c]) + sum_i G_i (X_i - c_i), G the interval gradient over the subdomain, c its
 midpoint), or the intersection of both. Where MVF does not apply (a kink: abs, relu, min or max
-with the switch inside; an unbounded or undefined derivative; f undefined at c) the subdomain
+with the switch inside; a jump: atan2's cut or origin in the subdomain; an unbounded or undefined
+derivative; f undefined at c) the subdomain
 uses NIE and counts as a fallback. A subdomain is dropped when an output is EMPTY there
 (undefined everywhere: no feasible point), an inequality's lower end is > 0, or an equality's
 enclosure misses [-feas_tol, feas_tol].
@@ -145,7 +146,8 @@ def _unary_derivative(code: int, alo: float, ahi: float, vlo: float, vhi: float,
 @jit
 def _binary_derivatives(code: int, alo: float, ahi: float, blo: float, bhi: float, vlo: float,
                         vhi: float) -> tuple[float, float, float, float, bool]:
-    """Enclosures of d/da and d/db over the operands (v = the value), and whether a kink is inside."""
+    """Enclosures of d/da and d/db over the operands (v = the value), and whether a kink or a jump
+    may lie inside (then the mean value form does not apply)."""
     if code == _MUL:
         return blo, bhi, alo, ahi, False
     if code == _DIV:
@@ -158,7 +160,11 @@ def _binary_derivatives(code: int, alo: float, ahi: float, blo: float, bhi: floa
         nlo, nhi = iv.add(xlo, xhi, ylo, yhi)
         dalo, dahi = iv.div(blo, bhi, nlo, nhi)
         dblo, dbhi = iv.div(alo, ahi, nlo, nhi)
-        return dalo, dahi, -dbhi, -dblo, False
+        # atan2 jumps from near -pi below its cut {y = 0, x < 0} to pi on it, and is undefined at
+        # the origin: the derivative does not bound the change across either
+        jump = blo < 0.0 and alo < 0.0 <= ahi
+        origin = blo <= 0.0 <= bhi and alo <= 0.0 <= ahi
+        return dalo, dahi, -dbhi, -dblo, jump or origin
     a_smaller = ahi <= blo
     b_smaller = bhi <= alo
     if code == _MIN:
