@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
+from ..core.text import printable
 from ..flowshop.bounds import BOUND_NAMES
 from ..flowshop.instance import FORMATS, ORIENTATIONS, InstanceError, load_instance
 from ..flowshop.iterated_greedy import iterated_greedy
@@ -160,7 +161,7 @@ def _heuristic(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out))
     else:
-        print(f"instance     {instance.name} ({instance.n} jobs x {instance.m} machines)")
+        print(printable(f"instance     {instance.name} ({instance.n} jobs x {instance.m} machines)"))
         print(f"status       {status}")
         print(f"makespan     {result.makespan} (iterated greedy, {result.iterations:,} iterations, seed {args.seed})")
         print(f"permutation  {' '.join(map(str, out['permutation']))}")
@@ -175,10 +176,11 @@ def _plot(args: argparse.Namespace) -> int:
     try:
         written = plot_run(store, args.out)
     except OSError as error:  # the output folder cannot be made or written
-        print(f"pbbflow: error: {args.out}: cannot write the plots there ({error.strerror})", file=sys.stderr)
+        message = f"pbbflow: error: {args.out}: cannot write the plots there ({error.strerror})"
+        print(printable(message), file=sys.stderr)
         return EXIT_USAGE
     for path in written:
-        print(path)
+        print(printable(str(path)))
     return EXIT_DONE
 
 
@@ -231,7 +233,7 @@ def _main(argv: list[str] | None) -> int:
     try:
         return command(args)
     except (InstanceError, RunStoreError, ClusterError, GpuError, ProblemError) as error:
-        print(f"pbbflow: error: {error}", file=sys.stderr)
+        print(f"pbbflow: error: {printable(str(error))}", file=sys.stderr)  # names and paths from files
         return EXIT_USAGE
     except KeyboardInterrupt:
         if getattr(args, "store_written", False):

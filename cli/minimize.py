@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from ..core.text import printable
 from ..spatial.problem import ProblemError
 from ..workflow.cluster import slurm_job_script
 from ..workflow.run import create_run
@@ -120,7 +121,7 @@ def _print_result(out: dict, problem, lower_bound: float) -> None:
     ]
     if tape.n_eq:
         lines.append(f"feasibility  equalities within {out['feas_tol']:g}")
-    print("\n".join(lines))
+    print("\n".join(map(printable, lines)))  # the name is the file's
 
 
 def _gpus_for(args: argparse.Namespace, problem) -> int:

@@ -9,6 +9,7 @@ import sys
 import time
 from typing import TextIO
 
+from ..core.text import printable
 from ..workflow.run import Progress
 
 WIDTH = 24
@@ -57,8 +58,9 @@ def terminal_columns(stream: TextIO) -> int:
 
 def fit_fields(fields: list[tuple[int, str]], width: int) -> str:
     """The texts of ``(rank, text)`` fields joined by two spaces, the lowest ranks dropped until the
-    line fits in ``width`` characters (the last field left is cut to fit)."""
-    kept = list(fields)
+    line fits in ``width`` characters (the last field left is cut to fit); printable: no field moves
+    the cursor or colours the terminal."""
+    kept = [(rank, printable(text)) for rank, text in fields]
     while len(kept) > 1 and len("  ".join(text for _, text in kept)) > width:
         kept.remove(min(kept, key=lambda field: field[0]))
     return "  ".join(text for _, text in kept)[: max(width, 0)]
@@ -121,6 +123,7 @@ class ProgressBar:
     def print(self, text: str) -> None:
         """Write the line ``text`` in place of the bar, which is drawn again below it at the next progress."""
         width = terminal_columns(self.stream) - 1
+        text = printable(text)
         self.stream.write(("\r" + text.ljust(min(self.shown, width)) if self.drawn else text) + "\n")
         self.stream.flush()
         self.last, self.drawn, self.shown = 0.0, False, 0

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..core.text import printable
 from ..search.solve import LIMIT
 from ..workflow.eta import duration
 from .progress import clock, format_rate, format_share
@@ -27,7 +28,7 @@ def print_result(result: dict, kind: str) -> None:
         estimate = result.get("estimate") or {}
         if estimate.get("estimated_nodes_left") is not None:
             lines.append(f"estimate     {estimate_text(estimate)}")
-    print("\n".join(lines))
+    print("\n".join(map(printable, lines)))  # names and paths from files
 
 
 def estimate_text(estimate: dict) -> str:

@@ -12,6 +12,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..core.files import open_append
+from ..core.text import printable
 from ..search.solve import LIMIT
 from ..storage.runstore import RunStore
 from ..workflow.cluster import ClusterError, SlurmOptions, import_jobqueue, open_cluster, resolve_gpus
@@ -72,8 +74,8 @@ def report(result: dict, kind: str, as_json: bool) -> int:
 
 
 def resume_command(run: str | Path) -> str:
-    """The command that continues ``run``, quoted for a POSIX shell."""
-    return f"pbbflow resume {shlex.quote(str(run))}"
+    """The command that continues ``run``, quoted for a POSIX shell (and printable)."""
+    return printable(f"pbbflow resume {shlex.quote(str(run))}")
 
 
 def error_log_path(run: Path) -> Path:
@@ -86,13 +88,14 @@ def report_failure(store: RunStore, failure: RunFailed) -> int:
     log = error_log_path(store.path)
     stamp = datetime.datetime.now().isoformat(timespec="seconds")
     try:
-        with open(log, "a", encoding="utf-8") as f:
+        with open_append(log) as f:  # never through a link someone put there
             f.write(f"--- {stamp} pbbflow {' '.join(sys.argv[1:])}\n{failure.details}\n")
         where = f"traceback in {log}"
     except OSError as error:
         where = f"no traceback log ({error.strerror}: {log})"
     state = "checkpointed" if failure.checkpointed else "the last checkpoint stands"
-    print(f"pbbflow: internal error in {failure}; {where}; {state}: {resume_command(store.path)}", file=sys.stderr)
+    message = f"pbbflow: internal error in {failure}; {where}; {state}: {resume_command(store.path)}"
+    print(printable(message), file=sys.stderr)
     return EXIT_INTERNAL
 
 

@@ -15,6 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.files import FileRefused, read_text
+from ..core.text import printable
+
 ORIENTATIONS = ("job-major", "machine-major")
 FORMATS = ("auto", "taillard", "vfr")
 
@@ -39,7 +42,7 @@ class InstanceError(ValueError):
 
     def __str__(self) -> str:
         where = self.source if self.line is None else f"{self.source}: line {self.line}"
-        return f"{where}: {self.problem}"
+        return printable(f"{where}: {self.problem}")  # a file's name or tokens: nothing a terminal obeys
 
 
 @dataclass(frozen=True)
@@ -95,16 +98,10 @@ class FlowShop:
 
 def _read_lines(path: Path) -> Lines:
     """Tokenize a text file into its non-blank lines; raise InstanceError if unreadable or empty."""
-    if not path.exists():
-        raise InstanceError(path, "no such file")
-    if path.is_dir():
-        raise InstanceError(path, "is a directory, not an instance file")
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InstanceError(path, "not a text file (cannot decode as UTF-8)") from None
-    except OSError as exc:
-        raise InstanceError(path, f"cannot read file: {exc.strerror or exc}") from None
+        text = read_text(path, kind="an instance file")
+    except FileRefused as error:
+        raise InstanceError(path, error.reason) from None
     lines = [(i, raw.split()) for i, raw in enumerate(text.splitlines(), 1) if raw.strip()]
     if not lines:
         raise InstanceError(path, "empty file (expected a header line 'n m')")

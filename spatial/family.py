@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..core.files import FileRefused, loads_json
 from ..search.solve import LIMIT
 from .bnb import MinimizeOptions, _Incumbent, _LocalSolver, prune_level
 from .bounds import evaluate_point
@@ -280,9 +281,11 @@ class SpatialRun:
         if source is None or set(arrays) != {"source"} or source.dtype != np.uint8 or source.ndim != 1:
             raise ValueError("the instance must be one uint8 array source (the problem's JSON)")
         try:
-            problem = Problem.from_source(json.loads(source.tobytes().decode("utf-8")))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            problem = Problem.from_source(loads_json(source.tobytes().decode("utf-8")))
+        except UnicodeDecodeError as e:
             raise ValueError(f"the problem's source is not JSON ({e})") from None
+        except FileRefused as e:
+            raise ValueError(f"the problem's source is not strict JSON ({e.reason})") from None
         except ProblemError as e:
             raise ValueError(str(e)) from None
         if problem.name != name:

@@ -8,7 +8,8 @@ A file (see ``data/spatial/README.md``)::
 
 ``domain`` and ``objective`` are required; ``name`` defaults to the file's stem; ``variables``, when
 given, must equal the number of domain pairs. Unknown keys are refused (a misspelt
-``inequalities`` would silently drop constraints).
+``inequalities`` would silently drop constraints), as is a key given twice in one object (JSON
+readers keep one of them silently).
 
 Expressions: ``x[0] ... x[d-1]``, numbers, ``+ - * /``, unary ``-``/``+``, ``**`` with an integer
 literal exponent (``x[0] ** -2``), parentheses, the functions ``sin cos tan exp log sqrt tanh abs
@@ -23,14 +24,13 @@ import ast
 import json
 import math
 import os
-import stat
 
+from ..core import files
 from . import model as api
 from .model import Expr, Model
 from .problem import Problem, ProblemError, shorten
 from .tape import MAX_EXPONENT
 
-MAX_FILE_BYTES = 16 * 2**20
 MAX_EXPRESSION_CHARS = 2**20
 PROBLEM_KEYS = {"name", "variables", "domain", "objective", "inequalities", "equalities", "optimum",
                 "x_optimum", "source", "notes"}
@@ -53,46 +53,15 @@ _REFUSED = {  # readable names for common syntax that is not allowed
 
 
 def read_json(path: str | os.PathLike, where: str) -> dict:
-    """The JSON object in the file at ``path``: size-limited, strict UTF-8, no NaN/Infinity."""
+    """The JSON object in the file at ``path``: size-limited, strict UTF-8, no NaN/Infinity, no
+    repeated key (``core.files.read_json``)."""
     try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise ProblemError(f"{where}: no such file") from None
-    except OSError as error:
-        raise ProblemError(f"{where}: cannot read the file ({error.strerror})") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise ProblemError(f"{where}: is a directory, not a problem file")
-    if not stat.S_ISREG(info.st_mode):
-        raise ProblemError(f"{where}: not a regular file")
-    if info.st_size > MAX_FILE_BYTES:
-        raise ProblemError(f"{where}: the file has {info.st_size} bytes, more than the limit of {MAX_FILE_BYTES}")
-    try:
-        with open(path, "rb") as file:
-            data = file.read(MAX_FILE_BYTES + 1)
-    except OSError as error:
-        raise ProblemError(f"{where}: cannot read the file ({error.strerror})") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise ProblemError(f"{where}: the file is larger than the limit of {MAX_FILE_BYTES} bytes")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise ProblemError(f"{where}: not UTF-8 text (byte {error.start})") from None
-    try:
-        document = json.loads(text, parse_constant=_refuse_constant)
-    except json.JSONDecodeError as error:
-        position = f"line {error.lineno} column {error.colno}"
-        raise ProblemError(f"{where}: not valid JSON ({error.msg} at {position})") from None
-    except ValueError as error:
-        raise ProblemError(f"{where}: {error}") from None
-    except (RecursionError, MemoryError):
-        raise ProblemError(f"{where}: the JSON is nested too deeply") from None
+        document = files.read_json(path, kind="a problem file")
+    except files.FileRefused as error:
+        raise ProblemError(f"{where}: {error.reason}") from None
     if not isinstance(document, dict):
         raise ProblemError(f"{where}: expected a JSON object, not {type(document).__name__}")
     return document
-
-
-def _refuse_constant(name: str):
-    raise ValueError(f"{name} is not a number (numbers must be finite)")
 
 
 def problem_from_dict(document: dict, where: str, default_name: str = "problem", origin: str = "") -> Problem:

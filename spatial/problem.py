@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core.text import printable, shorten
 from .tape import Tape, TapeError
 
 SOURCE_FORMAT = "tape"
-MESSAGE_EXPRESSION_CHARS = 60  # expressions quoted in error messages are shortened to this
 
 
 class ProblemError(ValueError):
@@ -24,6 +24,7 @@ class ProblemError(ValueError):
     (``reason``: the why alone)."""
 
     def __init__(self, message: str):
+        message = printable(message)  # names and expressions from files: nothing a terminal obeys
         super().__init__(message)
         self.reason = message
 
@@ -32,14 +33,8 @@ class ProblemError(ValueError):
         """``where: part "expression": reason``, the expression shortened to one short line."""
         quoted = f' "{shorten(expression)}"' if expression is not None else ""
         error = cls(f"{where}: {part}{quoted}: {reason}")
-        error.reason = reason
+        error.reason = printable(reason)
         return error
-
-
-def shorten(text: str, limit: int = MESSAGE_EXPRESSION_CHARS) -> str:
-    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 @dataclass(frozen=True, eq=False)

@@ -77,6 +77,8 @@ import numpy as np
 if TYPE_CHECKING:
     import zarr
 
+from ..core.files import FileRefused, read_json
+from ..core.text import printable
 from ..workflow.family import RunInstance, StoredWork, family
 from .lock import DirectoryBusy, DirectoryLock
 
@@ -89,6 +91,7 @@ _CKPT = "checkpoints"
 _VERSION_NAME = re.compile(r"\d{8}")
 _CHUNK_BYTES = 1 << 20
 _READ_ATTEMPTS = 3  # a reader retries when a writer moved the pointer while it read
+_METADATA = ("zarr.json", ".zgroup", ".zattrs", ".zarray")  # the JSON files zarr may read for a node
 
 
 class RunStoreError(Exception):
@@ -99,7 +102,7 @@ class RunStoreError(Exception):
         super().__init__(self.path, problem)
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.problem}"
+        return printable(f"{self.path}: {self.problem}")  # names from the store: nothing a terminal obeys
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: the numpy fields make == ambiguous
@@ -241,6 +244,7 @@ class RunStore:
         attrs = root.attrs.asdict()
         header = attrs.get("pbbflow")
         kind = _family_of(path, header)
+        _check_metadata(path, "instance", depth=1)
         try:
             group = root["instance"]
             arrays = {name: np.asarray(_array(group, name)[...]) for name in sorted(group.array_keys())}
@@ -383,6 +387,7 @@ class RunStore:
     def _load(self, root: zarr.Group, name: Any, seq: Any) -> Checkpoint:
         where = f"checkpoint {name!r}"
         try:
+            _check_metadata(self._path, name, depth=2)  # the version, its series and its arrays
             group = root[name]
             attrs = group.attrs.asdict()
             if not isinstance(group, zarr_module().Group) or attrs.get("complete") is not True:
@@ -484,8 +489,8 @@ def _lock(path: Path) -> DirectoryLock:
         return DirectoryLock(path)
     except DirectoryBusy:
         try:
-            owner = json.loads((path / "zarr.json").read_text())["attributes"].get("owner")
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            owner = read_json(path / "zarr.json")["attributes"].get("owner")
+        except (FileRefused, KeyError, TypeError, AttributeError):
             owner = None
         holder = _describe(owner) if owner is not None else "a process that is creating it"
         raise RunStoreError(path, f"in use by another run ({holder}); a run store has one writer at a "
@@ -506,6 +511,7 @@ def zarr_module():
 def _open_root(path: Path, mode: str = "r") -> zarr.Group:
     if not path.exists():
         raise RunStoreError(path, "does not exist")
+    _check_metadata(path)
     try:
         return zarr_module().open_group(path, mode=mode, use_consolidated=False)
     except Exception as e:  # GroupNotFoundError, JSON errors, ...
@@ -521,10 +527,36 @@ def _array(group: zarr.Group, key: str) -> zarr.Array:
 
 def _is_run_store(path: Path) -> bool:
     try:
-        meta = json.loads((path / "zarr.json").read_text())
+        meta = read_json(path / "zarr.json")
         return meta["attributes"]["pbbflow"]["kind"] in (KIND, *(kind for _, kind in LEGACY))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (FileRefused, KeyError, TypeError):
         return False
+
+
+def _check_metadata(path: Path, node: str = "", depth: int = 0) -> None:
+    """Read the metadata of the store's ``node`` strictly before zarr parses it (zarr's ``json``
+    keeps the last of a repeated key, takes NaN and reads any size), and that of the nodes below
+    it, ``depth`` groups down; RunStoreError naming the file.  A missing file is left to zarr."""
+    directory = path / node
+    group = False
+    for name in _METADATA:
+        file = directory / name
+        if not file.exists():
+            continue
+        try:
+            meta = read_json(file, kind="a metadata file")
+        except FileRefused as e:
+            raise RunStoreError(path, f"damaged run store: {file.relative_to(path)}: {e.reason}") from None
+        if name == ".zgroup" or name == "zarr.json" and isinstance(meta, dict) and meta.get("node_type") == "group":
+            group = True
+    if not group or depth == 0:
+        return
+    try:
+        children = [child for child in directory.iterdir() if child.is_dir()]
+    except OSError:  # an unlistable group: zarr says so
+        return
+    for child in children:
+        _check_metadata(path, str(child.relative_to(path)), depth - 1)
 
 
 def _family_of(path: Path, header: Any) -> str:

@@ -453,6 +453,45 @@ def test_times_too_large_for_32_bit_makespans_are_rejected(capsys, tmp_path):
     assert "big.txt" in err and "total processing time" in err
 
 
+@pytest.mark.parametrize("kind", ["device", "fifo"])
+def test_an_endless_instance_file_is_refused_at_once(tmp_path, kind):
+    """``pbbflow solve /dev/zero`` read until memory ran out (a MemoryError traceback); a FIFO
+    waited for a writer: neither is a regular file, and neither is opened for reading."""
+    path = "/dev/zero"
+    if kind == "fifo":
+        path = str(tmp_path / "pipe.txt")
+        os.mkfifo(path)
+    start = time.monotonic()
+    proc = subprocess.run(_command() + ["solve", path], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          check=False)
+    assert proc.returncode == 2 and proc.stdout == "", (proc.stdout, proc.stderr)
+    assert proc.stderr == f"pbbflow: error: {path}: not a regular file\n"
+    assert time.monotonic() - start < 30
+
+
+def test_an_instance_file_above_the_size_limit_is_refused(capsys, tmp_path):
+    from pbbflow.core.files import MAX_FILE_BYTES
+
+    path = tmp_path / "huge.txt"
+    with open(path, "wb") as handle:  # sparse: costs no disk
+        handle.truncate(MAX_FILE_BYTES + 1)
+    code, out, err = run(capsys, "solve", str(path), "--quiet")
+    assert_input_error(code, out, err)
+    assert f"huge.txt: the file has {MAX_FILE_BYTES + 1} bytes, more than the limit of {MAX_FILE_BYTES}" in err
+
+
+def test_names_from_instance_files_are_printed_escaped(capsys, tmp_path):
+    """A file's name is the instance's: printed with its control characters escaped, never raw."""
+    path = write(tmp_path / "t\x1b[31m\u202e.txt", taillard_text(TINY))
+    code, out, err = run(capsys, "heuristic", path, "--time-limit", "0.1")
+    assert code == 0 and "instance     t\\x1b[31m\\u202e (4 jobs x 3 machines)" in out, (out, err)
+    assert all(line.isprintable() for line in out.splitlines())
+    bad = write(tmp_path / "bad\x1b[2J.txt", "2 2\n1 \x1b[2J\n3 4\n")
+    code, out, err = run(capsys, "solve", bad, "--quiet")
+    assert_input_error(code, out, err)
+    assert "bad\\x1b[2J.txt: line 2: processing time" in err and err.rstrip("\n").isprintable()
+
+
 # --------------------------------------------------------------------------- usage errors (argparse)
 
 
@@ -615,6 +654,28 @@ def test_progress_bar_line(monkeypatch):
     ProgressBar(small, every=0)(Progress(elapsed_s=0.5, nodes=10, nodes_per_s=20.0, ub=1484, remaining_fraction=0.25,
                                          remaining_log10=math.log10(0.25), active_explorers=2))  # fmt: skip
     assert "left      20 nodes/s  UB" in small.getvalue()
+
+
+def test_the_progress_line_is_printable(monkeypatch):
+    """What the bar shows (its fields, the link, a line printed in its place) cannot move the
+    cursor or colour the terminal: control characters come escaped."""
+    import io
+
+    from pbbflow.cli.progress import ProgressBar
+    from pbbflow.workflow.run import Progress
+
+    monkeypatch.setenv("COLUMNS", "200")
+    stream = io.StringIO()
+    bar = ProgressBar(stream, "http://h:1/\x1b[2J\u202e", every=0)
+    progress = Progress(elapsed_s=1.0, nodes=10, nodes_per_s=20.0, ub="9\x1b[31m", remaining_fraction=0.5,
+                        remaining_log10=math.log10(0.5), active_explorers=1)  # fmt: skip
+    bar(progress)
+    bar.print("pbbflow: watch the run at http://h:1/\x1b[2J\nmore")
+    bar(progress)
+    bar.close()
+    text = stream.getvalue()
+    assert "http://h:1/\\x1b[2J\\u202e" in text and "UB 9\\x1b[31m" in text and "\\x1b[2J\\nmore" in text
+    assert text.replace("\r", "").replace("\n", "").isprintable() and text.count("\n") == 2
 
 
 BIG_PROGRESS = dict(elapsed_s=360000.0, nodes=10, nodes_per_s=123.4e6, ub=123456, remaining_fraction=3.16e-15,
@@ -1106,6 +1167,56 @@ def test_plot_refuses_an_output_folder_it_cannot_write(capsys, tmp_path, read_on
         code, out, err = run(capsys, "plot", str(path), "--out", str(tmp_path / out_dir))
         assert_input_error(code, out, err)
         assert problem in err
+
+
+@pytest.mark.parametrize("kind", ["link", "dangling link", "fifo"])
+def test_the_error_log_is_never_written_through_a_link_or_into_a_fifo(capsys, tmp_path, kind):
+    """Someone's link at RUN.zarr.error.log: the traceback went to where it pointed (appended, or
+    a new file made there); a FIFO there blocked the run's end.  Now: no log, said in the line."""
+    from types import SimpleNamespace
+
+    from pbbflow.cli.runs import error_log_path, report_failure
+    from pbbflow.workflow.run import RunFailed
+
+    store = SimpleNamespace(path=tmp_path / "r.zarr")
+    log, victim = error_log_path(store.path), tmp_path / "victim"
+    if kind == "fifo":
+        os.mkfifo(log)
+    else:
+        if kind == "link":
+            victim.write_text("precious\n")
+        log.symlink_to(victim)
+    failure = RunFailed("task x", "RuntimeError: boom", "Traceback (most recent call last): ...", checkpointed=True)
+
+    def blocked(signum, frame):
+        raise AssertionError("report_failure blocked opening the log")  # (a TimeoutError is an OSError)
+
+    previous = signal.signal(signal.SIGALRM, blocked)  # a test that fails, not one that hangs
+    signal.alarm(10)
+    try:
+        assert report_failure(store, failure) == 1
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    err = capsys.readouterr().err
+    reason = "not a regular file" if kind == "fifo" else "a symbolic link, not followed"
+    assert err == (f"pbbflow: internal error in task x: RuntimeError: boom; no traceback log ({reason}: {log}); "
+                   f"checkpointed: pbbflow resume {store.path}\n")  # fmt: skip
+    assert victim.read_text() == "precious\n" if kind == "link" else not victim.exists()
+    assert log.is_symlink() or kind == "fifo"
+
+
+def test_plot_never_writes_through_a_link(capsys, tmp_path):
+    path = tmp_path / "r.zarr"
+    solve_json(capsys, "ta001", "--run", str(path))
+    out_dir, victim = tmp_path / "plots", tmp_path / "victim"
+    out_dir.mkdir()
+    victim.write_text("precious")
+    (out_dir / "history.png").symlink_to(victim)
+    code, out, err = run(capsys, "plot", str(path), "--out", str(out_dir))
+    assert code == 2 and "Traceback" not in err and len(err.splitlines()) == 1, (out, err)
+    assert "cannot write the plots there (a symbolic link, not followed)" in err
+    assert victim.read_text() == "precious"
 
 
 def test_a_write_failure_during_a_run_is_one_line_and_exit_1(capsys, monkeypatch, tmp_path):

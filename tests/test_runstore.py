@@ -472,3 +472,31 @@ def test_a_format_2_store_of_the_previous_release_is_read_as_a_flow_shop_run(tmp
                          leaves=cp.leaves, elapsed_s=cp.elapsed_s, series=cp.series)  # fmt: skip
     again = RunStore.open(path).latest()
     assert again.seq == cp.seq + 1 and again.remaining == cp.remaining and again.nodes == cp.nodes + 1
+
+
+def repeat_key(file: Path, key: str) -> None:
+    """Write ``key`` twice into a zarr.json, the first time with null, as a careless edit could."""
+    text = file.read_text()
+    assert f'"{key}": ' in text
+    file.write_text(text.replace(f'"{key}": ', f'"{key}": null, "{key}": ', 1))
+
+
+@pytest.mark.parametrize(("node", "key"), [
+    (".", "current"), (".", "owner"), ("instance", "node_type"), ("instance/p", "fill_value"),
+    ("checkpoints/00000001", "seq"), ("checkpoints/00000001/starts", "shape"),
+    ("checkpoints/00000001/series/t", "data_type"),
+])  # fmt: skip
+def test_a_key_given_twice_in_the_stores_metadata_is_refused(tmp_path, capsys, node, key):
+    """zarr's json keeps the last of a repeated key silently: the store is damaged, in one line, exit 2."""
+    from pbbflow.cli.main import main
+
+    store = make_store(tmp_path / "run.zarr")
+    store.commit(**expected(1))
+    store.release()
+    repeat_key(store.path / node / "zarr.json", key)
+    shown = os.path.normpath(f"{node}/zarr.json")
+    with pytest.raises(RunStoreError, match=f"damaged run store: {shown}: duplicate key '{key}'"):
+        RunStore.open(store.path).latest()
+    assert main(["info", str(store.path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"pbbflow: error: {store.path}: damaged run store: {shown}: duplicate key '{key}'\n"

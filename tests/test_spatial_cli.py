@@ -47,7 +47,10 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
                                    "objective": f"__import__('os').system('touch {marker}')"}))  # fmt: skip
     bad_power = tmp_path / "p.json"
     bad_power.write_text(json.dumps({"variables": 1, "domain": [[0, 1]], "objective": "x[0] ** 0.5"}))
+    twice = tmp_path / "twice.json"  # json keeps the last key: it was solved without the constraint
+    twice.write_text('{"domain": [[0, 1]], "objective": "x[0]", "inequalities": ["0.5 - x[0]"], "inequalities": []}')
     cases = [
+        (["minimize", str(twice)], "pbbflow: error: twice.json: duplicate key 'inequalities'"),
         (["minimize", str(hostile)], "h.json"),
         (["minimize", str(bad_power)], "exponent"),
         (["minimize", str(tmp_path / "missing.json")], "no such file"),
@@ -84,3 +87,37 @@ def test_the_help_names_every_built_in_problem():
     from pbbflow.spatial.load import builtin_names
 
     assert sorted(BUILTIN_NAMES) == builtin_names()
+
+
+HOSTILE_NAME = "a\x1b[31mRED\nline2\u202e"  # colours the terminal, starts a line, reverses the text
+SHOWN_NAME = "a\\x1b[31mRED\\nline2\\u202e"
+
+
+def test_names_from_files_are_printed_escaped(capsys, tmp_path):
+    """minimize's and info's lines, and the error naming a file, show control characters escaped."""
+    from pbbflow.spatial.bnb import MinimizeOptions
+    from pbbflow.spatial.family import SpatialRun, first_work
+    from pbbflow.spatial.load import load_problem
+    from pbbflow.workflow.run import create_run
+
+    problem = tmp_path / "p.json"
+    problem.write_text(json.dumps({"name": HOSTILE_NAME, "domain": [[0, 1]], "objective": "(x[0] - 0.25) ** 2"}))
+    assert main(["minimize", str(problem)]) == 0
+    out = capsys.readouterr().out
+    assert f"problem      {SHOWN_NAME} (1 variables" in out
+    assert all(line.isprintable() for line in out.splitlines())
+    instance = SpatialRun.new(load_problem(str(problem)), MinimizeOptions())
+    first = first_work(instance)
+    store = tmp_path / "r\x1b[2J.zarr"
+    create_run(store, instance, work=first.boxes, incumbent=first.value, solution=first.x, settled=first.settled,
+               nodes=first.nodes)  # fmt: skip
+    assert main(["info", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert f"problem      {SHOWN_NAME} (1 variables)" in out and "r\\x1b[2J.zarr" in out
+    assert all(line.isprintable() for line in out.splitlines())
+    bad = tmp_path / "bad\x1b[2J.json"
+    bad.write_text(json.dumps({"domain": [[0, 1]], "objective": "x[0] +\u202e"}))
+    assert main(["minimize", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pbbflow: error: bad\\x1b[2J.json (bad\\x1b[2J): objective") and err.count("\n") == 1
+    assert err.rstrip("\n").isprintable()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pbbflow.spatial import Op, Problem, ProblemError, builtin_names, evaluate_float, load_problem
-from pbbflow.spatial.parse import MAX_FILE_BYTES
+from pbbflow.core.files import MAX_FILE_BYTES
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial"
 PROBLEM_FILES = sorted(DATA.glob("[BC]*.json"))
@@ -112,6 +112,31 @@ def test_ann_constants_are_tape_operations_on_the_files_doubles(tmp_path):
         a = 1 / (1 + np.exp(-(W0 @ a + np.array(document["b"][0]))))
         y = max((W1 @ a)[0] + 0.4, 0.0) * 1.1 + 0.3
         assert evaluate_float(problem.tape, point)[0] == pytest.approx(y, rel=1e-13)
+
+
+def test_a_key_given_twice_in_an_ann_file_is_refused(tmp_path):
+    path = tmp_path / "net.json"
+    path.write_text('{"layers": [1, 1], "W": [[[1.0]]], "b": [[0.0]], "in_lo": 0.0, "in_hi": 1.0, "y_mu": 0.0, '
+                    '"y_sd": 1.0, "in_lo": -1.0}')  # fmt: skip
+    with pytest.raises(ProblemError, match="^net.json: duplicate key 'in_lo'$"):
+        load_problem(str(path))
+    path.write_text('{"layers": [1, 1], "W": [[[1.0]]], "b": [[0.0]], "in_lo": 0.0, "in_hi": 1.0, "y_mu": 0.0, '
+                    '"y_sd": 1.0, "meta": [{"seed": 1, "seed": 2}]}')  # fmt: skip
+    with pytest.raises(ProblemError, match="^net.json: duplicate key 'seed'$"):
+        load_problem(str(path))
+
+
+def test_names_and_expressions_in_errors_are_printable(tmp_path):
+    """A terminal obeys escape sequences and bidi overrides: messages carry them escaped."""
+    cases = [({"name": "a\x1b[31mRED\nline2", "domain": [[0, 1]], "objective": "x[1]"}, "(a\\x1b[31mRED line2)"),
+             ({"domain": [[0, 1]], "objective": "x[0] +\u202e x[9]"}, "x[0] +\\u202e x[9]"),
+             ({"domain": [[0, 1]], "objective": "x[0] \x1b[2J"}, "\\x1b[2J")]  # fmt: skip
+    for document, shown in cases:
+        with pytest.raises(ProblemError) as error:
+            load_problem(str(write_json(tmp_path, document)))
+        message = str(error.value)
+        assert message.isprintable() and shown in message, message
+        assert error.value.reason.isprintable()
 
 
 @pytest.mark.parametrize("change, message", [
@@ -260,6 +285,9 @@ def test_a_long_balanced_sum_parses(tmp_path):
     (b'{"domain": [[0, 1]], "objective": "x[0]", "optimum": "low"}', "optimum must be a number or null"),
     (b'{"domain": [[0, 1]], "objective": "x[0]", "x_optimum": [0, 1]}', "x_optimum must be a list of 1 numbers"),
     (b'{"name": 7, "domain": [[0, 1]], "objective": "x[0]"}', "name must be a non-empty string"),
+    (b'{"domain": [[0, 1]], "objective": "x[0]", "inequalities": ["0.5 - x[0]"], "inequalities": []}',
+     "^bad.json: duplicate key 'inequalities'$"),  # json keeps the last: the constraint went silently
+    (b'{"domain": [[0, 1]], "objective": "x[0]", "notes": {"by": "a", "by": "b"}}', "^bad.json: duplicate key 'by'$"),
 ])
 def test_hostile_files_give_one_line_errors(tmp_path, content, message):
     path = tmp_path / "bad.json"

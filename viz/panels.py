@@ -11,6 +11,7 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ..core.files import create_file  # noqa: E402
 from ..workflow.history import ACTIVITY_PREFIX  # noqa: E402
 
 
@@ -57,6 +58,14 @@ def _activity(ax, t: np.ndarray, series: dict[str, np.ndarray], columns: list[st
 def save(fig, path: Path, title: str) -> Path:
     """Title, write ``path`` and free the figure."""
     fig.suptitle(title)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return write(fig, path)
+
+
+def write(fig, path: Path) -> Path:
+    """Write ``fig`` as a PNG at ``path``, never through a symbolic link (OSError), and free it."""
+    try:
+        with create_file(path) as file:
+            fig.savefig(file, format="png", dpi=120)
+    finally:
+        plt.close(fig)
     return path

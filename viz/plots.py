@@ -39,9 +39,7 @@ def gantt(p: np.ndarray, permutation, path: Path, title: str) -> Path:
     ax.set_xlabel("time")
     ax.set_title(f"{title}: makespan {int(finish[-1])}")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return panels.write(fig, path)
 
 
 def history(series: dict[str, np.ndarray], path: Path, title: str) -> Path:

@@ -31,6 +31,7 @@ import numpy as np
 from distributed import Client, Future, get_worker, wait
 from numba.core import event
 
+from ..core.files import open_append
 from ..flowshop.bounds import lower_bound
 from ..flowshop.evaluation import makespan, neh
 from ..flowshop.iterated_greedy import iterated_greedy
@@ -115,7 +116,8 @@ _eta_elsewhere = False  # whether another run's such process was compiling it wh
 _COMPILE_PROBES = """
 import fcntl
 try:  # before numba's import, so that a run starting meanwhile waits for this one
-    lock = open({lock!r}, "a")
+    from pbbflow.core.files import open_append
+    lock = open_append({lock!r})
     fcntl.flock(lock, fcntl.LOCK_EX)
 except OSError:
     pass
@@ -142,7 +144,7 @@ def compile_eta_apart(command: list[str] | None = None) -> None:
 def _probes_lock_free() -> bool:
     """Whether no process holds ``PROBES_LOCK`` (True where the lock file cannot be opened)."""
     try:
-        handle = open(PROBES_LOCK, "a")  # noqa: SIM115 (closed below)
+        handle = open_append(PROBES_LOCK)  # closed below
     except OSError:
         return True
     with handle:
@@ -176,7 +178,7 @@ def _machine_turn(meanwhile: Callable[[], None]) -> Iterator[None]:
     for at most ``TURN_SECONDS`` (a worker that cannot open the lock file goes on without)."""
     try:
         LOCK.parent.mkdir(exist_ok=True)
-        handle = open(LOCK, "a")  # noqa: SIM115 (held for the block)
+        handle = open_append(LOCK)  # held for the block
     except OSError:
         yield
         return
