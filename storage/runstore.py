@@ -386,6 +386,9 @@ class RunStore:
 
     def _load(self, root: zarr.Group, name: Any, seq: Any) -> Checkpoint:
         where = f"checkpoint {name!r}"
+        folder, _, version = name.partition("/") if isinstance(name, str) else ("", "", "")
+        if folder != _CKPT or not _VERSION_NAME.fullmatch(version):  # never a path out of the store
+            raise RunStoreError(self._path, f"damaged run store: the current {where} is not a version of it")
         try:
             _check_metadata(self._path, name, depth=2)  # the version, its series and its arrays
             group = root[name]

@@ -500,3 +500,16 @@ def test_a_key_given_twice_in_the_stores_metadata_is_refused(tmp_path, capsys, n
     assert main(["info", str(store.path)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err == f"pbbflow: error: {store.path}: damaged run store: {shown}: duplicate key '{key}'\n"
+
+
+@pytest.mark.parametrize("pointer", ["../../outside", "checkpoints/../../outside", "/tmp", "checkpoints/1", 7])
+def test_the_current_pointer_never_leads_out_of_the_store(tmp_path, pointer):
+    """A ``current`` attribute edited to a path outside the store (or any other non-version) is damage."""
+    import zarr
+
+    store = make_store(tmp_path / "run.zarr")
+    store.commit(**expected(1))
+    store.release()
+    zarr.open_group(store.path, mode="r+", use_consolidated=False).update_attributes({"current": pointer})
+    with pytest.raises(RunStoreError, match="damaged run store: the current checkpoint .* is not a version of it"):
+        RunStore.open(store.path).latest()
