@@ -31,7 +31,7 @@ from . import minimize
 from .arguments import add_run_options, parse_duration, seed, upper_bound
 from .results import history_summary, print_history, print_result
 from .runs import (EXIT_DONE, EXIT_INTERNAL, EXIT_LIMIT, EXIT_USAGE, drive_run, local_gpus, prepare_cluster,
-                   reserved, resume_command, run_cluster, slurm_options)
+                   report_internal_error, reserved, resume_command, run_cluster, slurm_options)
 from .signals import StopSignals
 from .startup import Startup
 
@@ -243,6 +243,8 @@ def _main(argv: list[str] | None) -> int:
         else:
             print("pbbflow: interrupted", file=sys.stderr)
         return EXIT_LIMIT
+    except Exception as error:  # noqa: BLE001 (pbbflow's own fault, or a missing package: one line, exit 1)
+        return report_internal_error(error, args.run if getattr(args, "store_written", False) else None)
 
 
 if __name__ == "__main__":

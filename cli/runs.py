@@ -7,8 +7,10 @@ import argparse
 import contextlib
 import datetime
 import json
+import os
 import shlex
 import sys
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -81,6 +83,35 @@ def resume_command(run: str | Path) -> str:
 def error_log_path(run: Path) -> Path:
     """Where the tracebacks of a run's internal errors go: beside its store."""
     return run.with_name(run.name + ".error.log")
+
+
+def internal_log_path() -> Path:
+    """Where the tracebacks of internal errors outside a run store go: the user's cache folder."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "pbbflow" / "error.log"
+
+
+def report_internal_error(error: BaseException, run: Path | None) -> int:
+    """One line for an error of pbbflow's own code outside an explorer (the traceback appended to the
+    log beside ``run``'s store, if one was written, else to :func:`internal_log_path`); a missing
+    package is named with the command that installs it.  Returns the exit code (1)."""
+    if isinstance(error, ModuleNotFoundError) and error.name:
+        package = error.name.split(".")[0]
+        print(f"pbbflow: error: the package {package!r} is missing from this Python ({sys.executable}); "
+              f"install it with: {shlex.quote(sys.executable)} -m pip install {package}", file=sys.stderr)
+        return EXIT_INTERNAL
+    log = error_log_path(run) if run is not None else internal_log_path()
+    stamp = datetime.datetime.now().isoformat(timespec="seconds")
+    details = "".join(traceback.format_exception(error))
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open_append(log) as f:  # never through a link someone put there
+            f.write(f"--- {stamp} pbbflow {' '.join(sys.argv[1:])}\n{details}\n")
+        where = f"traceback in {log}"
+    except OSError as failure:
+        where = f"no traceback log ({failure.strerror}: {log})"
+    print(printable(f"pbbflow: internal error: {type(error).__name__}: {error}; {where}"), file=sys.stderr)
+    return EXIT_INTERNAL
 
 
 def report_failure(store: RunStore, failure: RunFailed) -> int:

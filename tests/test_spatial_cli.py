@@ -121,3 +121,32 @@ def test_names_from_files_are_printed_escaped(capsys, tmp_path):
     err = capsys.readouterr().err
     assert err.startswith("pbbflow: error: bad\\x1b[2J.json (bad\\x1b[2J): objective") and err.count("\n") == 1
     assert err.rstrip("\n").isprintable()
+
+
+def test_an_internal_error_of_minimize_is_one_line_and_a_log(capsys, monkeypatch, tmp_path):
+    """No bare traceback: one line naming the log that holds it, exit 1."""
+    from pbbflow.cli import minimize
+
+    def broken(args):
+        raise RuntimeError("the bounder broke\non two lines")
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(minimize, "run", broken)
+    assert main(["minimize", "peaks"]) == 1
+    out, err = capsys.readouterr()
+    log = tmp_path / "pbbflow" / "error.log"
+    assert out == "" and err == (f"pbbflow: internal error: RuntimeError: the bounder broke\\non two lines; "
+                                 f"traceback in {log}\n")
+    assert "Traceback (most recent call last)" in log.read_text() and "def broken" not in err
+
+
+def test_a_missing_package_names_itself_and_its_install(capsys, monkeypatch):
+    from pbbflow.cli import minimize
+
+    def without_scipy(args):
+        raise ModuleNotFoundError("No module named 'scipy'", name="scipy")
+
+    monkeypatch.setattr(minimize, "run", without_scipy)
+    assert main(["minimize", "peaks"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the package 'scipy' is missing" in err and "-m pip install scipy" in err
