@@ -57,6 +57,19 @@ def _no_hang():
     faulthandler.cancel_dump_traceback_later()
 
 
+@pytest.fixture
+def arb_precision():
+    """python-flint's working precision at the spatial oracle's (``spatial_helpers.PRECISION``)
+    during a test, restored after it."""
+    import flint
+    from spatial_helpers import PRECISION
+
+    old = flint.ctx.prec
+    flint.ctx.prec = PRECISION
+    yield
+    flint.ctx.prec = old
+
+
 @pytest.fixture(scope="module")
 def simulated_libdevice():
     """Under the CUDA simulator, whose libdevice stubs return None, exact directed rounding instead

@@ -30,12 +30,14 @@ import math
 import flint
 import numpy as np
 import pytest
-from spatial_helpers import PRECISION, Undecidable, arb_outputs
+from spatial_helpers import Undecidable, arb_outputs
 
 from pbbflow.spatial.bounds import Mode, _outputs_at, bound_boxes
 from pbbflow.spatial.contract import contract_boxes
 from pbbflow.spatial.interval import HALF_PI_HI, HALF_PI_LO, PI_HI, PI_LO
 from pbbflow.spatial.tape import Op, TapeBuilder
+
+pytestmark = pytest.mark.usefixtures("arb_precision")
 
 FEAS_TOL = 1e-6
 TINY = 5e-324
@@ -64,14 +66,6 @@ MODES = (Mode.NIE, Mode.MVF, Mode.BOTH)
 def _case_id(case) -> str:
     kind, what = case
     return f"powi{what}" if kind == "powi" else what.name.lower()
-
-
-@pytest.fixture(autouse=True)
-def _precision():
-    old = flint.ctx.prec
-    flint.ctx.prec = PRECISION
-    yield
-    flint.ctx.prec = old
 
 
 def _intervals(points: list[float]) -> list[tuple[float, float]]:

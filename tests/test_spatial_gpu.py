@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 from numba import cuda
 from spatial_helpers import (
-    PRECISION,
     Undecidable,
     arb_binary,
     arb_outputs,
@@ -38,7 +37,7 @@ from pbbflow.spatial.bounds import BoxBounds, Mode, bound_boxes
 from pbbflow.spatial.load import load_problem
 from pbbflow.spatial.tape import Op, TapeBuilder
 
-pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("simulated_libdevice")]
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("simulated_libdevice", "arb_precision")]
 
 MODES = (Mode.NIE, Mode.MVF, Mode.BOTH)
 TINY = 2.0**-900  # below this the CPU may widen by one more float than the exact directed rounding
@@ -52,14 +51,6 @@ BINARY = {
     Op.ATAN2: (iv.atan2, giv.atan2), Op.MIN: (iv.min_, giv.min_), Op.MAX: (iv.max_, giv.max_),
 }
 EXACT = {Op.NEG, Op.SQRT, Op.ABS, Op.RELU, Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MIN, Op.MAX, Op.POWI}
-
-
-@pytest.fixture(autouse=True)
-def _precision():
-    old = flint.ctx.prec
-    flint.ctx.prec = PRECISION
-    yield
-    flint.ctx.prec = old
 
 
 # ---------------------------------------------------------------- primitives

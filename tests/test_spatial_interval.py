@@ -9,7 +9,6 @@ import flint
 import numpy as np
 import pytest
 from spatial_helpers import (
-    PRECISION,
     arb_binary,
     arb_unary,
     check_enclosure,
@@ -20,6 +19,8 @@ from spatial_helpers import (
 
 from pbbflow.spatial import interval as iv
 from pbbflow.spatial.tape import Op
+
+pytestmark = pytest.mark.usefixtures("arb_precision")
 
 INF = math.inf
 MAX = 1.7976931348623157e308
@@ -32,14 +33,6 @@ BINARY = {
     Op.ADD: iv.add, Op.SUB: iv.sub, Op.MUL: iv.mul, Op.DIV: iv.div, Op.ATAN2: iv.atan2, Op.MIN: iv.min_,
     Op.MAX: iv.max_,
 }
-
-
-@pytest.fixture(autouse=True)
-def _precision():
-    old = flint.ctx.prec
-    flint.ctx.prec = PRECISION
-    yield
-    flint.ctx.prec = old
 
 
 @pytest.mark.parametrize("code", list(UNARY), ids=lambda c: c.name)
