@@ -392,3 +392,22 @@ def test_atan2s_cut_on_the_gpu():
         result = minimize_gpu(_problem(document), options, phase_subdomains=16, capacity=64)
         assert result.status in ("optimal", "limit") and result.lower_bound <= optimum, (document["name"], result)
         assert result.objective is None or result.objective >= optimum - 1e-9
+
+
+def test_atan2s_cut_through_the_command_and_a_run_store(capsys, tmp_path):
+    """``minimize`` in this process, and ``minimize --run`` with ``info`` on its store."""
+    from pbbflow.cli.main import main
+
+    for document, optimum in ((ATAN2_CUT, -math.pi), (ATAN2_CUT_CONSTRAINT, -2.0)):
+        problem = tmp_path / f"{document['name']}.json"
+        problem.write_text(json.dumps(document))
+        assert main(["minimize", str(problem), "--json"]) == 0
+        result = json.loads(capsys.readouterr().out)
+        assert result["status"] == "optimal" and result["lower_bound"] <= optimum <= result["objective"] + 1e-5
+    store = tmp_path / "cut.zarr"
+    assert main(["minimize", str(problem), "--json", "--run", str(store), "--workers", "1", "--gpus", "0",
+                 "--heuristic-workers", "0"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "optimal"
+    assert main(["info", str(store), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["status"] == "optimal" and info["lower_bound"] <= -2.0 <= info["objective"] + 1e-5
