@@ -243,6 +243,8 @@ def _main(argv: list[str] | None) -> int:
         else:
             print("pbbflow: interrupted", file=sys.stderr)
         return EXIT_LIMIT
+    except BrokenPipeError:  # stdout's reader went away: main() ends quietly
+        raise
     except Exception as error:  # noqa: BLE001 (pbbflow's own fault, or a missing package: one line, exit 1)
         return report_internal_error(error, args.run if getattr(args, "store_written", False) else None)
 
