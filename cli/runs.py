@@ -101,29 +101,27 @@ def report_internal_error(error: BaseException, run: Path | None) -> int:
               f"install it with: {shlex.quote(sys.executable)} -m pip install {package}", file=sys.stderr)
         return EXIT_INTERNAL
     log = error_log_path(run) if run is not None else internal_log_path()
-    stamp = datetime.datetime.now().isoformat(timespec="seconds")
-    details = "".join(traceback.format_exception(error))
-    try:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with open_append(log) as f:  # never through a link someone put there
-            f.write(f"--- {stamp} pbbflow {' '.join(sys.argv[1:])}\n{details}\n")
-        where = f"traceback in {log}"
-    except OSError as failure:
-        where = f"no traceback log ({failure.strerror}: {log})"
+    where = _log_traceback(log, "".join(traceback.format_exception(error)))
     print(printable(f"pbbflow: internal error: {type(error).__name__}: {error}; {where}"), file=sys.stderr)
     return EXIT_INTERNAL
 
 
-def report_failure(store: RunStore, failure: RunFailed) -> int:
-    """One line for an internal error of a run (its traceback appended to the log file)."""
-    log = error_log_path(store.path)
+def _log_traceback(log: Path, details: str) -> str:
+    """Append ``details`` under a stamped header to ``log`` (its folder made if missing, never
+    through a link someone put there); where the traceback went, in words for the one-line report."""
     stamp = datetime.datetime.now().isoformat(timespec="seconds")
     try:
-        with open_append(log) as f:  # never through a link someone put there
-            f.write(f"--- {stamp} pbbflow {' '.join(sys.argv[1:])}\n{failure.details}\n")
-        where = f"traceback in {log}"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open_append(log) as f:
+            f.write(f"--- {stamp} pbbflow {' '.join(sys.argv[1:])}\n{details}\n")
+        return f"traceback in {log}"
     except OSError as error:
-        where = f"no traceback log ({error.strerror}: {log})"
+        return f"no traceback log ({error.strerror}: {log})"
+
+
+def report_failure(store: RunStore, failure: RunFailed) -> int:
+    """One line for an internal error of a run (its traceback appended to the log file)."""
+    where = _log_traceback(error_log_path(store.path), failure.details)
     state = "checkpointed" if failure.checkpointed else "the last checkpoint stands"
     message = f"pbbflow: internal error in {failure}; {where}; {state}: {resume_command(store.path)}"
     print(printable(message), file=sys.stderr)

@@ -9,10 +9,9 @@ f, g and h are bounded on each by the natural interval extension (NIE), the mean
 (MVF: f([c]) + sum_i G_i (X_i - c_i), G the interval gradient over the subdomain, c its
 midpoint), or the intersection of both. Where MVF does not apply (a kink: abs, relu, min or max
 with the switch inside; a jump: atan2's cut or origin in the subdomain; an unbounded or undefined
-derivative; f undefined at c) the subdomain
-uses NIE and counts as a fallback. A subdomain is dropped when an output is EMPTY there
-(undefined everywhere: no feasible point), an inequality's lower end is > 0, or an equality's
-enclosure misses [-feas_tol, feas_tol].
+derivative; f undefined at c) the subdomain uses NIE and counts as a fallback. A subdomain is
+dropped when an output is EMPTY there (undefined everywhere: no feasible point), an inequality's
+lower end is > 0, or an equality's enclosure misses [-feas_tol, feas_tol].
 """
 
 from __future__ import annotations

@@ -550,7 +550,7 @@ def _check_metadata(path: Path, node: str = "", depth: int = 0) -> None:
             meta = read_json(file, kind="a metadata file")
         except FileRefused as e:
             raise RunStoreError(path, f"damaged run store: {file.relative_to(path)}: {e.reason}") from None
-        if name == ".zgroup" or name == "zarr.json" and isinstance(meta, dict) and meta.get("node_type") == "group":
+        if name == ".zgroup" or (name == "zarr.json" and isinstance(meta, dict) and meta.get("node_type") == "group"):
             group = True
     if not group or depth == 0:
         return
