@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-COMPILING = re.compile(r"pbbflow: compiling, first run only: ([\d.]+) s")
+COMPILING = re.compile(r"pbbflow: compiled in ([\d.]+) s")
 
 
 def run_once(instance: str, extra: list[str], folder: Path, cache: Path) -> dict:

@@ -26,12 +26,12 @@ from ..storage.runstore import RunStore, RunStoreError
 from ..workflow.cluster import ClusterError, slurm_job_script
 from ..workflow.fastexit import exit_without_final_gc
 from ..workflow.run import finished, result_of
-from ..workflow.warmup import warm_client, warm_worker
+from ..workflow.warmup import FIRST_RUN, code_cached, start_worker_code_apart, warm_client, warm_worker
 from . import minimize
 from .arguments import add_run_options, parse_duration, seed, upper_bound
 from .results import history_summary, print_history, print_result
-from .runs import (EXIT_DONE, EXIT_INTERNAL, EXIT_LIMIT, EXIT_USAGE, drive_run, local_gpus, prepare_cluster,
-                   report_internal_error, reserved, resume_command, run_cluster, slurm_options)
+from .runs import (EXIT_DONE, EXIT_INTERNAL, EXIT_LIMIT, EXIT_USAGE, drive_run, first_run_notice, local_gpus,
+                   prepare_cluster, report_internal_error, reserved, resume_command, run_cluster, slurm_options)
 from .signals import StopSignals
 from .startup import Startup
 
@@ -107,8 +107,9 @@ def _solve(args: argparse.Namespace) -> int:
         print(slurm_job_script(slurm_options(args)))
         return EXIT_DONE
     instance = load_instance(args.instance, fmt=args.format, orientation=args.orientation)
-    if args.cluster == "local" and not args.scheduler:
-        local_gpus(args, _no_gpu(args.bound))  # refuse a bad GPU request before creating the run store
+    workers_here = args.cluster == "local" and not args.scheduler
+    if workers_here:  # refuse a bad GPU request before creating the run store
+        workers_here = local_gpus(args, _no_gpu(args.bound)) == 0  # the CPU workers are this process's threads
     path = args.run
     if path is None:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
@@ -117,18 +118,28 @@ def _solve(args: argparse.Namespace) -> int:
     initial = "neh" if isinstance(args.ub, int) else args.ub
     ub = args.ub if isinstance(args.ub, int) else None
     worker_code = (warm_worker, (instance.p, args.bound, args.branch))
+    first_run = None if code_cached(initial) else FIRST_RUN
     prepare_cluster(args)  # in this thread: start-up's opens the cluster
-    with StopSignals() as signals, reserved(path, overwrite=args.overwrite), \
-            Startup(lambda: run_cluster(args, _no_gpu(args.bound)), worker_code,
-                    dashboard_after=args.dashboard_after) as startup:
-        startup.load_client_code(lambda: warm_client(instance.p, args.bound, initial=initial))
-        with startup.phase("initial_heuristic_s"):
-            first = first_schedule(instance, initial, should_stop=signals.stop.is_set)
-        startup.opened()  # a cluster that cannot open leaves no run store behind
-        store = create_flowshop_run(path, instance, ub=ub, bound=args.bound, branch=args.branch, initial=initial,
-                                    first=first, overwrite=args.overwrite)  # fmt: skip
-        args.store_written = True
-        return drive_run(store, args, startup, signals)
+    with StopSignals() as signals, reserved(path, overwrite=args.overwrite):
+        if first_run and workers_here:
+            start_worker_code_apart(args.bound, args.branch)
+        with Startup(lambda: run_cluster(args, _no_gpu(args.bound)), worker_code,
+                     dashboard_after=args.dashboard_after, notice=first_run_notice(args, first_run)) as startup:
+            return _start_solve(args, startup, signals, instance, initial, ub)
+
+
+def _start_solve(args: argparse.Namespace, startup: Startup, signals: StopSignals, instance, initial: str,
+                 ub: int | None) -> int:  # fmt: skip
+    """A new flow-shop run: the client's code and first schedule beside the cluster's start-up,
+    then its store, then the run."""
+    startup.load_client_code(lambda: warm_client(instance.p, args.bound, initial=initial))
+    with startup.phase("initial_heuristic_s"):
+        first = first_schedule(instance, initial, should_stop=signals.stop.is_set)
+    startup.opened()  # a cluster that cannot open leaves no run store behind
+    store = create_flowshop_run(args.run, instance, ub=ub, bound=args.bound, branch=args.branch, initial=initial,
+                                first=first, overwrite=args.overwrite)  # fmt: skip
+    args.store_written = True
+    return drive_run(store, args, startup, signals)
 
 
 def _resume(args: argparse.Namespace) -> int:
@@ -143,8 +154,10 @@ def _resume(args: argparse.Namespace) -> int:
     instance = store.instance
     no_gpu = _no_gpu(instance.options["bound"]) if instance.kind == "flowshop" else None
     prepare_cluster(args)  # in this thread: start-up's opens the cluster
+    first_run = instance.first_run_code()
     with StopSignals() as signals, Startup(lambda: run_cluster(args, no_gpu), instance.worker_code(),
-                                           dashboard_after=args.dashboard_after) as startup:
+                                           dashboard_after=args.dashboard_after,
+                                           notice=first_run_notice(args, first_run)) as startup:  # fmt: skip
         startup.load_client_code(instance.client_code)
         return drive_run(store, args, startup, signals)
 

@@ -14,13 +14,14 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from ..core.compiling import CodeLoad, compiled_line
 from ..core.text import printable
 from ..spatial.problem import ProblemError
 from ..workflow.cluster import slurm_job_script
 from ..workflow.run import create_run
 from .arguments import add_run_options, positive_int
 from .progress import clock, fit_fields, terminal_columns
-from .runs import drive_run, prepare_cluster, reserved, run_cluster, slurm_options
+from .runs import drive_run, first_run_notice, prepare_cluster, reserved, run_cluster, slurm_options
 from .signals import StopSignals
 from .startup import Startup
 
@@ -190,10 +191,11 @@ def _run_on_cluster(args: argparse.Namespace, problem) -> int:
     instance = SpatialRun.new(problem, _options(args, args.subdomains or CPU_SUBDOMAINS), subdomains=args.subdomains)
     no_gpu = "--serial runs on the CPU" if args.serial else None
     prepare_cluster(args)  # in this thread: start-up's opens the cluster
+    first_run = instance.first_run_code()
     with StopSignals() as signals, reserved(args.run, overwrite=args.overwrite), \
-            Startup(lambda: run_cluster(args, no_gpu), instance.worker_code(),
-                    dashboard_after=args.dashboard_after) as startup:  # fmt: skip
-        startup.load_client_code(lambda: _code_load(*load_code(problem, instance.minimize_options())))
+            Startup(lambda: run_cluster(args, no_gpu), instance.worker_code(), dashboard_after=args.dashboard_after,
+                    notice=first_run_notice(args, first_run)) as startup:  # fmt: skip
+        startup.load_client_code(lambda: CodeLoad(*load_code(problem, instance.minimize_options())))
         with startup.phase("initial_heuristic_s"):
             first = first_work(instance)  # the root bounded, a local solve from its best point
         startup.opened()  # a cluster that cannot open leaves no run store behind
@@ -203,27 +205,25 @@ def _run_on_cluster(args: argparse.Namespace, problem) -> int:
         return drive_run(store, args, startup, signals)
 
 
-def _code_load(seconds: float, compiled: bool):
-    from ..workflow.warmup import CodeLoad
-
-    return CodeLoad(seconds, compiled)
-
-
 def _run_here(args: argparse.Namespace, problem) -> int:
     """Minimize ``problem`` in this process, on the CPU or one GPU."""
     gpus = _gpus_for(args, problem)
     options = _options(args, args.subdomains or (GPU_SUBDOMAINS if gpus else CPU_SUBDOMAINS))
     if gpus:
         from ..gpu.spatial_bnb import load_code, minimize_gpu as minimize
-        what = "loading the GPU kernels (compiled on a machine's first run, then from numba's cache)"
     else:
-        from ..spatial.bnb import load_code, minimize
-        what = "compiling, first run only"
+        from ..spatial.bnb import FIRST_RUN, code_cached, load_code, minimize
     line = ProgressLine(sys.stderr) if not args.quiet and sys.stderr.isatty() else None
     with StopSignals() as signals:
+        notice = None if gpus or code_cached(options) else first_run_notice(args, FIRST_RUN)
         seconds, compiled = load_code(problem, options)
-        if (compiled or gpus) and not args.quiet:  # numba-cuda compiles the kernels in every process
-            print(f"pbbflow: {what}: {seconds:.1f} s", file=sys.stderr)
+        if notice is not None:
+            notice.finish()
+        elif gpus and not args.quiet:  # numba-cuda compiles the kernels in every process
+            print(f"pbbflow: loading the GPU kernels (compiled on a machine's first run, then from numba's cache): "
+                  f"{seconds:.1f} s", file=sys.stderr)  # fmt: skip
+        elif compiled and not args.quiet:
+            print(compiled_line(seconds), file=sys.stderr)
         try:
             result = minimize(problem, options, progress=line, should_stop=signals.stop.is_set)
         finally:

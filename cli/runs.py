@@ -14,6 +14,7 @@ import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..core.compiling import FirstRunNotice
 from ..core.files import open_append
 from ..core.text import printable
 from ..search.solve import LIMIT
@@ -153,12 +154,19 @@ class _Watch:
             self.bar(progress)
 
 
+def first_run_notice(args: argparse.Namespace, first_run: tuple[str, str] | None) -> FirstRunNotice | None:
+    """The notice of a first run's compile, started, for ``first_run`` (what it compiles and about
+    how long that takes, or None where numba's cache holds the code); None when quiet."""
+    if first_run is None or args.quiet:
+        return None
+    return FirstRunNotice(sys.stderr, *first_run).start()
+
+
 def drive_run(store: RunStore, args: argparse.Namespace, startup: Startup, signals: StopSignals) -> int:
     """Run ``store`` on the cluster ``startup`` opens; ``signals`` stop it gracefully."""
     client = startup.ready()
-    compiling = startup.compile_seconds()
-    if compiling and not args.quiet:
-        print(f"pbbflow: compiling, first run only: {compiling:.1f} s", file=sys.stderr)
+    if not args.quiet:
+        startup.tell_compile(sys.stderr)
     bar = ProgressBar(sys.stderr) if not args.quiet and sys.stderr.isatty() else None
     watch = None if args.quiet else _Watch(startup, bar)
     if watch is not None:

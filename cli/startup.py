@@ -30,7 +30,8 @@ from distributed import Client
 
 from ..storage.runstore import zarr_module
 from ..workflow.cluster import attach_dashboard, dashboard_link, dashboard_pending
-from ..workflow.warmup import CodeLoad, loaded_code, submit_warm_workers
+from ..core.compiling import CodeLoad, FirstRunNotice, compiled_line
+from ..workflow.warmup import loaded_code, submit_warm_workers
 from .signals import block_in_this_thread
 
 # runs shorter than this after start-up start no dashboard.  Measured on an H200: adding it takes
@@ -55,10 +56,13 @@ class Startup:
     where the run lasts; a context manager that closes it.  ``link`` is the dashboard's, once known."""
 
     def __init__(self, cluster: Callable[[], AbstractContextManager[Client]],
-                 worker_code: tuple[Callable[..., CodeLoad], tuple], dashboard_after: float | None = None) -> None:  # fmt: skip
+                 worker_code: tuple[Callable[..., CodeLoad], tuple], dashboard_after: float | None = None,
+                 notice: FirstRunNotice | None = None) -> None:  # fmt: skip
         """``worker_code``: ``(function, arguments)`` of the task that loads a worker's code (a run
         instance's ``worker_code``); ``dashboard_after``: seconds after start-up before a local
-        cluster gets its dashboard (default ``DASHBOARD_DELAY_S``)."""
+        cluster gets its dashboard (default ``DASHBOARD_DELAY_S``); ``notice``: a first run's,
+        started, which :meth:`tell_compile` ends."""
+        self.notice = notice
         self.times: dict[str, float | None] = {"imports_s": process_age()}
         self.dashboard_after = DASHBOARD_DELAY_S if dashboard_after is None else dashboard_after
         self.client: Client | None = None
@@ -140,13 +144,25 @@ class Startup:
         return self.client
 
     def compile_seconds(self) -> float:
-        """The longest code load that compiled; 0.0 when numba's cache held everything."""
-        return max((load.seconds for load in self.loads if load.compiled), default=0.0)
+        """How long a first run waited for its code: the notice's clock, else the longest code load
+        that compiled; 0.0 when numba's cache held everything."""
+        compiled = max((load.seconds for load in self.loads if load.compiled), default=0.0)
+        return max(compiled, (self.notice and self.notice.seconds) or 0.0)
+
+    def tell_compile(self, stream) -> None:
+        """Once the code is loaded: end the first run's notice with its figure, or, where numba
+        compiled though its cache looked warm, give the figure alone."""
+        if self.notice is not None:
+            self.notice.finish()
+        elif self.compile_seconds():
+            print(compiled_line(self.compile_seconds()), file=stream)
 
     def close(self) -> None:
         """Close the cluster once the thread is done (a dashboard not started yet never starts),
         timed as ``close_s``."""
         self._closing.set()
+        if self.notice is not None:
+            self.notice.finish(report=False)  # a start-up that failed: its ticker stops
         self._thread.join()
         context, self._context = self._context, None
         if context is not None:

@@ -266,6 +266,11 @@ class FlowShopRun:
 
         return warm_client(self.p, self.options["bound"], initial=None)
 
+    def first_run_code(self):
+        from ..workflow.warmup import FIRST_RUN, code_cached
+
+        return None if code_cached(None) else FIRST_RUN
+
     def worker_code(self):
         from ..workflow.warmup import warm_worker
 

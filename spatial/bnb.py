@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core.compiling import in_cache, recording, start_apart, wait_apart
 from .bounds import Mode, bound_boxes, evaluate_point, feasible_values, is_feasible
 from .contract import contract_boxes
 from .problem import Problem
@@ -360,21 +361,51 @@ class _LocalSolver:
             self.seconds += time.perf_counter() - began
 
 
+# what a first run compiles, and about how long that takes (measured: benchmarks/first_run.py)
+FIRST_RUN = ("the continuous solver", "40 s on 2 cores")
+
+
 def load_code(problem: Problem, options: MinimizeOptions | None = None) -> tuple[float, bool]:
     """Load (or compile, the first time on a machine) the numba code ``minimize`` runs for
     ``problem``: (seconds, whether anything was compiled).  Called before ``minimize``, it keeps
-    compilation out of the search's time."""
-    from numba.core import event
-
+    compilation out of the search's time.  On a first run (:func:`code_cached` false) the body of
+    the subdomain bounds compiles in a process of their own beside the rest here; the parallel form
+    of the bounds then loads it from numba's cache."""
     options = options or MinimizeOptions()
-    began = time.perf_counter()
-    with event.install_recorder("numba:compile") as recorder:
+    with recording() as outcome:
+        apart = None if code_cached(options) else start_apart(f"{__name__}:compile_bounds")
         lo, hi = problem.lower[None, :].copy(), problem.upper[None, :].copy()
         if options.contract:
             contract_boxes(problem.tape, lo, hi, math.inf, options.feas_tol)
-        bound_boxes(problem.tape, lo, hi, 1, int(BOUNDS[options.bound]), options.feas_tol, options.parallel)
         load_host_code(problem, options)
-    return time.perf_counter() - began, bool(recorder.buffer)
+        wait_apart(apart)
+        bound_boxes(problem.tape, lo, hi, 1, int(BOUNDS[options.bound]), options.feas_tol, options.parallel)
+    return outcome["seconds"], outcome["compiled"]
+
+
+def code_cached(options: MinimizeOptions) -> bool:
+    """Whether numba's on-disk cache holds the CPU code ``minimize`` runs with ``options`` (False:
+    this is the machine's first run, or its first since an upgrade)."""
+    from . import bounds, contract, floateval
+
+    code = [bounds._bound_work_items_parallel if options.parallel else bounds._bound_work_items,
+            bounds._point_outputs]  # fmt: skip
+    if options.contract:
+        code.append(contract._contract_boxes)
+    if options.local_solves:
+        code.append(floateval._outputs_and_jacobian)
+    return in_cache(*code)
+
+
+def compile_bounds() -> None:
+    """A job of ``core.compiling.start_apart``: compile the subdomain bounds' body into numba's
+    cache, on a tape of one variable (every problem's tape has the same numba types)."""
+    from .tape import Op, TapeBuilder
+
+    builder = TapeBuilder(1)
+    x = builder.var(0)
+    tape = builder.build(builder.binary(Op.MUL, x, x))
+    bound_boxes(tape, np.zeros((1, 1)), np.ones((1, 1)), 1, int(Mode.BOTH), MinimizeOptions().feas_tol, False)
 
 
 def load_host_code(problem: Problem, options: MinimizeOptions) -> None:
@@ -382,12 +413,17 @@ def load_host_code(problem: Problem, options: MinimizeOptions) -> None:
     with local solves, scipy and the float evaluators."""
     evaluate_point(problem.tape, problem.lower)
     if options.local_solves:
-        import scipy.optimize  # noqa: F401 (its import, 0.1 s, is not the search's)
+        load_float_code(problem)
 
-        from .floateval import evaluate_float, evaluate_float_gradients
 
-        evaluate_float(problem.tape, problem.lower)
-        evaluate_float_gradients(problem.tape, problem.lower)
+def load_float_code(problem: Problem) -> None:
+    """Load (or compile) what local solves run: scipy and the float evaluators."""
+    import scipy.optimize  # noqa: F401 (its import, 0.1 s, is not the search's)
+
+    from .floateval import evaluate_float, evaluate_float_gradients
+
+    evaluate_float(problem.tape, problem.lower)
+    evaluate_float_gradients(problem.tape, problem.lower)
 
 
 def minimize(problem: Problem, options: MinimizeOptions | None = None, *,

@@ -610,7 +610,8 @@ def _point_outputs(op, arg0, arg1, const_lo, const_hi, outputs, x):
 
 
 def _outputs_at(tape: Tape, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    x = np.ascontiguousarray(np.asarray(points, dtype=np.float64).reshape(-1, tape.n_vars).T)
+    # a new writable array: a read-only one (a problem's bounds) would be another numba type to compile
+    x = np.array(np.asarray(points, dtype=np.float64).reshape(-1, tape.n_vars).T, order="C")
     return _point_outputs(tape.op, tape.arg0, tape.arg1, tape.const_lo, tape.const_hi, tape.outputs, x)
 
 

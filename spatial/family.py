@@ -392,9 +392,14 @@ class SpatialRun:
         }
 
     def client_code(self):
-        from ..workflow.warmup import CodeLoad
+        from ..core.compiling import CodeLoad
 
         return CodeLoad(0.0, False)  # the coordinator's box sets are numpy, no numba
+
+    def first_run_code(self):
+        from .bnb import FIRST_RUN, code_cached
+
+        return None if code_cached(self.minimize_options()) else FIRST_RUN
 
     def worker_code(self):
         return warm_worker, (self.problem.source, self.options)
@@ -427,7 +432,7 @@ def warm_worker(source: dict, options: dict):
     """In a worker: load (or compile) the code its explorer runs for the problem (a Dask task)."""
     from distributed import get_worker
 
-    from ..workflow.warmup import CodeLoad
+    from ..core.compiling import CodeLoad
 
     gpu = get_worker().state.total_resources.get("GPU", 0) > 0
     problem = Problem.from_source(source)

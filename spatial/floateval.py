@@ -198,7 +198,8 @@ def _outputs_and_jacobian(op, arg0, arg1, constants, outputs, x):
 
 
 def _point(tape: Tape, x) -> np.ndarray:
-    point = np.ascontiguousarray(x, dtype=np.float64)
+    """``x`` as a new writable float64 array (one numba type for every caller's point)."""
+    point = np.array(x, dtype=np.float64)
     if point.shape != (tape.n_vars,):
         raise ValueError(f"the point has shape {point.shape}; the tape needs ({tape.n_vars},)")
     return point
@@ -228,7 +229,7 @@ def float_gradients(tape: Tape) -> Callable[[np.ndarray], tuple[np.ndarray, np.n
     shape = (tape.n_vars,)
 
     def at(x) -> tuple[np.ndarray, np.ndarray]:
-        point = np.ascontiguousarray(x, dtype=np.float64)
+        point = np.array(x, dtype=np.float64)  # writable, as _point: one compiled type
         if point.shape != shape:
             raise ValueError(f"the point has shape {point.shape}; the tape needs {shape}")
         return _outputs_and_jacobian(op, arg0, arg1, constants, outputs, point)

@@ -73,6 +73,10 @@ class Tape:
     n_eq: int
 
     def __post_init__(self) -> None:
+        for name in ("op", "arg0", "arg1", "const_lo", "const_hi", "outputs"):
+            array = getattr(self, name)
+            if isinstance(array, np.ndarray) and not (array.flags.c_contiguous and array.flags.writeable):
+                object.__setattr__(self, name, np.array(array, order="C"))  # every tape one numba type
         self.check()
 
     @property

@@ -19,7 +19,7 @@ from pbbflow.workflow.coordinator import Coordinator
 from pbbflow.workflow.family import family, work_space
 from pbbflow.workflow.run import create_run, drive, result_of
 from pbbflow.workflow.tasks import explorer_task, heuristic_task
-from pbbflow.workflow.warmup import CodeLoad
+from pbbflow.core.compiling import CodeLoad
 
 SIZE = 200_000
 

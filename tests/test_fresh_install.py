@@ -30,15 +30,26 @@ print(len(names))
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str], expect: int = 0) -> str:
+    return _process(argv, cwd, env, expect).stdout
+
+
+def _process(argv: list[str], cwd: Path, env: dict[str, str], expect: int = 0) -> subprocess.CompletedProcess:
     proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=STEP_SECONDS)
     assert proc.returncode == expect, (argv, proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:])
-    return proc.stdout
+    return proc
+
+
+def _told_first_run(stderr: str, what: str) -> bool:
+    """Whether stderr gave the first run's notice for ``what`` (its first line), then the figure."""
+    lines = stderr.splitlines()
+    figures = [line for line in lines if line.startswith("pbbflow: compiled in ")]
+    return lines[0].startswith(f"pbbflow: compiling {what} for this machine: first run only, about ") and len(figures) == 1
 
 
 @pytest.mark.slow
 def test_the_wheel_runs_both_families_in_a_fresh_venv(tmp_path):
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "NUMBA_ENABLE_CUDASIM", "VIRTUAL_ENV", "PYTHONHOME")}  # fmt: skip
+           if k not in ("PYTHONPATH", "NUMBA_ENABLE_CUDASIM", "VIRTUAL_ENV", "PYTHONHOME", "NUMBA_CACHE_DIR")}  # fmt: skip
     wheels = tmp_path / "wheels"
     _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(ROOT)], tmp_path, env)
     (wheel,) = wheels.glob("pbbflow-*.whl")
@@ -51,10 +62,16 @@ def test_the_wheel_runs_both_families_in_a_fresh_venv(tmp_path):
     work.mkdir()
     assert int(_run([str(python), "-c", IMPORT_EVERY_MODULE], work, env)) > 40
     pbbflow = str(home / "bin" / "pbbflow")
-    solved = json.loads(_run([pbbflow, "solve", "ta001", "--json", "--run", "ta001.zarr"], work, env))
+    first = _process([pbbflow, "solve", "ta001", "--json", "--run", "ta001.zarr"], work, env)  # numba's cache is new
+    solved = json.loads(first.stdout)
     assert solved["status"] == "optimal" and solved["makespan"] == 1278
-    peaks = json.loads(_run([pbbflow, "minimize", "peaks", "--json"], work, env))
+    assert _told_first_run(first.stderr, "the flow-shop solver"), first.stderr
+    first = _process([pbbflow, "minimize", "peaks", "--json"], work, env)
+    peaks = json.loads(first.stdout)
     assert peaks["status"] == "optimal" and peaks["objective"] == pytest.approx(-6.5511, abs=1e-3)
+    assert _told_first_run(first.stderr, "the continuous solver"), first.stderr
+    again = _process([pbbflow, "minimize", "peaks", "--json"], work, env)
+    assert "compil" not in again.stderr  # the cache holds it now
     problem = work / "camel.json"
     problem.write_text(json.dumps({
         "name": "six-hump-camel", "domain": [[-3, 3], [-2, 2]],

@@ -26,11 +26,13 @@ from pbbflow.workflow import warmup
 from pbbflow.workflow.cluster import open_cluster
 from pbbflow.search.family import create_flowshop_run
 from pbbflow.workflow.run import drive
-from pbbflow.workflow.warmup import CodeLoad, warm_worker, warm_workers
+from pbbflow.core.compiling import CodeLoad
+from pbbflow.workflow.warmup import warm_worker, warm_workers
 
 STARTUP_FIELDS = {"imports_s", "cluster_s", "client_code_s", "workers_code_s", "store_code_s", "initial_heuristic_s",
                   "wait_s", "search_s", "final_checkpoint_s", "close_s", "compile_s", "total_s"}  # fmt: skip
-COMPILING = "pbbflow: compiling, first run only:"
+COMPILING = "pbbflow: compiled in"
+NOTICE = "pbbflow: compiling the flow-shop solver for this machine: first run only, about"
 # the module (``pbbflow.cli.main`` is also the package's console-script function, until the module loads)
 cli_main = importlib.import_module("pbbflow.cli.main")
 
@@ -48,17 +50,21 @@ def test_a_compile_is_told_apart_from_a_cache_load(tmp_path):
     (tmp_path / "plus_one.py").write_text("import numba\n\n\n@numba.njit(cache=True)\ndef plus_one(x):\n"
                                           "    return x + 1\n")  # fmt: skip
     code = """
-        from pbbflow.workflow.warmup import _recording
+        from pbbflow.core.compiling import in_cache, recording
         import plus_one
-        with _recording() as outcome:
+        before = in_cache(plus_one.plus_one)
+        with recording() as outcome:
             plus_one.plus_one(1)
-        with _recording() as again:
+        with recording() as again:
             plus_one.plus_one(2)
-        print(outcome["compiled"], again["compiled"])
+        print(before, outcome["compiled"], again["compiled"])
     """
     cache = tmp_path / "cache"
-    assert python(code, cache, tmp_path).split() == ["True", "False"]  # compiled, then in memory
-    assert python(code, cache, tmp_path).split() == ["False", "False"]  # loaded from numba's cache
+    assert python(code, cache, tmp_path).split() == ["False", "True", "False"]  # compiled, then in memory
+    assert python(code, cache, tmp_path).split() == ["True", "False", "False"]  # loaded from numba's cache
+    (tmp_path / "plus_one.py").write_text("import numba\n\n\n@numba.njit(cache=True)\ndef plus_one(x):\n"
+                                          "    return x + 2\n")  # fmt: skip
+    assert python(code, cache, tmp_path).split() == ["False", "True", "False"]  # its source changed: stale
 
 
 def test_warmed_workers_search_with_the_code_they_loaded(tmp_path):
@@ -114,7 +120,7 @@ def solve_ta001(capsys, scheduler, tmp_path) -> tuple[dict, str]:
     return json.loads(out), err
 
 
-@pytest.mark.parametrize(("load", "line"), [(CodeLoad(11.24, True), f"{COMPILING} 11.2 s"),
+@pytest.mark.parametrize(("load", "line"), [(CodeLoad(11.24, True), f"{COMPILING} 11.2 s; later runs load it from numba's cache"),
                                             (CodeLoad(0.4, False), None)])  # fmt: skip
 def test_the_compile_line_and_the_breakdown(capsys, tmp_path, monkeypatch, scheduler, load, line):
     monkeypatch.setattr(cli_main, "warm_client", lambda p, bound, initial: load)
@@ -171,9 +177,9 @@ def test_the_first_run_says_it_compiles_and_keeps_it_out_of_the_search(tmp_path)
     for proc in runs:
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     (cold, warm) = (json.loads(proc.stdout) for proc in runs)
-    lines = [[x for x in proc.stderr.splitlines() if x.startswith(COMPILING)] for proc in runs]
-    assert len(lines[0]) == 1 and lines[1] == []
-    compiled = float(lines[0][0].split(":")[-1].removesuffix(" s"))
+    lines = [[x for x in proc.stderr.splitlines() if x.startswith((NOTICE, COMPILING))] for proc in runs]
+    assert len(lines[0]) == 2 and lines[0][0].startswith(NOTICE) and lines[1] == []  # the notice comes first
+    compiled = float(lines[0][1].removeprefix(COMPILING).split()[0])
     assert compiled > 1 and abs(cold["startup"]["compile_s"] - compiled) <= 0.051
     assert warm["startup"]["compile_s"] == 0.0
     for result in (cold, warm):
@@ -231,7 +237,7 @@ def test_a_first_run_compiles_the_etas_probes_apart(tmp_path, monkeypatch):
     def recording():
         yield {"compiled": next(compiled), "seconds": 0.0}
 
-    monkeypatch.setattr(warmup, "_recording", recording)
+    monkeypatch.setattr(warmup, "recording", recording)
     monkeypatch.setattr(warmup, "_eta_compile", None)
     monkeypatch.setattr(warmup, "_eta_elsewhere", False)
     monkeypatch.setattr(warmup, "compile_eta_apart", lambda: calls.append("apart"))

@@ -1,18 +1,19 @@
 """Load a run's numba code before its clock starts, and tell a compile from a cache load.
 
 numba compiles a function the first time a process calls it, or loads it from its on-disk
-cache (``cache=True``) when an earlier process on the machine compiled it.  Measured on a
-2-core machine: about 17 s of compiling for everything a CPU run uses (the first run after an
-install or an upgrade), against 0.4 s of loading per process, most of it numba's own start-up.
+cache (``cache=True``) when an earlier process on the machine compiled it (``core.compiling``).
 :func:`warm_client` loads what the client process runs (the initial heuristic, the root bound,
 and the coordinator's set operations: the scheduler of the clusters pbbflow starts runs in the
 client's process) and the probes of the ETA (a first run compiles those in a process of its own,
-beside the search); :func:`warm_workers` loads on every worker what its tasks run: the CPU
+beside the search); :func:`warm_worker` loads on every worker what its tasks run: the CPU
 explorer, or on a worker with the resource ``GPU`` the kernels for the instance's size and
 iterated greedy, which runs beside them by default (a CPU worker given a heuristic task loads
 iterated greedy in the task, from the cache the client filled).  The workers of one machine
 take turns (a file lock), so that a first run compiles once and the other workers load; one
-that waits for its turn compiles the coordinator's code meanwhile, for the client to load.
+that waits for its turn compiles the coordinator's code meanwhile, for the client to load.  The
+workers of a local CPU cluster are threads of the client's process, which compiles one function
+at a time: a first run there compiles the explorer in a process of its own that holds the turn
+(:func:`start_worker_code_apart`), beside the client's code.
 """
 
 from __future__ import annotations
@@ -24,13 +25,12 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from distributed import Client, Future, get_worker, wait
-from numba.core import event
 
+from ..core.compiling import CodeLoad, in_cache, recording, start_apart
 from ..core.files import open_append
 from ..flowshop.bounds import lower_bound
 from ..flowshop.evaluation import makespan, neh
@@ -44,30 +44,11 @@ from .fastexit import exit_without_final_gc
 SMALL_N = 6  # jobs of the instance slice the code runs on (numba compiles per type, not per size)
 # beside numba's cache of this package: a file no other local user can create or hold
 LOCK = Path(__file__).resolve().parent / "__pycache__" / "pbbflow-numba.lock"
-TURN_SECONDS = 600.0  # the longest wait for another worker's turn (a first compile takes ~17 s)
+TURN_SECONDS = 600.0  # the longest wait for another worker's turn (a first compile takes ~20 s)
+# what a first run compiles, and about how long that takes (measured: benchmarks/first_run.py)
+FIRST_RUN = ("the flow-shop solver", "20 s on 2 cores")
 WARM_SECONDS = 120.0  # the longest wait for the workers' code: one busy with other work loads it later
 _loaded: set = set()  # what warm_worker loaded in this process: "cpu explorer" or GPU explore kernels
-
-
-@dataclass(frozen=True)
-class CodeLoad:
-    """How long loading a process's numba code took, and whether any of it had to be compiled."""
-
-    seconds: float
-    compiled: bool
-
-
-@contextlib.contextmanager
-def _recording() -> Iterator[dict]:
-    """Time the block; ``compiled`` is set when numba compiled anything in this process meanwhile
-    (its ``numba:compile`` event fires on a cache miss only).  GPU kernels report through
-    :func:`_kernel_misses` instead."""
-    outcome = {"compiled": False, "seconds": 0.0}
-    started = time.perf_counter()
-    with event.install_recorder("numba:compile") as recorder:
-        yield outcome
-    outcome["compiled"] = outcome["compiled"] or bool(recorder.buffer)
-    outcome["seconds"] = time.perf_counter() - started
 
 
 def _small(p: np.ndarray) -> np.ndarray:
@@ -90,7 +71,7 @@ def warm_client(p: np.ndarray, bound: str, *, initial: str | None) -> CodeLoad:
     run the root bound and its ``initial`` heuristic (``"neh"`` or ``"ig"``, as ``create_run``);
     then the ETA's probes, which a first run (numba's cache was cold: something compiled) leaves to
     a process of their own (:func:`compile_eta_apart`) instead of waiting for them before the search."""
-    with _recording() as outcome:
+    with recording() as outcome:
         small = _small(p)
         if initial == "ig":
             iterated_greedy(small, iterations=1)  # NEH and the insertion local search too
@@ -100,7 +81,7 @@ def warm_client(p: np.ndarray, bound: str, *, initial: str | None) -> CodeLoad:
             lower_bound(small, [], [], bound)
         _coordinator_code(small.shape[0])
     global _eta_compile, _eta_elsewhere
-    with _recording() as eta:
+    with recording() as eta:
         if not outcome["compiled"]:
             _eta_compile, _eta_elsewhere = None, not _probes_lock_free()
             if not _eta_elsewhere:  # else another run's process is compiling them: wait for it
@@ -220,7 +201,7 @@ def warm_worker(p: np.ndarray, bound: str, branch: str) -> CodeLoad:
         code = "cpu explorer"
     if code in _loaded:
         return CodeLoad(0.0, False)
-    with _recording() as outcome:
+    with recording() as outcome:
         small = _small(p)
         makespan(small, np.arange(small.shape[0]))  # numba's own start-up, outside the lock
         # while another worker compiles, the coordinator's code (which the client loads next)
@@ -238,6 +219,38 @@ def warm_worker(p: np.ndarray, bound: str, branch: str) -> CodeLoad:
                         max_nodes=64)  # fmt: skip
     _loaded.add(code)
     return CodeLoad(outcome["seconds"], outcome["compiled"])
+
+
+def code_cached(initial: str | None) -> bool:
+    """Whether numba's on-disk cache holds the flow-shop code a run on the CPU loads (the client's,
+    with its ``initial`` heuristic, and the explorer's); False: this is the machine's first run, or
+    its first since an upgrade."""
+    from ..flowshop import evaluation
+    from ..flowshop import iterated_greedy as ig
+    from ..search import ivm, packed
+
+    heuristic = {"ig": [ig._iterate, ig._local_search], "neh": [evaluation.insert_best]}.get(initial, [])
+    return in_cache(*heuristic, packed._coalesce, packed._intersect, ivm.explore_steps, ivm.init_at, ivm.set_root)
+
+
+def start_worker_code_apart(bound: str, branch: str) -> subprocess.Popen | None:
+    """On a first run whose workers are threads of this process (a local CPU cluster), compile the
+    CPU explorer's code in a process of its own that holds the machine's turn (``LOCK``) from its
+    start: it compiles beside the client's code instead of after it (one process compiles one
+    function at a time), and the workers, waiting for their turn, then load it.  None where
+    nothing started (see ``core.compiling.start_apart``)."""
+    with contextlib.suppress(OSError):
+        LOCK.parent.mkdir(exist_ok=True)
+    return start_apart(f"{__name__}:compile_explorer", bound, branch, lock=LOCK)
+
+
+def compile_explorer(bound: str, branch: str) -> None:
+    """A job of ``core.compiling.start_apart``: compile the CPU explorer for ``bound`` and ``branch``
+    into numba's cache, on an instance of the run's array type (numba compiles per type, not size)."""
+    from ..flowshop.instance import FlowShop
+
+    p = FlowShop("warm-up", np.ones((SMALL_N, 2), dtype=np.int32)).p
+    explore(p, WorkUnit.full(SMALL_N), int(p.sum()) + 1, bound=bound, branch=branch, max_nodes=64)
 
 
 def submit_warm_workers(client: Client, code: Callable[..., CodeLoad], args: tuple) -> dict[str, Future]:
