@@ -62,15 +62,26 @@ def gpus(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"expected a number >= 0 or 'all', got {text!r}") from None
 
 
-def add_run_options(parser: argparse.ArgumentParser) -> None:
-    """Options shared by the commands that drive a run (solve, resume, minimize): limits, cluster, output."""
+FLOWSHOP, SPATIAL = "flowshop", "spatial"  # the family of a command's runs (None: resume, either family)
+
+
+def add_run_options(parser: argparse.ArgumentParser, family: str | None) -> None:
+    """Options shared by the commands that drive a run: limits, cluster, output.  ``family`` is the
+    family of the command's runs: ``FLOWSHOP`` (solve), ``SPATIAL`` (minimize, whose cluster options
+    apply with ``--run``; it has no ``--ivms``, whose default it still sets) or None (resume, which
+    continues a run of either); each option's help speaks of that family only."""
+    spatial = family == SPATIAL
+    run = "with --run: " if spatial else ""
+    resumable = "with --run the run stays resumable" if spatial else "the run stays resumable"
+    nodes = {FLOWSHOP: "decomposed this many nodes", SPATIAL: "explored this many boxes",
+             None: "decomposed this many nodes (a spatial run: explored this many boxes)"}[family]
     parser.add_argument("--time-limit", type=parse_duration, default=None, metavar="DURATION",
-                        help="stop after this long (90, 90s, 5m, 1.5h); the run stays resumable")
+                        help=f"stop after this long (90, 90s, 5m, 1.5h); {resumable}")
     parser.add_argument("--node-limit", type=positive_int, default=None, metavar="INT",
-                        help="stop once the run has decomposed this many nodes (checked between checkpoints)")
+                        help=f"stop once the run has {nodes} ({run}checked between checkpoints)")
     parser.add_argument("--checkpoint-every", type=parse_duration, default=60.0, metavar="DURATION",
-                        help="write a checkpoint this often (default: 60s)")
-    cluster = parser.add_argument_group("cluster")
+                        help=f"{run}write a checkpoint this often (default: 60s)")
+    cluster = parser.add_argument_group("cluster (with --run)" if spatial else "cluster")
     cluster.add_argument("--cluster", choices=("local", "slurm"), default="local",
                          help="local: a LocalCluster on this machine (default); slurm: dask-jobqueue workers")
     cluster.add_argument("--scheduler", metavar="ADDRESS", help="use the running Dask scheduler at ADDRESS")
@@ -78,18 +89,38 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                          help=f"how long --scheduler may take to answer (default: {CONNECT_SECONDS:g}s)")
     cluster.add_argument("--workers", type=positive_int, default=None,
                          help="local workers (threads of this process; default: one per core)")
-    cluster.add_argument("--gpus", type=gpus, default=None, metavar="N|all",
-                         help="local GPUs, one explorer of --ivms IVMs each (default: all GPUs present, "
-                              "CPU workers otherwise; 0: CPU only)")
-    cluster.add_argument("--ivms", type=positive_int, default=DEFAULT_IVMS, metavar="K",
-                         help=f"IVMs per GPU (default: {DEFAULT_IVMS})")
+    gpus_help = {
+        FLOWSHOP: "local GPUs, one explorer of --ivms IVMs each (default: all GPUs present, CPU workers "
+                  "otherwise; 0: CPU only)",
+        SPATIAL: "without --run: 0 runs on the CPU, 1 or all on one GPU (default: a GPU when one is visible); "
+                 "with --run: local GPUs, one explorer each (default: all GPUs present, CPU workers otherwise; "
+                 "0: CPU only)",
+        None: "local GPUs, one explorer each, of --ivms IVMs for a flow-shop run (default: all GPUs present, "
+              "CPU workers otherwise; 0: CPU only)",
+    }[family]
+    (parser if spatial else cluster).add_argument("--gpus", type=gpus, default=None, metavar="N|all", help=gpus_help)
+    if spatial:
+        parser.set_defaults(ivms=DEFAULT_IVMS)  # a spatial run's GPU explorers have no IVMs
+    else:
+        runs = " of a flow-shop run" if family is None else ""
+        cluster.add_argument("--ivms", type=positive_int, default=DEFAULT_IVMS, metavar="K",
+                             help=f"IVMs per GPU{runs} (default: {DEFAULT_IVMS})")
+    heuristic_help = {
+        FLOWSHOP: "iterated greedy tasks beside the search, which send every better schedule to the explorers "
+                  "(default: one beside each GPU worker, none on CPU workers, where they would replace "
+                  "explorers; 0: none)",
+        SPATIAL: "with --run: tasks of local solves from random starts beside the search, which send every "
+                 "better point to the explorers (default: none; on CPU workers they replace explorers)",
+        None: "side-heuristic tasks beside the search: iterated greedy for a flow-shop run (default: one beside "
+              "each GPU worker), local solves from random starts for a spatial run (default: none); on CPU "
+              "workers they replace explorers; 0: none",
+    }[family]
     cluster.add_argument("--heuristic-workers", type=non_negative_int, default=None, metavar="N",
-                         help="side-heuristic tasks beside the search (iterated greedy; minimize: local solves from "
-                              "random starts); default: solve one beside each GPU worker, minimize none; on CPU "
-                              "workers they replace explorers; 0: none")
+                         help=heuristic_help)
     cluster.add_argument("--threads", type=positive_int, default=None,
                          help="explorer threads per local worker (default: the cores shared out, 1 by default)")
-    slurm = parser.add_argument_group("slurm (with --cluster slurm)")
+    slurm = parser.add_argument_group("slurm (with --run --cluster slurm)" if spatial else
+                                      "slurm (with --cluster slurm)")
     slurm.add_argument("--partition")
     slurm.add_argument("--account")
     slurm.add_argument("--jobs", type=positive_int, default=1, help="Slurm jobs of workers (default: 1)")
@@ -111,5 +142,5 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--json", action="store_true", help="print the result as JSON")
     out.add_argument("--quiet", action="store_true", help="no progress bar")
     out.add_argument("--dashboard-after", type=parse_duration, default=DASHBOARD_DELAY_S, metavar="DURATION",
-                     help=f"start a local cluster's dashboard once the search has run this long (default: "
+                     help=f"{run}start a local cluster's dashboard once the search has run this long (default: "
                           f"{DASHBOARD_DELAY_S:g}s; 0: at once); shorter runs start none")

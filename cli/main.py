@@ -28,7 +28,7 @@ from ..workflow.fastexit import exit_without_final_gc
 from ..workflow.run import finished, result_of
 from ..workflow.warmup import FIRST_RUN, code_cached, start_worker_code_apart, warm_client, warm_worker
 from . import minimize
-from .arguments import add_run_options, parse_duration, seed, upper_bound
+from .arguments import FLOWSHOP, add_run_options, parse_duration, seed, upper_bound
 from .results import history_summary, print_history, print_result
 from .runs import (EXIT_DONE, EXIT_INTERNAL, EXIT_LIMIT, EXIT_USAGE, drive_run, first_run_notice, local_gpus,
                    prepare_cluster, report_internal_error, reserved, resume_command, run_cluster, slurm_options)
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "short size-dependent run (default: ig)")
     s.add_argument("--bound", choices=list(BOUND_NAMES), default="lb1", help="lower bound (default: lb1)")
     s.add_argument("--branch", choices=list(BRANCH_NAMES), default="minmin", help="branching rule (default: minmin)")
-    add_run_options(s)
+    add_run_options(s, FLOWSHOP)
     h = commands.add_parser("heuristic", help="iterated greedy alone: a good schedule, no proof")
     h.add_argument("instance", help="a Taillard name (ta001 .. ta120) or an instance file")
     h.add_argument("--time-limit", type=parse_duration, required=True, metavar="DURATION",
@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder for the PNGs (gantt.png or boxes.png, and history.png)")
     r = commands.add_parser("resume", help="continue a run from its last checkpoint, on any cluster")
     r.add_argument("run", type=Path, help="the run store (run.zarr)")
-    add_run_options(r)
+    add_run_options(r, None)  # a run of either family
     i = commands.add_parser("info", help="show a run's state as of its last checkpoint")
     i.add_argument("run", type=Path, help="the run store (run.zarr)")
     i.add_argument("--json", action="store_true", help="print the state as JSON")

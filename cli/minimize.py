@@ -19,7 +19,7 @@ from ..core.text import printable
 from ..spatial.problem import ProblemError
 from ..workflow.cluster import slurm_job_script
 from ..workflow.run import create_run
-from .arguments import add_run_options, positive_int
+from .arguments import SPATIAL, add_run_options, positive_int
 from .progress import clock, fit_fields, terminal_columns
 from .runs import drive_run, first_run_notice, prepare_cluster, reserved, run_cluster, slurm_options
 from .signals import StopSignals
@@ -65,7 +65,7 @@ def add_parser(commands) -> None:
     m.add_argument("--bound", choices=("nie", "mvf", "both"), default="both",
                    help="subdomain bound: natural interval extension, mean value form, or both (default)")
     m.add_argument("--serial", action="store_true", help="bound subdomains on one CPU thread (implies --gpus 0)")
-    add_run_options(m)
+    add_run_options(m, SPATIAL)
 
 
 class ProgressLine:

@@ -1,6 +1,6 @@
 """The JSON problem format: expressions in Python syntax, parsed with :mod:`ast` (never evaluated).
 
-A file (see ``data/spatial/README.md``)::
+A file (``docs/problem-format.md`` describes the format)::
 
     {"name": "Hartmann 3", "variables": 3, "domain": [[0, 1], [0, 1], [0, 1]],
      "objective": "expr", "inequalities": ["expr", ...], "equalities": ["expr", ...],

@@ -1,0 +1,105 @@
+"""Each command's ``--help`` lists only the options that apply to it, in words about its own family,
+and every option it lists is read by the command's code."""
+
+import argparse
+import importlib
+import inspect
+import re
+
+import pytest
+from pbbflow.cli import minimize
+from pbbflow.flowshop.bounds import BOUND_NAMES
+from pbbflow.gpu import DEFAULT_IVMS
+
+cli = importlib.import_module("pbbflow.cli.main")  # the module (pbbflow.cli.main is also the function)
+COMMANDS = {"solve": cli._solve, "resume": cli._resume, "heuristic": cli._heuristic, "info": cli._info,
+            "plot": cli._plot, "minimize": minimize.run}  # fmt: skip
+FLOWSHOP_ONLY = {"--ub", "--branch", "--ivms", "--format", "--orientation", "--seed"}
+SPATIAL_ONLY = {"--eps-abs", "--eps-rel", "--feas-tol", "--subdomains", "--serial"}
+RUN_ONLY = {"--checkpoint-every", "--cluster", "--scheduler", "--workers", "--threads", "--heuristic-workers",
+            "--jobs", "--dry-run", "--dashboard-after"}  # fmt: skip
+# words of the other family's help (searched, ignoring case, in each option's help text and group title)
+FLOWSHOP_WORDS = r"\bIVMs?\b|iterated greedy|\bschedules?\b|makespan|Taillard|flow[ -]shop"
+SPATIAL_WORDS = r"\bbox(es)?\b|local solve|spatial|subdomain|minimi[sz]e"
+FORBIDDEN = {  # command -> options it must not list, and words its help must not use
+    "solve": (SPATIAL_ONLY, SPATIAL_WORDS),
+    "heuristic": (SPATIAL_ONLY | RUN_ONLY | {"--ivms", "--bound", "--branch", "--ub"}, SPATIAL_WORDS),
+    "minimize": (FLOWSHOP_ONLY, FLOWSHOP_WORDS),
+    "resume": ((FLOWSHOP_ONLY - {"--ivms"}) | SPATIAL_ONLY | {"--bound", "--overwrite"}, None),
+    "info": (FLOWSHOP_ONLY | SPATIAL_ONLY | RUN_ONLY | {"--time-limit", "--bound"}, None),
+    "plot": (FLOWSHOP_ONLY | SPATIAL_ONLY | RUN_ONLY | {"--time-limit", "--bound", "--json"}, None),
+}
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    (subparsers,) = [a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(subparsers.choices)
+
+
+def _options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    return {name: action for action in parser._actions for name in action.option_strings
+            if name.startswith("--") and name != "--help"}  # fmt: skip
+
+
+def _texts(parser: argparse.ArgumentParser) -> list[str]:
+    """Every help text and group title of ``parser``, whitespace as one space."""
+    texts = [a.help for a in parser._actions if a.help] + [g.title for g in parser._action_groups if g.title]
+    return [" ".join(text.split()) for text in texts]
+
+
+def _read_by(function) -> set[str]:
+    """The ``args`` attributes that ``function`` reads, with the pbbflow.cli functions it calls by
+    name, transitively (``minimize.RUN_ONLY``'s through its getattr loop)."""
+    reads, seen, todo = set(), set(), [function]
+    while todo:
+        f = todo.pop()
+        if f in seen:
+            continue
+        seen.add(f)
+        source = inspect.getsource(f)
+        reads |= set(re.findall(r"\bargs\.(\w+)", source))
+        if "RUN_ONLY" in source:
+            reads |= set(minimize.RUN_ONLY)
+        module = inspect.getmodule(f)
+        for name in re.findall(r"\b(\w+)\(", source):
+            called = getattr(module, name, None)
+            if inspect.isfunction(called) and called.__module__.startswith("pbbflow.cli"):
+                todo.append(called)
+    return reads
+
+
+def test_every_command_is_checked():
+    assert set(_commands()) == set(COMMANDS) == set(FORBIDDEN)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_help_lists_no_option_or_words_of_the_other_family(command):
+    parser = _commands()[command]
+    options, words = FORBIDDEN[command]
+    assert not set(_options(parser)) & options
+    assert not [text for text in _texts(parser) if words and re.search(words, text, re.IGNORECASE)]
+
+
+def test_the_bound_option_is_each_familys_own():
+    commands = _commands()
+    assert tuple(_options(commands["solve"])["--bound"].choices) == tuple(BOUND_NAMES)
+    assert tuple(_options(commands["minimize"])["--bound"].choices) == ("nie", "mvf", "both")
+
+
+def test_resume_names_the_family_an_option_applies_to():
+    options = _options(_commands()["resume"])
+    help_of = {name: " ".join((action.help or "").split()) for name, action in options.items()}
+    assert "flow-shop run" in help_of["--ivms"]
+    assert "iterated greedy for a flow-shop run" in help_of["--heuristic-workers"]
+    assert "local solves from random starts for a spatial run" in help_of["--heuristic-workers"]
+
+
+def test_minimize_has_no_ivms_option_but_its_runs_get_the_default():
+    assert cli.build_parser().parse_args(["minimize", "peaks"]).ivms == DEFAULT_IVMS
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_option_a_command_lists_is_read_by_it(command):
+    parser = _commands()[command]
+    listed = {action.dest for action in parser._actions if action.dest != "help"}
+    assert listed - _read_by(COMMANDS[command]) == set()
