@@ -13,6 +13,8 @@ import faulthandler
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 if os.environ.get("PBBFLOW_TEST_GPU") != "1":
@@ -55,6 +57,42 @@ def _no_hang():
     faulthandler.dump_traceback_later(HANG_SECONDS, exit=True)
     yield
     faulthandler.cancel_dump_traceback_later()
+
+
+# CPU seconds of ``_busy_loop`` on an idle core of the machines the tests' times were set on (0.11-0.13 s
+# on the 2-core AMD EPYC development machine); a slower core stretches the tests' times by its ratio.
+REFERENCE_LOOP_S = 0.12
+
+
+def _busy_loop() -> int:
+    x = 0
+    for i in range(1_500_000):
+        x = (x + i * i) % 1_000_003
+    return x
+
+
+def slowness() -> float:
+    """How many times longer than on an idle machine work takes here now (at least 1): a fixed
+    pure-Python loop's wall time over its CPU time (the share of a core this process gets beside
+    the other processes that want one) or over ``REFERENCE_LOOP_S`` (a slower core), whichever
+    is larger."""
+    wall, cpu = time.perf_counter(), time.thread_time()
+    _busy_loop()
+    wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
+    return max(1.0, wall / min(max(cpu, 1e-3), REFERENCE_LOOP_S))
+
+
+@pytest.fixture
+def patience() -> Callable[[float], float]:
+    """``patience(seconds)``: a wall-clock time set for an idle machine (a deadline, a time limit a
+    run must outlast, a bound on how long something may take), stretched by this machine's
+    :func:`slowness`, measured as the test starts.  The one home of the tests' wall-clock times:
+    beside other CPU-bound processes, or while numba compiles, everything takes longer.  The hang
+    watchdog (``_no_hang``) is stretched alike."""
+    factor = slowness()
+    # replaces _no_hang's timer; the real stderr, as sys.stderr may be capsys' by now (no file descriptor)
+    faulthandler.dump_traceback_later(HANG_SECONDS * factor, exit=True, file=sys.__stderr__)
+    return lambda seconds: seconds * factor
 
 
 @pytest.fixture

@@ -168,15 +168,16 @@ def taillard_run(tmp_path, number: int = 21, ub: int = 2297) -> RunStore:
     return create_flowshop_run(tmp_path / "run.zarr", taillard_instance(number), ub=ub, bound="lb1", branch="minmin")
 
 
-def live_page(client, store: RunStore, check, samples: int = 4) -> None:
+def live_page(client, store: RunStore, check, patience, samples: int = 4) -> None:
     """Drive the run in ``store`` on ``client``'s cluster; once its history has ``samples`` samples
-    and its node count grew, while it is live, ``check(url)``."""
+    and its node count grew, while it is live, ``check(url)``.  ``patience``: conftest's fixture."""
     stop, outcome = threading.Event(), {}
-    thread = threading.Thread(target=lambda: outcome.update(drive(store, client, stop=stop, time_limit=120)))
+    limit = patience(120)  # outlasts the wait below
+    thread = threading.Thread(target=lambda: outcome.update(drive(store, client, stop=stop, time_limit=limit)))
     thread.start()
     try:
         coordinator = None
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + patience(90)
         while time.monotonic() < deadline:
             coordinator = client.cluster.scheduler.plugins.get(PLUGIN_NAME)
             history = None if coordinator is None else coordinator.latest_history()
@@ -189,7 +190,7 @@ def live_page(client, store: RunStore, check, samples: int = 4) -> None:
         check(dashboard_link(client))
     finally:
         stop.set()
-        thread.join(timeout=120)
+        thread.join(timeout=patience(120))
     assert outcome["status"] in ("limit", "bound_proved", "optimal")
 
 
@@ -204,7 +205,7 @@ def assert_page_is_served(client, url: str, workers: int = 2) -> None:
     assert image.shape[0] == workers and np.nanmax(image) > 0  # a row per worker, someone busy
 
 
-def test_page_on_a_local_cluster_with_a_chromium_screenshot(tmp_path):
+def test_page_on_a_local_cluster_with_a_chromium_screenshot(tmp_path, patience):
     def check(url: str) -> None:
         assert url.endswith("/pbbflow")
         assert_page_is_served(client, url)
@@ -217,12 +218,12 @@ def test_page_on_a_local_cluster_with_a_chromium_screenshot(tmp_path):
 
     with open_cluster("local", workers=2, threads_per_worker=1) as client:
         attach_dashboard(client)
-        live_page(client, taillard_run(tmp_path), check)
+        live_page(client, taillard_run(tmp_path), check, patience)
     if chromium() is None:
         pytest.skip("chromium not installed (.ci/run installs it): the screenshot was not taken")
 
 
-def test_the_page_of_a_live_spatial_run_on_a_local_cluster(tmp_path):
+def test_the_page_of_a_live_spatial_run_on_a_local_cluster(tmp_path, patience):
     """peaks-ann-error-max with a tolerance it cannot reach in seconds: live while the page is read."""
     run = SpatialRun.new(load_problem("peaks-ann-error-max"), MinimizeOptions(subdomains=16, eps_abs=0, eps_rel=0))
     first = first_work(run)
@@ -243,7 +244,7 @@ def test_the_page_of_a_live_spatial_run_on_a_local_cluster(tmp_path):
 
     with open_cluster("local", workers=2, threads_per_worker=1) as client:
         attach_dashboard(client)
-        live_page(client, store, check, samples=2)
+        live_page(client, store, check, patience, samples=2)
 
 
 def test_a_cluster_without_a_run_shows_an_empty_page():
@@ -256,7 +257,7 @@ def test_a_cluster_without_a_run_shows_an_empty_page():
 
 
 @pytest.mark.slurm
-def test_page_on_a_slurm_cluster(tmp_path):
+def test_page_on_a_slurm_cluster(tmp_path, patience):
     reason = slurm_idle()
     if reason:
         pytest.skip(reason)
@@ -264,17 +265,17 @@ def test_page_on_a_slurm_cluster(tmp_path):
                            start_timeout=60)  # fmt: skip
     with open_cluster("slurm", slurm=options) as client:
         client.wait_for_workers(2, timeout=60)
-        live_page(client, taillard_run(tmp_path), lambda url: assert_page_is_served(client, url))
+        live_page(client, taillard_run(tmp_path), lambda url: assert_page_is_served(client, url), patience)
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(gpu_count() == 0, reason="needs a real GPU")
-def test_page_on_a_local_cuda_cluster(tmp_path):
+def test_page_on_a_local_cuda_cluster(tmp_path, patience):
     """ta023 (about 25 s on an H200): long enough to be watched live."""
     with open_cluster("local", gpus=1) as client:
         attach_dashboard(client)
         live_page(client, taillard_run(tmp_path, number=23, ub=2326),
-                  lambda url: assert_page_is_served(client, url, workers=1))
+                  lambda url: assert_page_is_served(client, url, workers=1), patience)
 
 
 def free_port() -> int:

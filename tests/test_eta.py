@@ -145,20 +145,20 @@ def test_the_dashboard_shows_the_eta():
     assert np.isnan(history.estimate_nodes[-1]) and "ETA unknown (the run outgrew" in view.draw(history)
 
 
-def test_the_final_estimate_of_a_finished_run_does_not_wait_and_is_not_overwritten():
+def test_the_final_estimate_of_a_finished_run_does_not_wait_and_is_not_overwritten(patience):
     """No work left: the final estimate is 0 at once, and one still under way is dropped when it ends."""
     class Slow:
         def decode_work(self, data):
             return [data] if data else []
 
         def estimate_left(self, work, ub, seconds):
-            time.sleep(0.5)
+            time.sleep(patience(0.5))
             return (100.0, 50.0, 200.0)
 
     estimator = Estimator(Slow(), seconds=0.0, every=0.0)
     estimator.refresh(0.0, {"remaining": b"work", "ub": 1, "nodes": 10})
     started = time.monotonic()
     estimator.final({"remaining": b"", "ub": 1, "nodes": 20})
-    assert time.monotonic() - started < 0.3 and estimator.left(20) == (0.0, 0.0, 0.0)
+    assert time.monotonic() - started < patience(0.3) and estimator.left(20) == (0.0, 0.0, 0.0)
     estimator.close()  # waits for the slow estimate, which ends after the final one
     assert estimator.left(20) == (0.0, 0.0, 0.0)

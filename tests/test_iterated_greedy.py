@@ -46,12 +46,12 @@ def test_finds_the_optimum_of_small_random_instances(seed):
     assert iterated_greedy(p, iterations=200, seed=seed).makespan == brute_force_optimum(p)[0]
 
 
-def test_improvements_are_reported_in_decreasing_order_and_a_stop_is_obeyed():
+def test_improvements_are_reported_in_decreasing_order_and_a_stop_is_obeyed(patience):
     p = taillard_instance(51).p
     seen = []
-    result = iterated_greedy(p, seconds=30, seed=3, on_improvement=lambda c, perm: seen.append((c, perm)),
+    result = iterated_greedy(p, seconds=patience(30), seed=3, on_improvement=lambda c, perm: seen.append((c, perm)),
                              should_stop=lambda: len(seen) >= 2)  # fmt: skip
-    assert len(seen) >= 2 and result.elapsed_s < 25
+    assert len(seen) >= 2 and result.elapsed_s < patience(25)
     assert all(a[0] > b[0] for a, b in zip(seen, seen[1:], strict=False))
     assert all(makespan(p, perm) == c for c, perm in seen)
 
@@ -68,17 +68,22 @@ def test_it_releases_the_gil_for_the_threads_beside_it():
     import threading
     import time
 
+    def ticks_in(seconds: float) -> int:
+        """How many 1 ms sleeps this thread gets through in ``seconds``."""
+        ticks, deadline = 0, time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            time.sleep(0.001)
+            ticks += 1
+        return ticks
+
     p = taillard_instance(51).p
     iterated_greedy(p, iterations=2)  # load the compiled code first
+    alone = ticks_in(0.8)  # what this machine allows now: about 700 idle, fewer beside other busy processes
     worker = threading.Thread(target=iterated_greedy, args=(p,), kwargs={"seconds": 1.0})
-    ticks = 0
     worker.start()
-    deadline = time.monotonic() + 0.8
-    while time.monotonic() < deadline:
-        time.sleep(0.001)
-        ticks += 1
+    ticks = ticks_in(0.8)
     worker.join()
-    assert ticks > 200  # holding the GIL for whole 50 ms chunks would allow about 16
+    assert ticks > max(50, alone / 4), alone  # holding the GIL for whole 50 ms chunks would allow about 16
 
 
 def test_the_kept_heads_and_tails_give_exact_makespans():

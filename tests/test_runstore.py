@@ -352,7 +352,7 @@ def test_sigkill_during_commits_leaves_a_consistent_store(tmp_path):
     assert interrupted > 0, "no kill landed inside a commit"
 
 
-def test_reader_during_writer_sees_only_verified_versions(tmp_path):
+def test_reader_during_writer_sees_only_verified_versions(tmp_path, patience):
     path = tmp_path / "run.zarr"
     make_store(path)
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path), os.path.dirname(__file__)],
@@ -360,7 +360,7 @@ def test_reader_during_writer_sees_only_verified_versions(tmp_path):
     try:
         writer.stdout.readline()
         store, seen = RunStore.open(path), set()
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + patience(2.0)
         while time.monotonic() < deadline:
             cp = store.latest()
             assert_matches(cp, expected(cp.seq))

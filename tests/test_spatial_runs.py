@@ -141,21 +141,22 @@ def test_a_tampered_spatial_store_is_refused_in_one_line(capsys, tmp_path, where
     assert err.count("\n") == 1 and "pbbflow: error:" in err and "Traceback" not in err
 
 
-def test_a_killed_driver_then_resume_proves_the_problem(tmp_path):
+def test_a_killed_driver_then_resume_proves_the_problem(tmp_path, patience):
     """SIGKILL to ``minimize --run`` in its search: the last checkpoint stands, ``resume`` (on a
     cluster of another shape) proves the problem from there."""
     path = tmp_path / "k.zarr"
     driver = subprocess.Popen([*CLI, "minimize", *SLOW, "--run", str(path), "--checkpoint-every", "0.5", "--gpus", "0",
                                "--workers", "1", "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               start_new_session=True)  # fmt: skip
-    wait_for_committed_nodes(path, 120)
+    wait_for_committed_nodes(path, patience(120))
     time.sleep(0.5)
     assert driver.poll() is None, driver.stderr.read().decode()
     driver.send_signal(signal.SIGKILL)
     driver.wait()
     before = RunStore.open(path).latest()
     assert before.nodes > 0 and len(before.remaining) > 0
-    proc = subprocess.run([*CLI, "resume", str(path), "--json", *LOCAL], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([*CLI, "resume", str(path), "--json", *LOCAL], capture_output=True, text=True,
+                          timeout=patience(300))
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     certified(result, "peaks-ann-error-max")

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, wait
 from spatial_helpers import circle_problem
 
 from pbbflow.spatial.bnb import MinimizeOptions, minimize
@@ -20,6 +20,7 @@ from pbbflow.workflow.coordinator import Coordinator
 from pbbflow.workflow.family import work_space
 from pbbflow.workflow.ledger import CONTINUE, REPLACE, WAIT, Ledger
 from pbbflow.workflow.tasks import explorer_task, heuristic_task
+from pbbflow.workflow.warmup import submit_warm_workers
 
 PEAKS = load_problem("peaks")
 OPTIONS = MinimizeOptions(subdomains=16, parallel=False)
@@ -74,23 +75,28 @@ def test_the_wire_format_and_the_measures_of_the_space():
     assert [len(p) for p in work.pieces()] == [1, 1] and space.union(work.pieces()).weight() == 0.5
 
 
-def _run_on_a_cluster(problem, options, explorers: int, heuristics: int, *, kill_one_explorer: bool = False) -> dict:
+def _run_on_a_cluster(problem, options, explorers: int, heuristics: int, patience, *,
+                      kill_one_explorer: bool = False) -> dict:  # fmt: skip
     """Open a spatial run on a Coordinator, run its tasks to the end, return the final state and
-    the state seen when one explorer's worker process was killed (``kill_one_explorer``)."""
+    the state seen when one explorer's worker process was killed (``kill_one_explorer``).  The
+    workers load their code first, as a command's start-up has them do (on a first run numba
+    compiles it, in every worker process)."""
     space = BoxSpace(problem.lower, problem.upper)
+    run = SpatialRun.new(problem, options, subdomains=options.subdomains)
     with LocalCluster(n_workers=explorers + heuristics, threads_per_worker=1, processes=kill_one_explorer,
                       dashboard_address=None) as cluster, Client(cluster) as client:  # fmt: skip
+        wait(list(submit_warm_workers(client, *run.worker_code()).values()), timeout=patience(300))
         client.register_plugin(Coordinator())
         client.sync(client.scheduler.pbbflow_open, run="r", kind=space.kind, space=space.params(),
                     work=BoxSet.root(problem).to_bytes(), ub=math.inf, pieces=explorers, label=problem.name)
-        spec = SpatialRun.new(problem, options, subdomains=options.subdomains).engine_options()
+        spec = run.engine_options()
         workers = list(client.scheduler_info()["workers"])
         futures = [client.submit(explorer_task, "r", f"e{i}", space.kind, spec, 0.05, workers=[workers[i]],
                                  allow_other_workers=True, pure=False) for i in range(explorers)]  # fmt: skip
         futures += [client.submit(heuristic_task, "r", space.kind, spec, i, workers=[workers[explorers + i]],
                                   allow_other_workers=True, pure=False) for i in range(heuristics)]  # fmt: skip
         killed = None
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + patience(120)
         while not (state := client.sync(client.scheduler.pbbflow_state, run="r", intervals=True))["finished"]:
             assert time.monotonic() < deadline, state
             if kill_one_explorer and killed is None and state["nodes"] > 0 and state["active_explorers"] == explorers:
@@ -117,19 +123,19 @@ def _certified(state: dict, problem, options) -> tuple[float, float]:
     return lower, ub
 
 
-def test_a_spatial_run_on_dask_proves_what_minimize_proves():
+def test_a_spatial_run_on_dask_proves_what_minimize_proves(patience):
     problem = load_problem("peaks-ann")
     alone = minimize(problem, OPTIONS)
-    state = _run_on_a_cluster(problem, OPTIONS, explorers=2, heuristics=1)
+    state = _run_on_a_cluster(problem, OPTIONS, explorers=2, heuristics=1, patience=patience)
     _, ub = _certified(state, problem, OPTIONS)
     assert abs(ub - alone.objective) <= 2 * OPTIONS.eps_abs
 
 
-def test_killing_an_explorers_worker_loses_no_box():
+def test_killing_an_explorers_worker_loses_no_box(patience):
     """SIGKILL the worker process of one explorer mid-run: its boxes (as of its last checkpoint)
     return to the pool, the other explorer takes them, and the run is still proved."""
     problem = load_problem("peaks-ann-error-max")  # about 2 s on one core
-    state = _run_on_a_cluster(problem, OPTIONS, explorers=2, heuristics=1, kill_one_explorer=True)
+    state = _run_on_a_cluster(problem, OPTIONS, explorers=2, heuristics=1, patience=patience, kill_one_explorer=True)
     assert state["killed"] is not None and not state["killed"]["finished"]
     _certified(state, problem, OPTIONS)
 
