@@ -1,6 +1,10 @@
-"""pbbflow: exact branch-and-bound for the permutation flow-shop problem (PBB@Cluster in Python).
+"""pbbflow: exact parallel branch-and-bound for two families of problems.
 
-The public API; the subpackages hold the implementation.
+- Permutation flow shop (makespan), proved optimal with PBB@Cluster's algorithm (``flowshop``, CLI ``solve``).
+- Continuous global optimization by rigorous spatial B&B with interval bounds: a certified lower bound and a
+  verified feasible point (``spatial``, CLI ``minimize``).
+
+The names below (imported on first use) are the flow-shop API; ``pbbflow.spatial`` holds the continuous one's.
 """
 
 import importlib
