@@ -19,7 +19,7 @@ from pathlib import Path
 from pbbflow.flowshop.instance import load_instance
 from pbbflow.gpu import DEFAULT_IVMS
 from pbbflow.workflow.cluster import open_cluster
-from pbbflow.search.family import create_flowshop_run
+from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.workflow.run import drive
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pbbflow.flowshop.instance import load_instance
 from pbbflow.workflow.cluster import open_cluster
-from pbbflow.search.family import create_flowshop_run
+from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.workflow.run import drive
 
 VARIANTS = ((0, 2.0), (None, 2.0), (0, 8.0))  # (iterated greedy tasks, seconds between checkpoints)
@@ -31,7 +31,7 @@ VARIANTS = ((0, 2.0), (None, 2.0), (0, 8.0))  # (iterated greedy tasks, seconds 
 def install_timers() -> None:
     """In the worker: wrap the GPU engine's and explorer's methods with accumulating timers."""
     from pbbflow.gpu import explorer as gpu_explorer
-    from pbbflow.search import family
+    from pbbflow.flowshop import family
 
     totals: dict = {}
     family.profile_totals = totals
@@ -66,7 +66,7 @@ def install_timers() -> None:
 
 def take_totals() -> dict:
     """In the worker: the timers' totals since the last call."""
-    from pbbflow.search import family
+    from pbbflow.flowshop import family
 
     totals = dict(family.profile_totals)
     family.profile_totals.clear()

@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 from pbbflow.flowshop.instance import load_instance
-from pbbflow.search.intervals import WorkUnit
+from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.workflow.cluster import gpu_count, open_cluster
-from pbbflow.search.family import create_flowshop_run
+from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.workflow.run import drive
 
 VARIANTS = {"neh_alone": ("neh", 0), "iterated_greedy": ("ig", None)}
@@ -29,7 +29,7 @@ VARIANTS = {"neh_alone": ("neh", 0), "iterated_greedy": ("ig", None)}
 def warm_up(names: list[str]) -> None:
     """Load the numba code (and the GPU kernels where there is a GPU) in this worker."""
     from pbbflow.flowshop.iterated_greedy import iterated_greedy
-    from pbbflow.search.explorer import explore
+    from pbbflow.flowshop.explorer import explore
 
     p = load_instance("ta001").p
     iterated_greedy(p, iterations=2)

@@ -22,7 +22,7 @@ from distributed import Client
 from distributed.security import Security
 
 from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.search.family import create_flowshop_run
+from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.workflow.run import drive
 from pbbflow.workflow.warmup import warm_worker, warm_workers
 

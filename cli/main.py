@@ -19,8 +19,8 @@ from ..flowshop.bounds import BOUND_NAMES
 from ..flowshop.instance import FORMATS, ORIENTATIONS, InstanceError, load_instance
 from ..flowshop.iterated_greedy import iterated_greedy
 from ..gpu import GpuError
-from ..search.family import create_flowshop_run, first_schedule
-from ..search.ivm import BRANCH_NAMES
+from ..flowshop.family import create_flowshop_run, first_schedule
+from ..flowshop.ivm import BRANCH_NAMES
 from ..spatial.problem import ProblemError
 from ..storage.runstore import RunStore, RunStoreError
 from ..workflow.cluster import ClusterError, slurm_job_script

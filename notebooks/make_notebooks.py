@@ -9,7 +9,7 @@ quick.cells = [
     nbf.v4.new_code_cell("INSTANCE = \"ta011\"\nRUN = \"quickstart-run.zarr\"\nWORKERS = 2"),
     nbf.v4.new_code_cell(
         "from pbbflow.flowshop.instance import load_instance\n"
-        "from pbbflow.search.family import create_flowshop_run\n"
+        "from pbbflow.flowshop.family import create_flowshop_run\n"
         "from pbbflow.workflow.cluster import open_cluster\n"
         "from pbbflow.workflow.run import drive\n\n"
         "instance = load_instance(INSTANCE)\n"
@@ -44,7 +44,7 @@ scaling.cells = [
     nbf.v4.new_code_cell(
         "import tempfile, time\nfrom pathlib import Path\n\n"
         "from pbbflow.flowshop.instance import load_instance\n"
-        "from pbbflow.search.family import create_flowshop_run\n"
+        "from pbbflow.flowshop.family import create_flowshop_run\n"
         "from pbbflow.workflow.cluster import open_cluster\n"
         "from pbbflow.workflow.run import drive\n\n"
         "instance = load_instance(INSTANCE)\nrows = []\n"

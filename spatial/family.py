@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core.files import FileRefused, loads_json
-from ..search.solve import LIMIT
+from ..flowshop.solve import LIMIT
 from .bnb import MinimizeOptions, _Incumbent, _LocalSolver, prune_level
 from .bounds import evaluate_point
 from .boxes import BoxSet

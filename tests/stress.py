@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from pbbflow.flowshop.evaluation import makespan
-from pbbflow.search.explorer import explore
-from pbbflow.search.factoradic import factorial
-from pbbflow.search.intervals import WorkUnit
+from pbbflow.flowshop.explorer import explore
+from pbbflow.flowshop.factoradic import factorial
+from pbbflow.flowshop.intervals import WorkUnit
 
 STOPS = ("nodes", "seconds", "instant", "progress", "interrupt")
 

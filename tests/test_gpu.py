@@ -14,10 +14,10 @@ from pbbflow.flowshop.instance import load_instance
 from pbbflow.gpu import factoradic as fd
 from pbbflow.gpu.explorer import GpuError, GpuExplorer, explore_gpu
 from pbbflow.gpu.warp import SIMULATED
-from pbbflow.search.explorer import explore
-from pbbflow.search.factoradic import digits_to_int, factorial, int_to_digits
-from pbbflow.search.intervals import WorkUnit
-from pbbflow.search.packed import PackedUnit, limbs
+from pbbflow.flowshop.explorer import explore
+from pbbflow.flowshop.factoradic import digits_to_int, factorial, int_to_digits
+from pbbflow.flowshop.intervals import WorkUnit
+from pbbflow.flowshop.packed import PackedUnit, limbs
 
 pytestmark = pytest.mark.gpu
 

@@ -21,10 +21,10 @@ from pbbflow.cli import startup as startup_module
 from pbbflow.cli.main import main
 from pbbflow.cli.startup import Startup, process_age
 from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.search import ivm
+from pbbflow.flowshop import ivm
 from pbbflow.workflow import warmup
 from pbbflow.workflow.cluster import open_cluster
-from pbbflow.search.family import create_flowshop_run
+from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.workflow.run import drive
 from pbbflow.core.compiling import CodeLoad
 from pbbflow.workflow.warmup import warm_worker, warm_workers

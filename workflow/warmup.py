@@ -35,10 +35,10 @@ from ..core.files import open_append
 from ..flowshop.bounds import lower_bound
 from ..flowshop.evaluation import makespan, neh
 from ..flowshop.iterated_greedy import iterated_greedy
-from ..search.estimate import load_probes
-from ..search.explorer import explore
-from ..search.intervals import WorkUnit
-from ..search.packed import PackedUnit
+from ..flowshop.estimate import load_probes
+from ..flowshop.explorer import explore
+from ..flowshop.intervals import WorkUnit
+from ..flowshop.packed import PackedUnit
 from .fastexit import exit_without_final_gc
 
 SMALL_N = 6  # jobs of the instance slice the code runs on (numba compiles per type, not per size)
@@ -102,14 +102,14 @@ try:  # before numba's import, so that a run starting meanwhile waits for this o
     fcntl.flock(lock, fcntl.LOCK_EX)
 except OSError:
     pass
-from pbbflow.search.estimate import load_probes
+from pbbflow.flowshop.estimate import load_probes
 load_probes()
 """
 
 
 def compile_eta_apart(command: list[str] | None = None) -> None:
     """Compile the ETA's code into numba's on-disk cache in a new Python process (``command``, by
-    default one that holds ``PROBES_LOCK`` and runs ``search.estimate.load_probes``), beside the
+    default one that holds ``PROBES_LOCK`` and runs ``flowshop.estimate.load_probes``), beside the
     run; :func:`eta_code_ready` says when the estimates may load it.  The process outlives a short
     run to fill the cache for the next (a signal to the process group ends it too: numba replaces a
     cache file only once it is whole)."""
@@ -227,7 +227,7 @@ def code_cached(initial: str | None) -> bool:
     its first since an upgrade."""
     from ..flowshop import evaluation
     from ..flowshop import iterated_greedy as ig
-    from ..search import ivm, packed
+    from ..flowshop import ivm, packed
 
     heuristic = {"ig": [ig._iterate, ig._local_search], "neh": [evaluation.insert_best]}.get(initial, [])
     return in_cache(*heuristic, packed._coalesce, packed._intersect, ivm.explore_steps, ivm.init_at, ivm.set_root)

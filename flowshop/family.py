@@ -19,9 +19,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..flowshop.evaluation import makespan, neh
-from ..flowshop.instance import FlowShop
-from ..flowshop.iterated_greedy import iterated_greedy
+from .evaluation import makespan, neh
+from .instance import FlowShop
+from .iterated_greedy import iterated_greedy
 from .estimate import Prober
 from .explorer import explore
 from .intervals import WorkUnit
@@ -249,7 +249,7 @@ class FlowShopRun:
         }
 
     def estimate_left(self, work: WorkUnit, ub: int, seconds: float) -> tuple[float, float, float] | None:
-        """Random probes of the explorers' tree in ``work`` under ``ub`` (``search.estimate``), for
+        """Random probes of the explorers' tree in ``work`` under ``ub`` (``flowshop.estimate``), for
         about ``seconds``: the nodes left and the range of that estimate; None while a first run's
         probes are still being compiled apart (``workflow.warmup.compile_eta_apart``)."""
         from ..workflow.warmup import eta_code_ready
