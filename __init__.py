@@ -11,7 +11,7 @@ _HOMES = {  # public name -> the module that defines it, imported on first use
     "neh": ".flowshop.evaluation",
     "FlowShop": ".flowshop.instance",
     "InstanceError": ".flowshop.instance",
-    "load_instance": ".flowshop.instance",
+    "load_instance": ".flowshop.load",
     "taillard_instance": ".flowshop.taillard",
     "ExploreResult": ".flowshop.explorer",
     "explore": ".flowshop.explorer",

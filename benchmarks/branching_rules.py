@@ -30,7 +30,7 @@ def optima(path: Path) -> dict[str, int]:
 
 
 def run_one(name: str, ub: int, rule: str, threads: int, max_seconds: float) -> dict:
-    from pbbflow.flowshop.instance import load_instance
+    from pbbflow.flowshop.load import load_instance
     from pbbflow.flowshop.explorer import explore
     from pbbflow.flowshop.intervals import WorkUnit
 

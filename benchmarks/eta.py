@@ -53,7 +53,7 @@ def explorer(backend: str, threads: int, ivms: int):
 def instance(spec: str, jobs: int | None) -> tuple[str, np.ndarray, str, int]:
     """(name, p, branch, UB = optimum) of ``NAME[:BRANCH]``, cut to its first ``jobs`` jobs if given."""
     from pbbflow.flowshop.evaluation import brute_force_optimum
-    from pbbflow.flowshop.instance import load_instance
+    from pbbflow.flowshop.load import load_instance
 
     name, _, branch = spec.partition(":")
     p = load_instance(name).p

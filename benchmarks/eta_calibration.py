@@ -142,7 +142,7 @@ def estimate_once(cal, prober, remaining, explored_nodes: int, ub: int, n: int, 
 
 def warm_up() -> None:
     """Compile (or load) the probes, walks and the explorer on a small Taillard instance."""
-    from pbbflow.flowshop.instance import load_instance
+    from pbbflow.flowshop.load import load_instance
     from pbbflow.flowshop.calibrate import Calibrator
     from pbbflow.flowshop.estimate import Prober
     from pbbflow.flowshop.explorer import explore
@@ -163,7 +163,7 @@ def warm_up() -> None:
 
 def run_tree(spec: str, shares: list[float], seeds: int, args) -> dict:
     """All estimators at each share of one tree, against the truth."""
-    from pbbflow.flowshop.instance import load_instance
+    from pbbflow.flowshop.load import load_instance
     from pbbflow.flowshop.calibrate import Calibrator
     from pbbflow.flowshop.estimate import Prober
     from pbbflow.flowshop.explorer import explore

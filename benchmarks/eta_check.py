@@ -50,7 +50,7 @@ def history(info: dict, total: int, shares: list[float]) -> list[dict]:
 
 def whole(spec: str, seconds: float, alphas: list[float], seeds: int) -> dict:
     """Probes of the whole tree of ``NAME:UB:TOTAL`` against ``TOTAL``."""
-    from pbbflow.flowshop.instance import load_instance
+    from pbbflow.flowshop.load import load_instance
     from pbbflow.flowshop.estimate import Prober
     from pbbflow.flowshop.intervals import WorkUnit
 

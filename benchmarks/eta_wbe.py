@@ -24,7 +24,7 @@ import numba
 import numpy as np
 
 from pbbflow.flowshop.bounds import BOUND_NAMES
-from pbbflow.flowshop.instance import load_instance
+from pbbflow.flowshop.load import load_instance
 from pbbflow.flowshop.estimate import _enter, row_weights
 from pbbflow.flowshop.ivm import BRANCH_NAMES, IVM, Problem, set_root
 

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pbbflow.flowshop.instance import load_instance
+from pbbflow.flowshop.load import load_instance
 from pbbflow.gpu import DEFAULT_IVMS
 from pbbflow.workflow.cluster import open_cluster
 from pbbflow.flowshop.family import create_flowshop_run

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pbbflow.flowshop.instance import load_instance
+from pbbflow.flowshop.load import load_instance
 from pbbflow.workflow.cluster import open_cluster
 from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.workflow.run import drive

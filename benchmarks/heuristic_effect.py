@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pbbflow.flowshop.instance import load_instance
+from pbbflow.flowshop.load import load_instance
 from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.workflow.cluster import gpu_count, open_cluster
 from pbbflow.flowshop.family import create_flowshop_run

@@ -15,7 +15,7 @@ import time
 
 
 def profile(name: str, ub: int, branch: str) -> dict:
-    from pbbflow.flowshop.instance import load_instance
+    from pbbflow.flowshop.load import load_instance
     from pbbflow.flowshop.estimate import Prober
     from pbbflow.flowshop.intervals import WorkUnit
 

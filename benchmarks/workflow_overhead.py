@@ -21,7 +21,7 @@ from pathlib import Path
 
 from distributed import Client, LocalCluster
 
-from pbbflow.flowshop.instance import load_instance
+from pbbflow.flowshop.load import load_instance
 from pbbflow.flowshop.explorer import explore
 from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.workflow.cluster import usable_cores

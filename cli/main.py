@@ -16,7 +16,8 @@ from typing import NoReturn
 
 from ..core.text import printable
 from ..flowshop.bounds import BOUND_NAMES
-from ..flowshop.instance import FORMATS, ORIENTATIONS, InstanceError, load_instance
+from ..flowshop.instance import FORMATS, ORIENTATIONS, InstanceError
+from ..flowshop.load import load_instance
 from ..flowshop.iterated_greedy import iterated_greedy
 from ..gpu import GpuError
 from ..flowshop.family import create_flowshop_run, first_schedule

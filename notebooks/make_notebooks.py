@@ -8,7 +8,7 @@ quick.cells = [
                              "the test suite can run this notebook; try `ta021` on a GPU."),
     nbf.v4.new_code_cell("INSTANCE = \"ta011\"\nRUN = \"quickstart-run.zarr\"\nWORKERS = 2"),
     nbf.v4.new_code_cell(
-        "from pbbflow.flowshop.instance import load_instance\n"
+        "from pbbflow.flowshop.load import load_instance\n"
         "from pbbflow.flowshop.family import create_flowshop_run\n"
         "from pbbflow.workflow.cluster import open_cluster\n"
         "from pbbflow.workflow.run import drive\n\n"
@@ -43,7 +43,7 @@ scaling.cells = [
     nbf.v4.new_code_cell("INSTANCE, UB = \"ta011\", 1582\nSHAPES = [1, 2]"),
     nbf.v4.new_code_cell(
         "import tempfile, time\nfrom pathlib import Path\n\n"
-        "from pbbflow.flowshop.instance import load_instance\n"
+        "from pbbflow.flowshop.load import load_instance\n"
         "from pbbflow.flowshop.family import create_flowshop_run\n"
         "from pbbflow.workflow.cluster import open_cluster\n"
         "from pbbflow.workflow.run import drive\n\n"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pbbflow.flowshop.evaluation import brute_force_optimum, makespan
-from pbbflow.flowshop.instance import load_instance
+from pbbflow.flowshop.load import load_instance
 from pbbflow.gpu import factoradic as fd
 from pbbflow.gpu.explorer import GpuError, GpuExplorer, explore_gpu
 from pbbflow.gpu.warp import SIMULATED

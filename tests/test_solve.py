@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from pbbflow.flowshop.evaluation import brute_force_optimum, makespan
-from pbbflow.flowshop.instance import FlowShop, load_instance
+from pbbflow.flowshop.instance import FlowShop
+from pbbflow.flowshop.load import load_instance
 from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.flowshop.solve import BOUND_PROVED, LIMIT, OPTIMAL, solve
 
