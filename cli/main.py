@@ -27,7 +27,7 @@ from ..storage.runstore import RunStore, RunStoreError
 from ..workflow.cluster import ClusterError, slurm_job_script
 from ..workflow.fastexit import exit_without_final_gc
 from ..workflow.run import finished, result_of
-from ..workflow.warmup import FIRST_RUN, code_cached, start_worker_code_apart, warm_client, warm_worker
+from ..flowshop.warmup import FIRST_RUN, code_cached, start_worker_code_apart, warm_client, warm_worker
 from . import minimize
 from .arguments import FLOWSHOP, add_run_options, parse_duration, seed, upper_bound
 from .results import history_summary, print_history, print_result

@@ -251,8 +251,8 @@ class FlowShopRun:
     def estimate_left(self, work: WorkUnit, ub: int, seconds: float) -> tuple[float, float, float] | None:
         """Random probes of the explorers' tree in ``work`` under ``ub`` (``flowshop.estimate``), for
         about ``seconds``: the nodes left and the range of that estimate; None while a first run's
-        probes are still being compiled apart (``workflow.warmup.compile_eta_apart``)."""
-        from ..workflow.warmup import eta_code_ready
+        probes are still being compiled apart (``warmup.compile_eta_apart``)."""
+        from .warmup import eta_code_ready
 
         if not eta_code_ready():
             return None
@@ -262,17 +262,17 @@ class FlowShopRun:
         return estimate.nodes, estimate.low, estimate.high
 
     def client_code(self):
-        from ..workflow.warmup import warm_client
+        from .warmup import warm_client
 
         return warm_client(self.p, self.options["bound"], initial=None)
 
     def first_run_code(self):
-        from ..workflow.warmup import FIRST_RUN, code_cached
+        from .warmup import FIRST_RUN, code_cached
 
         return None if code_cached(None) else FIRST_RUN
 
     def worker_code(self):
-        from ..workflow.warmup import warm_worker
+        from .warmup import warm_worker
 
         return warm_worker, (self.p, self.options["bound"], self.options["branch"])
 

@@ -23,7 +23,7 @@ from distributed import Client, LocalCluster
 
 from pbbflow.cli.signals import SIGNALS
 from pbbflow.cli.startup import Startup
-from pbbflow.workflow.warmup import warm_worker
+from pbbflow.flowshop.warmup import warm_worker
 from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.workflow.coordinator import Coordinator
 from pbbflow.flowshop.family import create_flowshop_run, initial_seconds

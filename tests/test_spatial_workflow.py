@@ -20,7 +20,7 @@ from pbbflow.workflow.coordinator import Coordinator
 from pbbflow.workflow.family import work_space
 from pbbflow.workflow.ledger import CONTINUE, REPLACE, WAIT, Ledger
 from pbbflow.workflow.tasks import explorer_task, heuristic_task
-from pbbflow.workflow.warmup import submit_warm_workers
+from pbbflow.workflow.worker_code import submit_warm_workers
 
 PEAKS = load_problem("peaks")
 OPTIONS = MinimizeOptions(subdomains=16, parallel=False)
