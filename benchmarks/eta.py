@@ -42,7 +42,7 @@ SEEDS = 3
 def explorer(backend: str, threads: int, ivms: int):
     """``explore(p, work, ub, branch=..., max_nodes=...)`` of the backend."""
     if backend == "gpu":
-        from pbbflow.gpu.explorer import explore_gpu
+        from pbbflow.gpu.flowshop.explorer import explore_gpu
 
         return lambda p, work, ub, **kw: explore_gpu(p, work, ub, ivms=ivms, **kw)
     from pbbflow.flowshop.explorer import explore

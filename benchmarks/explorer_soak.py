@@ -124,7 +124,7 @@ def main() -> None:
     out = {"benchmark": "explorer_soak", "python": platform.python_version(), "seconds_per_part": args.seconds,
            "seed": args.seed}  # fmt: skip
     if "gpu" in args.parts:
-        from pbbflow.gpu.explorer import device_summary
+        from pbbflow.gpu.flowshop.explorer import device_summary
 
         out["device"] = device_summary()
     for part in args.parts:

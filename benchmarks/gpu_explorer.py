@@ -19,7 +19,7 @@ import os
 import time
 
 from pbbflow.flowshop.load import load_instance
-from pbbflow.gpu.explorer import DEFAULT_IVMS, GpuExplorer, compile_kernels, device_summary
+from pbbflow.gpu.flowshop.explorer import DEFAULT_IVMS, GpuExplorer, compile_kernels, device_summary
 from pbbflow.flowshop.explorer import explore
 from pbbflow.flowshop.intervals import WorkUnit
 

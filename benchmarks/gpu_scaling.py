@@ -25,7 +25,7 @@ from pbbflow.workflow.run import drive
 
 def warm_up(p, branch: str) -> None:
     """Compile the GPU kernels for this instance's size in this worker."""
-    from pbbflow.gpu.explorer import compile_kernels
+    from pbbflow.gpu.flowshop.explorer import compile_kernels
 
     compile_kernels(p, branch)
 

@@ -30,7 +30,7 @@ VARIANTS = ((0, 2.0), (None, 2.0), (0, 8.0))  # (iterated greedy tasks, seconds 
 
 def install_timers() -> None:
     """In the worker: wrap the GPU engine's and explorer's methods with accumulating timers."""
-    from pbbflow.gpu import explorer as gpu_explorer
+    from pbbflow.gpu.flowshop import explorer as gpu_explorer
     from pbbflow.flowshop import family
 
     totals: dict = {}
@@ -75,7 +75,7 @@ def take_totals() -> dict:
 
 def warm_up(p) -> None:
     """In the worker: compile the GPU kernels for this instance's size."""
-    from pbbflow.gpu.explorer import compile_kernels
+    from pbbflow.gpu.flowshop.explorer import compile_kernels
 
     compile_kernels(p)
 

@@ -35,7 +35,7 @@ def warm_up(names: list[str]) -> None:
     iterated_greedy(p, iterations=2)
     explore(p, WorkUnit.full(20), 1278)
     if gpu_count():
-        from pbbflow.gpu.explorer import compile_kernels
+        from pbbflow.gpu.flowshop.explorer import compile_kernels
 
         for name in names:  # one kernel per machine count
             compile_kernels(load_instance(name).p)

@@ -34,7 +34,7 @@ BUDGETS = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 
 def _solver(backend: str):
     if backend == "gpu":
-        from pbbflow.gpu.spatial_bnb import minimize_gpu
+        from pbbflow.gpu.spatial.bnb import minimize_gpu
 
         return minimize_gpu
     return minimize

@@ -34,7 +34,7 @@ DEFAULT_PROBLEM = Path(__file__).resolve().parents[2] / "shared/data/spatial/C17
 
 def bare(problem, options: MinimizeOptions, gpu: bool) -> dict:
     if gpu:
-        from pbbflow.gpu.spatial_bnb import load_code, minimize_gpu as minimize
+        from pbbflow.gpu.spatial.bnb import load_code, minimize_gpu as minimize
     else:
         from pbbflow.spatial.bnb import load_code, minimize
     load_code(problem, options)

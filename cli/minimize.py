@@ -142,7 +142,7 @@ def _gpus_for(args: argparse.Namespace, problem) -> int:
         if args.gpus is None:
             return 0
         raise ProblemError(f"--gpus {args.gpus}: no GPU is visible (check the driver and CUDA_VISIBLE_DEVICES)")
-    from ..gpu.spatial_kernels import TapeTooLarge, check_size
+    from ..gpu.spatial.kernels import TapeTooLarge, check_size
 
     try:
         check_size(problem.tape)
@@ -210,7 +210,7 @@ def _run_here(args: argparse.Namespace, problem) -> int:
     gpus = _gpus_for(args, problem)
     options = _options(args, args.subdomains or (GPU_SUBDOMAINS if gpus else CPU_SUBDOMAINS))
     if gpus:
-        from ..gpu.spatial_bnb import load_code, minimize_gpu as minimize
+        from ..gpu.spatial.bnb import load_code, minimize_gpu as minimize
     else:
         from ..spatial.bnb import FIRST_RUN, code_cached, load_code, minimize
     line = ProgressLine(sys.stderr) if not args.quiet and sys.stderr.isatty() else None

@@ -27,7 +27,7 @@ import numba
 import numpy as np
 
 from .bounds import BOUND_NAMES
-from ..gpu.factoradic import limbs_to_digits
+from ..gpu.flowshop.factoradic import limbs_to_digits
 from .intervals import WorkUnit
 from .ivm import BRANCH_NAMES, IVM, Problem, _bound_and_prune, _descend, _fill_row, set_root
 from .packed import PackedUnit
@@ -275,7 +275,7 @@ def load_probes() -> None:
 def work_rows(work: WorkUnit | PackedUnit) -> tuple[np.ndarray, np.ndarray]:
     """``(starts, ends)``: the work's intervals as factoradic digit rows, an end of n! as ``[n, 0, ...]``.
 
-    Through the packed limbs and numba (``gpu.factoradic.limbs_to_digits``): a GPU's work of 20,000
+    Through the packed limbs and numba (``gpu.flowshop.factoradic.limbs_to_digits``): a GPU's work of 20,000
     intervals converts in milliseconds, where Python integers took 0.3 s, the whole probing time."""
     packed = work if isinstance(work, PackedUnit) else PackedUnit.from_work_unit(work)
     n = packed.n

@@ -72,7 +72,7 @@ class GpuEngine:
     """A ``GpuExplorer`` whose IVMs stay on the device from one checkpoint to the next."""
 
     def __init__(self, p: np.ndarray, bound: str, branch: str, ivms: int) -> None:
-        from ..gpu.explorer import GpuExplorer  # only GPU workers import numba-cuda's runtime
+        from ..gpu.flowshop.explorer import GpuExplorer  # only GPU workers import numba-cuda's runtime
 
         self.n = p.shape[0]
         self.gpu = GpuExplorer(p, ivms=ivms, bound=bound, branch=branch)

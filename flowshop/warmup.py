@@ -145,7 +145,7 @@ def eta_code_ready() -> bool:
 
 def _kernel_misses(p: np.ndarray) -> int:
     """Kernels of ``p``'s size that numba-cuda did not find in its cache so far (0 in the simulator)."""
-    from ..gpu import kernels as K
+    from ..gpu.flowshop import kernels as K
 
     kernels = (K.explore_kernel(*p.shape), K.classify, K.list_victims, K.steal)
     return sum(sum(k.stats.cache_misses.values()) for k in kernels if hasattr(k, "stats"))
@@ -192,7 +192,7 @@ def warm_worker(p: np.ndarray, bound: str, branch: str) -> CodeLoad:
     exit_without_final_gc()
     gpu = get_worker().state.total_resources.get("GPU", 0) > 0
     if gpu:
-        from ..gpu.kernels import explore_kernel  # one kernel per size class of instances
+        from ..gpu.flowshop.kernels import explore_kernel  # one kernel per size class of instances
 
         code = explore_kernel(*p.shape)
     else:
@@ -205,7 +205,7 @@ def warm_worker(p: np.ndarray, bound: str, branch: str) -> CodeLoad:
         # while another worker compiles, the coordinator's code (which the client loads next)
         with _machine_turn(meanwhile=lambda: _coordinator_code(small.shape[0])):
             if gpu:
-                from ..gpu.explorer import compile_kernels  # only GPU workers import numba-cuda's runtime
+                from ..gpu.flowshop.explorer import compile_kernels  # only GPU workers import numba-cuda's runtime
 
                 before = _kernel_misses(p)
                 compile_kernels(p, branch)

@@ -42,7 +42,7 @@ from .explorer import Exploration
 from .problem import Problem, ProblemError
 
 if TYPE_CHECKING:
-    from ..gpu.spatial_bnb import GpuExploration
+    from ..gpu.spatial.bnb import GpuExploration
 
 
 class BoxSpace:
@@ -146,8 +146,8 @@ def make_engine(options: dict, *, gpu: bool, threads: int) -> ExplorationEngine:
     problem = Problem.from_source(options["problem"])
     empty = BoxSet.empty(problem.dimension)
     if gpu:
-        from ..gpu.spatial_bnb import GpuExploration  # only GPU workers import numba-cuda's runtime
-        from ..gpu.spatial_kernels import TapeTooLarge, check_size
+        from ..gpu.spatial.bnb import GpuExploration  # only GPU workers import numba-cuda's runtime
+        from ..gpu.spatial.kernels import TapeTooLarge, check_size
 
         try:
             check_size(problem.tape)
@@ -437,7 +437,7 @@ def warm_worker(source: dict, options: dict):
     gpu = get_worker().state.total_resources.get("GPU", 0) > 0
     problem = Problem.from_source(source)
     if gpu:
-        from ..gpu.spatial_bnb import load_code
+        from ..gpu.spatial.bnb import load_code
     else:
         from .bnb import load_code
     seconds, compiled = load_code(problem, _minimize_options(options, gpu=gpu))

@@ -41,9 +41,9 @@ import functools
 
 from numba import cuda, int32, int64, uint32
 
-from ..flowshop import bounds
+from ...flowshop import bounds
 from . import factoradic
-from .warp import (SIMULATED, WARP, WARPS_PER_BLOCK, first_lane, shared_body, shfl, scan_max, scan_sum, sync_lanes,
+from ..warp import (SIMULATED, WARP, WARPS_PER_BLOCK, first_lane, shared_body, shfl, scan_max, scan_sum, sync_lanes,
                    warp_max, warp_min, warp_sum, warp_sum64)
 
 lb1_forward_child_body = shared_body(bounds.lb1_forward_child_body)
@@ -476,7 +476,7 @@ def _explore_kernel(chunks: int, machines: int):
     return explore
 
 
-# The explore kernel's argument types (gpu/explorer.py's arrays), for compiling it without a GPU
+# The explore kernel's argument types (gpu/flowshop/explorer.py's arrays), for compiling it without a GPU
 # (gpu/offline_ptx.py): p, heads, tails, M, V, dirs, F, B, R, end, start, state, best, best_cost,
 # ub, counters, max_steps, branch, pack_sums.
 EXPLORE_SIGNATURE = ("(int32[:, ::1], int32[::1], int32[::1], int16[:, :, ::1], int32[:, ::1], int32[:, ::1], "
