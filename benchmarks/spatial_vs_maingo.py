@@ -31,7 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from maingo_reference import solve_with_maingo  # noqa: E402
 
-from pbbflow.spatial.bnb import MinimizeOptions, minimize  # noqa: E402
+from pbbflow.spatial.bnb import minimize  # noqa: E402
+from pbbflow.spatial.options import MinimizeOptions  # noqa: E402
 from pbbflow.spatial.load import load_problem  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial"

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pbbflow.spatial.bnb import MinimizeOptions
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.family import SpatialRun, first_work
 from pbbflow.spatial.load import load_problem
 from pbbflow.workflow.cluster import open_cluster, usable_cores

@@ -174,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _options(args: argparse.Namespace, subdomains: int):
-    from ..spatial.bnb import MinimizeOptions
+    from ..spatial.options import MinimizeOptions
 
     return MinimizeOptions(eps_abs=args.eps_abs, eps_rel=args.eps_rel, feas_tol=args.feas_tol, subdomains=subdomains,
                            bound=args.bound, time_limit=args.time_limit, node_limit=args.node_limit,

@@ -76,7 +76,8 @@ spatial.cells = [
                              "`PROBLEM` is small for the test suite; on a GPU try a file of `../shared/data/spatial`."),
     nbf.v4.new_code_cell("PROBLEM = \"peaks-ann-error-max\"\nRUN = \"spatial-run.zarr\""),
     nbf.v4.new_code_cell(
-        "from pbbflow.spatial.bnb import MinimizeOptions, minimize\n"
+        "from pbbflow.spatial.bnb import minimize\n"
+        "from pbbflow.spatial.options import MinimizeOptions\n"
         "from pbbflow.spatial.load import load_problem\n\n"
         "problem = load_problem(PROBLEM)\n"
         "alone = minimize(problem, MinimizeOptions())\n"

@@ -34,8 +34,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bnb import (BATCH_SUBDOMAINS, BOUNDS, LOCAL_EVERY_SUBDOMAINS, MinimizeOptions, Progress, _Incumbent,
-                  _LocalSolver, prune_level, subdomains_per_dim)
+from .local import _LocalSolver
+from .options import (BATCH_SUBDOMAINS, BOUNDS, LOCAL_EVERY_SUBDOMAINS, MinimizeOptions, Progress, _Incumbent,
+                      prune_level, subdomains_per_dim)
 from .bounds import BoxBounds, bound_boxes
 from .boxes import BoxSet, bisect_many
 from .contract import contract_boxes

@@ -35,7 +35,8 @@ import numpy as np
 
 from ..core.files import FileRefused, loads_json
 from ..flowshop.solve import LIMIT
-from .bnb import MinimizeOptions, _Incumbent, _LocalSolver, prune_level
+from .local import _LocalSolver
+from .options import MinimizeOptions, _Incumbent, prune_level
 from .bounds import evaluate_point
 from .boxes import BoxSet
 from .explorer import Exploration

@@ -16,7 +16,7 @@ from browser import chromium, screenshot
 from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.flowshop.packed import PackedUnit
-from pbbflow.spatial.bnb import MinimizeOptions
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.boxes import BoxSet
 from pbbflow.spatial.family import BoxSpace, SpatialRun, first_work
 from pbbflow.spatial.load import load_problem

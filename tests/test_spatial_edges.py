@@ -370,7 +370,8 @@ def test_mean_value_form_stops_at_atan2s_cut():
 
 
 def test_atan2s_cut_is_neither_a_wrong_optimum_nor_infeasible():
-    from pbbflow.spatial.bnb import MinimizeOptions, minimize
+    from pbbflow.spatial.bnb import minimize
+    from pbbflow.spatial.options import MinimizeOptions
 
     options = MinimizeOptions(node_limit=200_000)
     result = minimize(_problem(ATAN2_CUT), options)
@@ -385,7 +386,7 @@ def test_atan2s_cut_is_neither_a_wrong_optimum_nor_infeasible():
 @pytest.mark.usefixtures("simulated_libdevice")
 def test_atan2s_cut_on_the_gpu():
     from pbbflow.gpu.spatial.bnb import minimize_gpu
-    from pbbflow.spatial.bnb import MinimizeOptions
+    from pbbflow.spatial.options import MinimizeOptions
 
     options = MinimizeOptions(node_limit=64)  # the whole proofs take minutes in the simulator
     for document, optimum in ((ATAN2_CUT, -math.pi), (ATAN2_CUT_CONSTRAINT, -2.0)):

@@ -20,7 +20,8 @@ from pbbflow.gpu.spatial import phase
 from pbbflow.gpu.spatial.bnb import minimize_gpu
 from pbbflow.gpu.spatial.kernels import THREADS_PER_BLOCK, DeviceTape, blocks, caps
 from pbbflow.spatial import Model
-from pbbflow.spatial.bnb import MinimizeOptions, minimize
+from pbbflow.spatial.bnb import minimize
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.boxes import bisect
 from pbbflow.spatial.bounds import evaluate_point, is_feasible
 from pbbflow.spatial.parse import problem_from_dict

@@ -18,7 +18,7 @@ from spatial_oracle import Oracle
 from pbbflow.gpu.spatial.bnb import GpuExploration
 from pbbflow.gpu.warp import SIMULATED
 from pbbflow.spatial import explorer
-from pbbflow.spatial.bnb import MinimizeOptions
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.boxes import BoxSet
 from pbbflow.spatial.explorer import Exploration
 from pbbflow.spatial.family import SpatialRun, make_engine

@@ -12,7 +12,8 @@ import pytest
 from distributed import Client, LocalCluster, wait
 from spatial_helpers import circle_problem
 
-from pbbflow.spatial.bnb import MinimizeOptions, minimize
+from pbbflow.spatial.bnb import minimize
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.boxes import BoxSet
 from pbbflow.spatial.family import BoxSpace, BoxWork, SpatialRun
 from pbbflow.spatial.load import load_problem

@@ -31,8 +31,9 @@ from dataclasses import replace
 import numpy as np
 from numba import config, cuda
 
-from ...spatial.bnb import (BOUNDS, MinimizeOptions, MinimizeResult, Progress, _Incumbent, _LocalSolver,
-                           load_host_code, run_to_end, subdomains_per_dim)
+from ...spatial.bnb import MinimizeResult, load_host_code, run_to_end
+from ...spatial.local import _LocalSolver
+from ...spatial.options import BOUNDS, MinimizeOptions, Progress, _Incumbent, subdomains_per_dim
 from ...spatial.boxes import BoxSet
 from ...spatial.explorer import ExplorationBase
 from ...spatial.lagrangian import lagrangian_bound, multipliers
