@@ -39,6 +39,7 @@ from .local import _LocalSolver
 from .options import MinimizeOptions, _Incumbent, prune_level
 from .bounds import evaluate_point
 from .boxes import BoxSet
+from .defaults import CPU_SUBDOMAINS, GPU_SUBDOMAINS
 from .explorer import Exploration
 from .problem import Problem, ProblemError
 
@@ -227,7 +228,6 @@ PAUSE_STEP_S = 0.2  # it looks whether the run stops this often while it pauses
 # a run's options: MinimizeOptions' fields that decide its result (``subdomains`` null: each
 # engine's default, 64 on a CPU and 1024 on a GPU as ``pbbflow minimize``)
 OPTION_KEYS = ("eps_abs", "eps_rel", "feas_tol", "subdomains", "bound", "max_open", "local_solves", "contract")
-CPU_SUBDOMAINS, GPU_SUBDOMAINS = 64, 1024
 
 
 def _check_options(options) -> None:

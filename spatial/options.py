@@ -11,14 +11,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bounds import Mode, evaluate_point, feasible_values, is_feasible
+from .defaults import CPU_SUBDOMAINS
 from .problem import Problem
 
 BOUNDS = {"nie": Mode.NIE, "mvf": Mode.MVF, "both": Mode.BOTH}
-# Subdomains per box on the CPU.  The seed paper's 1,024 suits a GPU; on the CPU, over the 15 problem
-# files and the peaks ANN (one thread; benchmarks/spatial_budgets.py), every budget proves all of them,
-# in 0.44 s (16), 0.36 s (64), 0.58 s (256) and 0.96 s (1,024) in all.
-CPU_SUBDOMAINS = 64
-GPU_SUBDOMAINS = 1024  # the seed paper's budget; benchmarks/spatial_figure6.py on an H200
 STATUSES = ("optimal", "infeasible", "limit")
 BATCH_SUBDOMAINS = 4096  # subdomains bounded per call at least (several boxes when N^d is small)
 LOCAL_EVERY_SUBDOMAINS = 16384  # a local solve per this many subdomains bounded (a fixed schedule: runs repeat)
@@ -31,7 +27,7 @@ class MinimizeOptions:
     eps_abs: float = 1e-6
     eps_rel: float = 1e-6
     feas_tol: float = 1e-6
-    subdomains: int = CPU_SUBDOMAINS  # per box: N = the largest integer with N^d <= this
+    subdomains: int = CPU_SUBDOMAINS  # per box: N = the largest integer with N^d <= this (defaults.py says why)
     bound: str = "both"
     time_limit: float | None = None
     node_limit: int | None = None
