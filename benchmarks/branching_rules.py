@@ -30,9 +30,9 @@ def optima(path: Path) -> dict[str, int]:
 
 
 def run_one(name: str, ub: int, rule: str, threads: int, max_seconds: float) -> dict:
-    from pbbflow.flowshop.instance import load_instance
-    from pbbflow.search.explorer import explore
-    from pbbflow.search.intervals import WorkUnit
+    from pbbflow.flowshop.load import load_instance
+    from pbbflow.flowshop.explorer import explore
+    from pbbflow.flowshop.intervals import WorkUnit
 
     p = load_instance(name).p
     started = time.perf_counter()

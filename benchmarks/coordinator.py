@@ -24,8 +24,8 @@ import time
 from distributed import Client, LocalCluster, get_worker
 from distributed.utils import sync
 
-from pbbflow.search.factoradic import factorial
-from pbbflow.search.intervals import WorkUnit
+from pbbflow.flowshop.factoradic import factorial
+from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.workflow.coordinator import Coordinator
 
 N = 50

@@ -26,9 +26,9 @@ REFERENCE_CPP_TA017_NODES_PER_S = 1.90e6
 
 def run_one(instance: str, ub: int, bound: str, branch: str, threads: int) -> dict:
     """Explore the whole tree of ``instance`` with the given UB; return the measurements."""
-    from pbbflow.flowshop.instance import load_instance
-    from pbbflow.search.explorer import explore
-    from pbbflow.search.intervals import WorkUnit
+    from pbbflow.flowshop.load import load_instance
+    from pbbflow.flowshop.explorer import explore
+    from pbbflow.flowshop.intervals import WorkUnit
 
     p = load_instance(instance).p
     explore(load_instance("ta001").p, WorkUnit.full(20), 1278, bound=bound, branch=branch)  # warm-up

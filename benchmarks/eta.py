@@ -3,7 +3,7 @@
 For each instance (UB = optimum: the tree is fixed, so the nodes left in a remaining work unit are
 known exactly once the proof is done) the explorer runs to the end once (N nodes, T seconds), then
 again from scratch stopped at 10 % and at 50 % of N (``max_nodes``); the remaining work is
-probed (``search.estimate``) as the driver does (``workflow.eta.ESTIMATE_SECONDS`` per estimate,
+probed (``flowshop.estimate``) as the driver does (``workflow.eta.ESTIMATE_SECONDS`` per estimate,
 several seeds) and the prediction is set against the truth: N - nodes done, and the time the full
 run took for the rest.  Estimators compared, all from probes of the same duration:
 
@@ -42,10 +42,10 @@ SEEDS = 3
 def explorer(backend: str, threads: int, ivms: int):
     """``explore(p, work, ub, branch=..., max_nodes=...)`` of the backend."""
     if backend == "gpu":
-        from pbbflow.gpu.explorer import explore_gpu
+        from pbbflow.gpu.flowshop.explorer import explore_gpu
 
         return lambda p, work, ub, **kw: explore_gpu(p, work, ub, ivms=ivms, **kw)
-    from pbbflow.search.explorer import explore
+    from pbbflow.flowshop.explorer import explore
 
     return lambda p, work, ub, **kw: explore(p, work, ub, threads=threads, **kw)
 
@@ -53,7 +53,7 @@ def explorer(backend: str, threads: int, ivms: int):
 def instance(spec: str, jobs: int | None) -> tuple[str, np.ndarray, str, int]:
     """(name, p, branch, UB = optimum) of ``NAME[:BRANCH]``, cut to its first ``jobs`` jobs if given."""
     from pbbflow.flowshop.evaluation import brute_force_optimum
-    from pbbflow.flowshop.instance import load_instance
+    from pbbflow.flowshop.load import load_instance
 
     name, _, branch = spec.partition(":")
     p = load_instance(name).p
@@ -65,7 +65,7 @@ def instance(spec: str, jobs: int | None) -> tuple[str, np.ndarray, str, int]:
 
 def estimates(p, branch, ub, left, done, nodes_done: int, seconds: float) -> dict:
     """Every estimator's prediction of the nodes in ``left`` (SEEDS runs each)."""
-    from pbbflow.search.estimate import ALPHA, Prober
+    from pbbflow.flowshop.estimate import ALPHA, Prober
 
     out = {}
     for alpha in ALPHAS:
@@ -88,7 +88,7 @@ def run_one(spec: str, backend: str, threads: int, ivms: int, jobs: int | None, 
             known_total: int | None = None) -> dict:  # fmt: skip
     """``known_total``: the tree's node count from an earlier finished run (the full run is then
     skipped, and the seconds left are not known)."""
-    from pbbflow.search.intervals import WorkUnit
+    from pbbflow.flowshop.intervals import WorkUnit
 
     name, p, branch, ub = instance(spec, jobs)
     n = p.shape[0]
@@ -190,7 +190,7 @@ def main() -> None:
         print(json.dumps(brief), file=sys.stderr)
     commit = args.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                            cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()  # fmt: skip
-    from pbbflow.search.estimate import ALPHA
+    from pbbflow.flowshop.estimate import ALPHA
 
     report = {
         "benchmark": "eta",

@@ -1,11 +1,11 @@
 """Benchmark: estimators of the nodes left that learn from the explored part of a proof, as JSON.
 
-A run is simulated at ``--shares`` of its nodes: ``search.explorer.explore`` on one thread with
+A run is simulated at ``--shares`` of its nodes: ``flowshop.explorer.explore`` on one thread with
 ``max_nodes`` = share x TOTAL leaves a remaining work unit (``NAME:UB:TOTAL``; a spec ending in
 ``:cut`` walks the fixed-UB tree depth first instead, for a UB above the optimum where the explorer
 would improve the UB and prune another tree).  The truth is TOTAL minus the nodes explored.  The
 remaining work and the explored part (its complement) are cut into their maximal subtrees
-(``search.calibrate``): the open frontier and the finished subtrees.  Estimators, each timed in
+(``flowshop.calibrate``): the open frontier and the finished subtrees.  Estimators, each timed in
 CPU seconds:
 
 * ``probes``: the ETA's probes of the remaining work (``Prober.estimate``, ``--seconds``);
@@ -67,7 +67,7 @@ def _fit_model(features: list[np.ndarray], sizes: np.ndarray):
 
 def estimate_once(cal, prober, remaining, explored_nodes: int, ub: int, n: int, seed: int, args) -> dict:
     """Every estimator of the nodes left in ``remaining`` (one seed), with its CPU seconds."""
-    from pbbflow.search.intervals import WorkUnit
+    from pbbflow.flowshop.intervals import WorkUnit
 
     out = {}
     t = time.process_time()
@@ -142,11 +142,11 @@ def estimate_once(cal, prober, remaining, explored_nodes: int, ub: int, n: int, 
 
 def warm_up() -> None:
     """Compile (or load) the probes, walks and the explorer on a small Taillard instance."""
-    from pbbflow.flowshop.instance import load_instance
-    from pbbflow.search.calibrate import Calibrator
-    from pbbflow.search.estimate import Prober
-    from pbbflow.search.explorer import explore
-    from pbbflow.search.intervals import WorkUnit
+    from pbbflow.flowshop.load import load_instance
+    from pbbflow.flowshop.calibrate import Calibrator
+    from pbbflow.flowshop.estimate import Prober
+    from pbbflow.flowshop.explorer import explore
+    from pbbflow.flowshop.intervals import WorkUnit
 
     p = load_instance("ta001").p
     n = int(p.shape[0])
@@ -163,11 +163,11 @@ def warm_up() -> None:
 
 def run_tree(spec: str, shares: list[float], seeds: int, args) -> dict:
     """All estimators at each share of one tree, against the truth."""
-    from pbbflow.flowshop.instance import load_instance
-    from pbbflow.search.calibrate import Calibrator
-    from pbbflow.search.estimate import Prober
-    from pbbflow.search.explorer import explore
-    from pbbflow.search.intervals import WorkUnit
+    from pbbflow.flowshop.load import load_instance
+    from pbbflow.flowshop.calibrate import Calibrator
+    from pbbflow.flowshop.estimate import Prober
+    from pbbflow.flowshop.explorer import explore
+    from pbbflow.flowshop.intervals import WorkUnit
 
     parts = spec.split(":")
     name, ub, total = parts[0], int(parts[1]), int(parts[2])

@@ -6,7 +6,7 @@ Two checks that need no full run of their own (for trees too large to prove agai
   estimate of the nodes left) against the node count N of the finished proof of the same tree: at
   each share of N done, the estimate shown then, the truth N - nodes done, their ratio and whether
   the range held the truth.
-* ``whole NAME:UB:TOTAL ...``: probes (``search.estimate``) of the whole tree of an instance under a
+* ``whole NAME:UB:TOTAL ...``: probes (``flowshop.estimate``) of the whole tree of an instance under a
   fixed UB for ``--seconds`` each, ``--seeds`` times per ``--alphas`` value, against its known size.
 
     pbbflow solve ta056 --ub 3680 --heuristic-workers 0 --run r.zarr --time-limit 440 --json
@@ -50,9 +50,9 @@ def history(info: dict, total: int, shares: list[float]) -> list[dict]:
 
 def whole(spec: str, seconds: float, alphas: list[float], seeds: int) -> dict:
     """Probes of the whole tree of ``NAME:UB:TOTAL`` against ``TOTAL``."""
-    from pbbflow.flowshop.instance import load_instance
-    from pbbflow.search.estimate import Prober
-    from pbbflow.search.intervals import WorkUnit
+    from pbbflow.flowshop.load import load_instance
+    from pbbflow.flowshop.estimate import Prober
+    from pbbflow.flowshop.intervals import WorkUnit
 
     name, ub, total = spec.split(":")
     p = load_instance(name).p

@@ -1,7 +1,7 @@
 """Benchmark: the weighted backtrack estimator (Kilby, Slaney, Thiebaux, Walsh 2006) on fixed trees; prints JSON.
 
 Issue 17 suggested it for the ETA of long proofs.  A depth-first walk of an instance's tree under a
-fixed UB (the explorer's child order, bound, branching and pruning, through ``search``'s njit code)
+fixed UB (the explorer's child order, bound, branching and pruning, through ``flowshop``'s njit code)
 records at each dead end (a leaf, or a node whose children are all pruned) the probability ``P``
 that a random probe reaches it (children drawn with weight (UB - LB)**alpha, as the ETA's probes)
 and the probe's estimate ``S`` there (Knuth's sum of 1/P along the path).  The estimator of the tree
@@ -24,9 +24,9 @@ import numba
 import numpy as np
 
 from pbbflow.flowshop.bounds import BOUND_NAMES
-from pbbflow.flowshop.instance import load_instance
-from pbbflow.search.estimate import _enter, row_weights
-from pbbflow.search.ivm import BRANCH_NAMES, IVM, Problem, set_root
+from pbbflow.flowshop.load import load_instance
+from pbbflow.flowshop.estimate import _enter, row_weights
+from pbbflow.flowshop.ivm import BRANCH_NAMES, IVM, Problem, set_root
 
 _jit = numba.njit(cache=True, nogil=True)
 SHARES = (0.02, 0.05, 0.1, 0.2, 0.5)

@@ -35,8 +35,8 @@ import numpy as np  # noqa: E402
 
 from pbbflow.flowshop.evaluation import neh  # noqa: E402
 from pbbflow.flowshop.taillard import taillard_instance  # noqa: E402
-from pbbflow.search.explorer import explore  # noqa: E402
-from pbbflow.search.intervals import WorkUnit  # noqa: E402
+from pbbflow.flowshop.explorer import explore  # noqa: E402
+from pbbflow.flowshop.intervals import WorkUnit  # noqa: E402
 from stress import check_books, explore_in_pieces, gpu_in_pieces  # noqa: E402
 
 OPTIMA = {11: 1582, 31: 2724, 34: 2751, 35: 2863, 41: 2991}  # ../shared/data/taillard/bounds.csv
@@ -124,7 +124,7 @@ def main() -> None:
     out = {"benchmark": "explorer_soak", "python": platform.python_version(), "seconds_per_part": args.seconds,
            "seed": args.seed}  # fmt: skip
     if "gpu" in args.parts:
-        from pbbflow.gpu.explorer import device_summary
+        from pbbflow.gpu.flowshop.explorer import device_summary
 
         out["device"] = device_summary()
     for part in args.parts:

@@ -18,10 +18,10 @@ import json
 import os
 import time
 
-from pbbflow.flowshop.instance import load_instance
-from pbbflow.gpu.explorer import DEFAULT_IVMS, GpuExplorer, compile_kernels, device_summary
-from pbbflow.search.explorer import explore
-from pbbflow.search.intervals import WorkUnit
+from pbbflow.flowshop.load import load_instance
+from pbbflow.gpu.flowshop.explorer import DEFAULT_IVMS, GpuExplorer, compile_kernels, device_summary
+from pbbflow.flowshop.explorer import explore
+from pbbflow.flowshop.intervals import WorkUnit
 
 # Optimal makespans from ../shared/data/taillard/bounds.csv (optimal=yes rows).
 OPTIMA = {

@@ -16,16 +16,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from pbbflow.flowshop.instance import load_instance
+from pbbflow.flowshop.load import load_instance
 from pbbflow.gpu import DEFAULT_IVMS
 from pbbflow.workflow.cluster import open_cluster
-from pbbflow.search.family import create_flowshop_run
+from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.workflow.run import drive
 
 
 def warm_up(p, branch: str) -> None:
     """Compile the GPU kernels for this instance's size in this worker."""
-    from pbbflow.gpu.explorer import compile_kernels
+    from pbbflow.gpu.flowshop.explorer import compile_kernels
 
     compile_kernels(p, branch)
 

@@ -20,9 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from pbbflow.flowshop.instance import load_instance
+from pbbflow.flowshop.load import load_instance
 from pbbflow.workflow.cluster import open_cluster
-from pbbflow.search.family import create_flowshop_run
+from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.workflow.run import drive
 
 VARIANTS = ((0, 2.0), (None, 2.0), (0, 8.0))  # (iterated greedy tasks, seconds between checkpoints)
@@ -30,8 +30,8 @@ VARIANTS = ((0, 2.0), (None, 2.0), (0, 8.0))  # (iterated greedy tasks, seconds 
 
 def install_timers() -> None:
     """In the worker: wrap the GPU engine's and explorer's methods with accumulating timers."""
-    from pbbflow.gpu import explorer as gpu_explorer
-    from pbbflow.search import family
+    from pbbflow.gpu.flowshop import explorer as gpu_explorer
+    from pbbflow.flowshop import family
 
     totals: dict = {}
     family.profile_totals = totals
@@ -66,7 +66,7 @@ def install_timers() -> None:
 
 def take_totals() -> dict:
     """In the worker: the timers' totals since the last call."""
-    from pbbflow.search import family
+    from pbbflow.flowshop import family
 
     totals = dict(family.profile_totals)
     family.profile_totals.clear()
@@ -75,7 +75,7 @@ def take_totals() -> dict:
 
 def warm_up(p) -> None:
     """In the worker: compile the GPU kernels for this instance's size."""
-    from pbbflow.gpu.explorer import compile_kernels
+    from pbbflow.gpu.flowshop.explorer import compile_kernels
 
     compile_kernels(p)
 

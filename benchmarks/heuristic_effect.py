@@ -17,10 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from pbbflow.flowshop.instance import load_instance
-from pbbflow.search.intervals import WorkUnit
+from pbbflow.flowshop.load import load_instance
+from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.workflow.cluster import gpu_count, open_cluster
-from pbbflow.search.family import create_flowshop_run
+from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.workflow.run import drive
 
 VARIANTS = {"neh_alone": ("neh", 0), "iterated_greedy": ("ig", None)}
@@ -29,13 +29,13 @@ VARIANTS = {"neh_alone": ("neh", 0), "iterated_greedy": ("ig", None)}
 def warm_up(names: list[str]) -> None:
     """Load the numba code (and the GPU kernels where there is a GPU) in this worker."""
     from pbbflow.flowshop.iterated_greedy import iterated_greedy
-    from pbbflow.search.explorer import explore
+    from pbbflow.flowshop.explorer import explore
 
     p = load_instance("ta001").p
     iterated_greedy(p, iterations=2)
     explore(p, WorkUnit.full(20), 1278)
     if gpu_count():
-        from pbbflow.gpu.explorer import compile_kernels
+        from pbbflow.gpu.flowshop.explorer import compile_kernels
 
         for name in names:  # one kernel per machine count
             compile_kernels(load_instance(name).p)

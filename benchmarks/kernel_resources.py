@@ -23,7 +23,7 @@ from pathlib import Path
 
 
 def explore_ptx(n: int, m: int) -> str:
-    from pbbflow.gpu import kernels
+    from pbbflow.gpu.flowshop import kernels
     from pbbflow.gpu.offline_ptx import kernel_ptx
 
     return kernel_ptx(kernels.explore_kernel(n, m).py_func, kernels.EXPLORE_SIGNATURE)

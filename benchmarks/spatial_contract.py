@@ -18,7 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from pbbflow.spatial.bnb import MinimizeOptions, minimize
+from pbbflow.spatial.bnb import minimize
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.load import load_problem
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial"

@@ -22,7 +22,7 @@ import time
 import numpy as np
 from numba import cuda
 
-from pbbflow.gpu.spatial_kernels import bound_boxes_gpu, kernel_for
+from pbbflow.gpu.spatial.kernels import bound_boxes_gpu, kernel_for
 from pbbflow.spatial.bounds import Mode, bound_boxes
 from pbbflow.spatial.load import load_problem
 

@@ -29,8 +29,8 @@ from numba import cuda
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from spatial_gpu_bounds import boxes, median_seconds  # noqa: E402
 
-from pbbflow.gpu.spatial_contract import contract_boxes_device, contract_boxes_gpu, contracting_kernel  # noqa: E402
-from pbbflow.gpu.spatial_kernels import DeviceTape, caps  # noqa: E402
+from pbbflow.gpu.spatial.contract import contract_boxes_device, contract_boxes_gpu, contracting_kernel  # noqa: E402
+from pbbflow.gpu.spatial.kernels import DeviceTape, caps  # noqa: E402
 from pbbflow.spatial.contract import contract_boxes  # noqa: E402
 from pbbflow.spatial.load import load_problem  # noqa: E402
 

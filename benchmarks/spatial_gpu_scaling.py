@@ -19,7 +19,7 @@ from pathlib import Path
 
 from spatial_workflow_overhead import DEFAULT_PROBLEM, workflow
 
-from pbbflow.spatial.bnb import MinimizeOptions
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.load import load_problem
 
 

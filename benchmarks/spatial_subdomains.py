@@ -26,7 +26,8 @@ import statistics
 import sys
 
 from pbbflow.gpu import gpu_count
-from pbbflow.spatial.bnb import MinimizeOptions, minimize
+from pbbflow.spatial.bnb import minimize
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.load import load_problem
 
 BUDGETS = (1, 4, 16, 64, 256, 1024, 4096, 16384)
@@ -34,7 +35,7 @@ BUDGETS = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 
 def _solver(backend: str):
     if backend == "gpu":
-        from pbbflow.gpu.spatial_bnb import minimize_gpu
+        from pbbflow.gpu.spatial.bnb import minimize_gpu
 
         return minimize_gpu
     return minimize

@@ -31,7 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from maingo_reference import solve_with_maingo  # noqa: E402
 
-from pbbflow.spatial.bnb import MinimizeOptions, minimize  # noqa: E402
+from pbbflow.spatial.bnb import minimize  # noqa: E402
+from pbbflow.spatial.options import MinimizeOptions  # noqa: E402
 from pbbflow.spatial.load import load_problem  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial"
@@ -41,7 +42,7 @@ BUILTINS = ("peaks-ann", "peaks-ann-error-min", "peaks-ann-error-max")  # the se
 def _pbbflow(problem, subdomains: int, time_limit: float, parallel: bool = False, gpu: bool = False) -> dict:
     options = MinimizeOptions(subdomains=subdomains, parallel=parallel, time_limit=time_limit)
     if gpu:
-        from pbbflow.gpu.spatial_bnb import minimize_gpu as solve
+        from pbbflow.gpu.spatial.bnb import minimize_gpu as solve
     else:
         solve = minimize
     started = time.perf_counter()
@@ -87,7 +88,7 @@ def compare(problem, subdomains: int, repeats: int, time_limit: float, parallel:
     if parallel:
         runners["pbbflow_parallel"] = lambda: _pbbflow(problem, subdomains, time_limit, parallel=True)
     if gpu_subdomains:
-        from pbbflow.gpu.spatial_bnb import load_code
+        from pbbflow.gpu.spatial.bnb import load_code
 
         load_code(problem, MinimizeOptions(subdomains=gpu_subdomains))  # compile its kernels first
         runners["pbbflow_gpu"] = lambda: _pbbflow(problem, gpu_subdomains, time_limit, gpu=True)

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pbbflow.spatial.bnb import MinimizeOptions
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.family import SpatialRun, first_work
 from pbbflow.spatial.load import load_problem
 from pbbflow.workflow.cluster import open_cluster, usable_cores
@@ -34,7 +34,7 @@ DEFAULT_PROBLEM = Path(__file__).resolve().parents[2] / "shared/data/spatial/C17
 
 def bare(problem, options: MinimizeOptions, gpu: bool) -> dict:
     if gpu:
-        from pbbflow.gpu.spatial_bnb import load_code, minimize_gpu as minimize
+        from pbbflow.gpu.spatial.bnb import load_code, minimize_gpu as minimize
     else:
         from pbbflow.spatial.bnb import load_code, minimize
     load_code(problem, options)

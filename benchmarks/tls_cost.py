@@ -22,9 +22,10 @@ from distributed import Client
 from distributed.security import Security
 
 from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.search.family import create_flowshop_run
+from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.workflow.run import drive
-from pbbflow.workflow.warmup import warm_worker, warm_workers
+from pbbflow.flowshop.warmup import warm_worker
+from pbbflow.workflow.worker_code import warm_workers
 
 
 def measure(tls: bool, folder: Path, index: int) -> dict:

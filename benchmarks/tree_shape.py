@@ -1,6 +1,6 @@
 """Benchmark: where the nodes of a fixed tree lie, by depth, as JSON (for the ETA's estimators).
 
-The exact walk of ``search.estimate`` (UB fixed, so the tree is the explorers') counts the nodes
+The exact walk of ``flowshop.estimate`` (UB fixed, so the tree is the explorers') counts the nodes
 at each depth.  Random probes estimate a tree well when its nodes are spread near the top and
 badly when they sit in a few deep, bushy subtrees under a narrow top; the profile shows which.
 
@@ -15,9 +15,9 @@ import time
 
 
 def profile(name: str, ub: int, branch: str) -> dict:
-    from pbbflow.flowshop.instance import load_instance
-    from pbbflow.search.estimate import Prober
-    from pbbflow.search.intervals import WorkUnit
+    from pbbflow.flowshop.load import load_instance
+    from pbbflow.flowshop.estimate import Prober
+    from pbbflow.flowshop.intervals import WorkUnit
 
     p = load_instance(name).p
     n = int(p.shape[0])

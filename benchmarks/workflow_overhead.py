@@ -21,11 +21,11 @@ from pathlib import Path
 
 from distributed import Client, LocalCluster
 
-from pbbflow.flowshop.instance import load_instance
-from pbbflow.search.explorer import explore
-from pbbflow.search.intervals import WorkUnit
+from pbbflow.flowshop.load import load_instance
+from pbbflow.flowshop.explorer import explore
+from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.workflow.cluster import usable_cores
-from pbbflow.search.family import create_flowshop_run
+from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.workflow.run import drive
 
 

@@ -16,17 +16,18 @@ from typing import NoReturn
 
 from ..core.text import printable
 from ..flowshop.bounds import BOUND_NAMES
-from ..flowshop.instance import FORMATS, ORIENTATIONS, InstanceError, load_instance
+from ..flowshop.instance import FORMATS, ORIENTATIONS, InstanceError
+from ..flowshop.load import load_instance
 from ..flowshop.iterated_greedy import iterated_greedy
 from ..gpu import GpuError
-from ..search.family import create_flowshop_run, first_schedule
-from ..search.ivm import BRANCH_NAMES
+from ..flowshop.family import create_flowshop_run, first_schedule
+from ..flowshop.ivm import BRANCH_NAMES
 from ..spatial.problem import ProblemError
 from ..storage.runstore import RunStore, RunStoreError
 from ..workflow.cluster import ClusterError, slurm_job_script
 from ..workflow.fastexit import exit_without_final_gc
 from ..workflow.run import finished, result_of
-from ..workflow.warmup import FIRST_RUN, code_cached, start_worker_code_apart, warm_client, warm_worker
+from ..flowshop.warmup import FIRST_RUN, code_cached, start_worker_code_apart, warm_client, warm_worker
 from . import minimize
 from .arguments import FLOWSHOP, add_run_options, parse_duration, seed, upper_bound
 from .results import history_summary, print_history, print_result

@@ -16,19 +16,19 @@ from typing import TextIO
 
 from ..core.compiling import CodeLoad, compiled_line
 from ..core.text import printable
+from ..spatial.defaults import CPU_SUBDOMAINS, GPU_SUBDOMAINS
+from ..spatial.load import BUILTINS, ERROR_BUILTINS
 from ..spatial.problem import ProblemError
 from ..workflow.cluster import slurm_job_script
 from ..workflow.run import create_run
 from .arguments import SPATIAL, add_run_options, positive_int
 from .progress import clock, fit_fields, terminal_columns
-from .runs import drive_run, first_run_notice, prepare_cluster, reserved, run_cluster, slurm_options
+from .runs import (EXIT_DONE, EXIT_LIMIT, drive_run, first_run_notice, prepare_cluster, reserved, run_cluster,
+                   slurm_options)
 from .signals import StopSignals
 from .startup import Startup
 
-EXIT_DONE, EXIT_LIMIT = 0, 3
-CPU_SUBDOMAINS = 64  # MinimizeOptions' default (spatial/bnb.py says why)
-BUILTIN_NAMES = ("peaks", "peaks-ann", "peaks-ann-error-min", "peaks-ann-error-max")  # spatial.load's, not imported
-GPU_SUBDOMAINS = 1024  # the seed paper's budget; benchmarks/spatial_figure6.py on an H200
+BUILTIN_NAMES = (*BUILTINS, *ERROR_BUILTINS)  # load_problem's built-in names, in its docstring's order
 # options that only a run on a cluster (--run) takes, with their defaults
 RUN_ONLY = {"checkpoint_every": 60.0, "cluster": "local", "scheduler": None, "workers": None, "threads": None,
             "heuristic_workers": None, "dry_run": False, "overwrite": False}
@@ -142,7 +142,7 @@ def _gpus_for(args: argparse.Namespace, problem) -> int:
         if args.gpus is None:
             return 0
         raise ProblemError(f"--gpus {args.gpus}: no GPU is visible (check the driver and CUDA_VISIBLE_DEVICES)")
-    from ..gpu.spatial_kernels import TapeTooLarge, check_size
+    from ..gpu.spatial.kernels import TapeTooLarge, check_size
 
     try:
         check_size(problem.tape)
@@ -174,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _options(args: argparse.Namespace, subdomains: int):
-    from ..spatial.bnb import MinimizeOptions
+    from ..spatial.options import MinimizeOptions
 
     return MinimizeOptions(eps_abs=args.eps_abs, eps_rel=args.eps_rel, feas_tol=args.feas_tol, subdomains=subdomains,
                            bound=args.bound, time_limit=args.time_limit, node_limit=args.node_limit,
@@ -210,7 +210,7 @@ def _run_here(args: argparse.Namespace, problem) -> int:
     gpus = _gpus_for(args, problem)
     options = _options(args, args.subdomains or (GPU_SUBDOMAINS if gpus else CPU_SUBDOMAINS))
     if gpus:
-        from ..gpu.spatial_bnb import load_code, minimize_gpu as minimize
+        from ..gpu.spatial.bnb import load_code, minimize_gpu as minimize
     else:
         from ..spatial.bnb import FIRST_RUN, code_cached, load_code, minimize
     line = ProgressLine(sys.stderr) if not args.quiet and sys.stderr.isatty() else None

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..core.text import printable
-from ..search.solve import LIMIT
+from ..flowshop.solve import LIMIT
 from ..workflow.eta import duration
 from .progress import clock, format_rate, format_share
 

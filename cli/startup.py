@@ -31,7 +31,7 @@ from distributed import Client
 from ..storage.runstore import zarr_module
 from ..workflow.cluster import attach_dashboard, dashboard_link, dashboard_pending
 from ..core.compiling import CodeLoad, FirstRunNotice, compiled_line
-from ..workflow.warmup import loaded_code, submit_warm_workers
+from ..workflow.worker_code import loaded_code, submit_warm_workers
 from .signals import block_in_this_thread
 
 # runs shorter than this after start-up start no dashboard.  Measured on an H200: adding it takes

@@ -17,7 +17,7 @@ Johnson's rule; the job orders are sorted once per instance.
 
 The ``*_body`` functions only read and write caller-provided arrays, so the CPU explorer
 and a CUDA kernel can share them.  Developers: numba's on-disk cache of a caller (e.g.
-``search/ivm.py``) is keyed on the caller's own file, so after editing a body here delete
+``flowshop/ivm.py``) is keyed on the caller's own file, so after editing a body here delete
 the ``*.nbi``/``*.nbc`` files under ``__pycache__`` or the callers keep the old inlined code.
 """
 

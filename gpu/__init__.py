@@ -1,5 +1,7 @@
-"""The GPU code in numba-cuda: PBB@GPU's IVM explorer (``explorer``) and the spatial family's
-B&B (``spatial_bnb``). Importing this package loads neither numba nor a CUDA driver."""
+"""The GPU code in numba-cuda: each family's in a subpackage (PBB@GPU's IVM explorer in
+``flowshop``, the spatial family's B&B in ``spatial``), beside the device helpers both share
+(``warp``, ``offline_ptx``, and device detection here). Importing this package loads neither
+numba nor a CUDA driver."""
 
 import os
 

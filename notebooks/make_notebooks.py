@@ -8,8 +8,8 @@ quick.cells = [
                              "the test suite can run this notebook; try `ta021` on a GPU."),
     nbf.v4.new_code_cell("INSTANCE = \"ta011\"\nRUN = \"quickstart-run.zarr\"\nWORKERS = 2"),
     nbf.v4.new_code_cell(
-        "from pbbflow.flowshop.instance import load_instance\n"
-        "from pbbflow.search.family import create_flowshop_run\n"
+        "from pbbflow.flowshop.load import load_instance\n"
+        "from pbbflow.flowshop.family import create_flowshop_run\n"
         "from pbbflow.workflow.cluster import open_cluster\n"
         "from pbbflow.workflow.run import drive\n\n"
         "instance = load_instance(INSTANCE)\n"
@@ -43,8 +43,8 @@ scaling.cells = [
     nbf.v4.new_code_cell("INSTANCE, UB = \"ta011\", 1582\nSHAPES = [1, 2]"),
     nbf.v4.new_code_cell(
         "import tempfile, time\nfrom pathlib import Path\n\n"
-        "from pbbflow.flowshop.instance import load_instance\n"
-        "from pbbflow.search.family import create_flowshop_run\n"
+        "from pbbflow.flowshop.load import load_instance\n"
+        "from pbbflow.flowshop.family import create_flowshop_run\n"
         "from pbbflow.workflow.cluster import open_cluster\n"
         "from pbbflow.workflow.run import drive\n\n"
         "instance = load_instance(INSTANCE)\nrows = []\n"
@@ -76,7 +76,8 @@ spatial.cells = [
                              "`PROBLEM` is small for the test suite; on a GPU try a file of `../shared/data/spatial`."),
     nbf.v4.new_code_cell("PROBLEM = \"peaks-ann-error-max\"\nRUN = \"spatial-run.zarr\""),
     nbf.v4.new_code_cell(
-        "from pbbflow.spatial.bnb import MinimizeOptions, minimize\n"
+        "from pbbflow.spatial.bnb import minimize\n"
+        "from pbbflow.spatial.options import MinimizeOptions\n"
         "from pbbflow.spatial.load import load_problem\n\n"
         "problem = load_problem(PROBLEM)\n"
         "alone = minimize(problem, MinimizeOptions())\n"

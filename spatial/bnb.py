@@ -19,72 +19,27 @@ Memory is bounded: above ``max_open`` open boxes the search dives (depth first f
 took) until the dive is done, then goes on best first.  The certified lower bound is the min of
 the open boxes' bounds and of the bounds of the boxes pruned on the way.
 
-The search itself is :class:`.explorer.Exploration` (resumable, shareable); this module holds its
-options, rules and parts (the incumbent, the local solver) and ``minimize``, which runs one over
-the whole domain.
+The search itself is :class:`.explorer.Exploration` (resumable, shareable); its options, rules and
+the incumbent are in :mod:`.options`, the local solver in :mod:`.local`; this module holds
+``minimize``, which runs one over the whole domain, its result, and the loading of its code.
 """
 
 from __future__ import annotations
 
 import math
-import sys
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..core.compiling import in_cache, recording, start_apart, wait_apart
-from .bounds import Mode, bound_boxes, evaluate_point, feasible_values, is_feasible
+from .bounds import Mode, bound_boxes, evaluate_point
 from .contract import contract_boxes
+from .explorer import Exploration
+from .local import _LocalSolver
+from .options import BOUNDS, MinimizeOptions, Progress, _Incumbent
 from .problem import Problem
-
-BOUNDS = {"nie": Mode.NIE, "mvf": Mode.MVF, "both": Mode.BOTH}
-# Subdomains per box on the CPU.  The seed paper's 1,024 suits a GPU; on the CPU, over the 15 problem
-# files and the peaks ANN (one thread; benchmarks/spatial_budgets.py), every budget proves all of them,
-# in 0.44 s (16), 0.36 s (64), 0.58 s (256) and 0.96 s (1,024) in all.
-STATUSES = ("optimal", "infeasible", "limit")
-BATCH_SUBDOMAINS = 4096  # subdomains bounded per call at least (several boxes when N^d is small)
-LOCAL_EVERY_SUBDOMAINS = 16384  # a local solve per this many subdomains bounded (a fixed schedule: runs repeat)
-INWARD_MARGINS = (0.0, 1e-10, 1e-8, 1e-6)  # how far a local optimum is pulled inside its inequalities
-RESTORE_STEPS = 3  # Newton steps onto the margin, where SLSQP's own pull leaves a point that does not verify
-
-
-@dataclass(frozen=True)
-class MinimizeOptions:
-    """What ``minimize`` proves and how (defaults as ``pbbflow minimize``)."""
-
-    eps_abs: float = 1e-6
-    eps_rel: float = 1e-6
-    feas_tol: float = 1e-6
-    subdomains: int = 64  # per box: N = the largest integer with N^d <= this (the note at BOUNDS)
-    bound: str = "both"
-    time_limit: float | None = None
-    node_limit: int | None = None
-    parallel: bool = True
-    max_open: int = 1_000_000
-    local_solves: bool = True
-    contract: bool = True  # narrow each box by constraint propagation (FBBT) before bounding it
-
-    def __post_init__(self) -> None:
-        if self.bound not in BOUNDS:
-            raise ValueError(f"bound must be one of {', '.join(BOUNDS)}, not {self.bound!r}")
-        for name in ("eps_abs", "eps_rel", "feas_tol"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name} must be a finite number >= 0, not {value!r}")
-        if self.subdomains < 1 or self.max_open < 1:
-            raise ValueError("subdomains and max_open must be at least 1")
-        if self.time_limit is not None and not self.time_limit > 0:
-            raise ValueError("time_limit must be > 0 seconds")
-        if self.node_limit is not None and self.node_limit < 1:
-            raise ValueError("node_limit must be at least 1")
-
-    def limit_reached(self, elapsed_s: float, nodes: int) -> bool:
-        """Whether a search that ran ``elapsed_s`` seconds and bounded ``nodes`` boxes must stop."""
-        return (self.time_limit is not None and elapsed_s >= self.time_limit) or (
-            self.node_limit is not None and nodes >= self.node_limit)
 
 
 @dataclass
@@ -141,25 +96,6 @@ class MinimizeResult:
         }
 
 
-@dataclass(frozen=True)
-class Progress:
-    """A snapshot for progress lines: the certified bound, the incumbent, open boxes, boxes/s."""
-
-    lower_bound: float
-    objective: float | None
-    open_boxes: int
-    nodes: int
-    elapsed_s: float
-
-
-def prune_level(ub: float, options: MinimizeOptions) -> float:
-    """Boxes whose bound reaches UB - max(eps_abs, eps_rel |UB|) are pruned (+inf without an
-    incumbent; never -inf)."""
-    if not math.isfinite(ub):
-        return math.inf
-    return max(ub - max(options.eps_abs, options.eps_rel * abs(ub)), -sys.float_info.max)
-
-
 def result_status(unsplittable: int, found: bool, lower_bound: float) -> str:
     """The status of a search that ran to its end: ``limit`` while boxes too small to split stay
     open or the bound is -inf, ``infeasible`` when nothing was found and the bound is +inf."""
@@ -192,173 +128,6 @@ def make_result(problem: Problem, options: MinimizeOptions, incumbent: _Incumben
         options={"bound": options.bound, "eps_abs": options.eps_abs, "eps_rel": options.eps_rel,
                  "contract": options.contract, **details},
     )
-
-
-def subdomains_per_dim(budget: int, d: int) -> int:
-    """The largest N with N^d <= budget (at least 1)."""
-    n = max(1, int(round(budget ** (1.0 / d))))
-    while n > 1 and n**d > budget:
-        n -= 1
-    while (n + 1) ** d <= budget:
-        n += 1
-    return n
-
-
-class _Incumbent:
-    """The best verified point so far."""
-
-    def __init__(self, problem: Problem, feas_tol: float):
-        self.problem, self.feas_tol = problem, feas_tol
-        self.value = math.inf
-        self.x: np.ndarray | None = None
-
-    def offer(self, x: np.ndarray) -> bool:
-        """Take ``x`` when it verifies and improves the upper bound."""
-        x = np.clip(np.asarray(x, dtype=np.float64), self.problem.lower, self.problem.upper)
-        if not np.all(np.isfinite(x)):
-            return False
-        value = evaluate_point(self.problem.tape, x)
-        if not is_feasible(value, self.feas_tol) or not value.f_hi < self.value:
-            return False
-        self.value, self.x = float(value.f_hi), x.copy()
-        return True
-
-    def offer_many(self, points: np.ndarray) -> None:
-        """Offer each of the points (k x d) in turn, as :meth:`offer` would, in one evaluation: the
-        first of the feasible ones with the least value, if it improves the upper bound."""
-        points = np.asarray(points, dtype=np.float64)
-        points = np.clip(points[np.all(np.isfinite(points), axis=1)], self.problem.lower, self.problem.upper)
-        if not len(points):
-            return
-        values = feasible_values(self.problem.tape, points, self.feas_tol)
-        if np.all(np.isnan(values)):
-            return
-        best = int(np.nanargmin(values))
-        if values[best] < self.value:
-            self.value, self.x = float(values[best]), points[best].copy()
-
-
-class _NonFiniteJacobian(Exception):
-    """The analytic Jacobian is not finite where SLSQP asked for it (a kink of sqrt or log at 0,
-    a point where a function is undefined)."""
-
-
-class _LocalSolver:
-    """SLSQP from a start point within the domain; every result is offered to the incumbent, then
-    pulled inside the inequalities (by SLSQP, then by Newton steps) until one verifies.
-
-    Derivatives are analytic (:func:`.floateval.float_gradients`): one forward pass per
-    distinct point gives the objective, the constraints and all their gradients, cached for the
-    calls SLSQP makes at that point.  A solve that asks for a gradient that is not finite is
-    redone from its start with scipy's finite differences (``fallbacks`` counts them)."""
-
-    def __init__(self, problem: Problem, incumbent: _Incumbent):
-        from .floateval import evaluate_float, float_gradients
-
-        self.problem, self.incumbent, self.evaluate = problem, incumbent, evaluate_float
-        self.gradients = float_gradients(problem.tape)
-        self.count = 0
-        self.fallbacks = 0
-        self.seconds = 0.0
-        self.bounds = list(zip(problem.lower.tolist(), problem.upper.tolist()))
-        n_ineq = problem.tape.n_ineq
-        self._ineq, self._eq = slice(1, 1 + n_ineq), slice(1 + n_ineq, None)
-        self._key: bytes | None = None  # the last point evaluated, its outputs and their Jacobian
-        self._values = self._jacobian = None
-
-    def _at(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The outputs (f, g..., h...) at ``x`` and their Jacobian, evaluated once per point."""
-        key = np.asarray(x, dtype=np.float64).tobytes()
-        if key != self._key:
-            self._values, self._jacobian = self.gradients(x)
-            self._key = key
-        return self._values, self._jacobian
-
-    def _rows(self, x: np.ndarray, rows) -> np.ndarray:
-        """Rows of the Jacobian at ``x``; raises _NonFiniteJacobian unless they are all finite."""
-        jacobian = self._at(x)[1][rows]
-        if not np.all(np.isfinite(jacobian)):
-            raise _NonFiniteJacobian
-        return jacobian
-
-    def _solve(self, start: np.ndarray, margin: float) -> np.ndarray | None:
-        try:
-            return self._slsqp(start, margin, analytic=True)
-        except _NonFiniteJacobian:
-            self.fallbacks += 1
-            return self._slsqp(start, margin, analytic=False)
-
-    def _slsqp(self, start: np.ndarray, margin: float, analytic: bool) -> np.ndarray | None:
-        from scipy.optimize import minimize
-
-        tape = self.problem.tape
-        ineq, eq = self._ineq, self._eq
-        constraints = []
-        if analytic:
-            if tape.n_ineq:
-                constraints.append({"type": "ineq", "fun": lambda x: -self._at(x)[0][ineq] - margin,
-                                    "jac": lambda x: -self._rows(x, ineq)})
-            if tape.n_eq:
-                constraints.append({"type": "eq", "fun": lambda x: self._at(x)[0][eq].copy(),
-                                    "jac": lambda x: self._rows(x, eq).copy()})
-            objective, gradient = (lambda x: float(self._at(x)[0][0])), (lambda x: self._rows(x, 0).copy())
-        else:
-            if tape.n_ineq:
-                constraints.append({"type": "ineq", "fun": lambda x: -self.evaluate(tape, x)[1] - margin})
-            if tape.n_eq:
-                constraints.append({"type": "eq", "fun": lambda x: self.evaluate(tape, x)[2]})
-            objective, gradient = (lambda x: self.evaluate(tape, x)[0]), None
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            try:
-                found = minimize(objective, start, method="SLSQP", jac=gradient, bounds=self.bounds,
-                                 constraints=constraints, options={"maxiter": 200, "ftol": 1e-12})
-            except (ValueError, ArithmeticError):  # a start where the functions are undefined
-                return None
-        return found.x if np.all(np.isfinite(found.x)) else None
-
-    def _restored(self, x: np.ndarray, margin: float) -> np.ndarray | None:
-        """``x`` moved by least-norm Newton steps that set its inequalities above ``-2 margin`` to
-        ``-2 margin`` (twice, so that rounding cannot leave them short) and its equalities to 0,
-        within the domain, until every inequality is at most ``-margin`` in floating point; None
-        where that fails.  SLSQP's line search can stop short of such a pull at a vertex of the
-        feasible set (g06: "positive directional derivative"), leaving a point just outside."""
-        ineq, eq = self._ineq, self._eq
-        for _ in range(RESTORE_STEPS):
-            values, jacobian = self._at(x)
-            if np.all(values[ineq] <= -margin):
-                return x
-            near = values[ineq] > -2 * margin  # all set to -2 margin: a step must not push one out
-            rows = np.vstack([jacobian[ineq][near], jacobian[eq]])
-            residual = np.concatenate([values[ineq][near] + 2 * margin, values[eq]])
-            if not (np.all(np.isfinite(rows)) and np.all(np.isfinite(residual))):
-                return None
-            step = np.linalg.lstsq(rows, -residual, rcond=None)[0]
-            x = np.clip(x + step, self.problem.lower, self.problem.upper)
-        return x if np.all(self._at(x)[0][ineq] <= -margin) else None
-
-    def run(self, start: np.ndarray) -> np.ndarray | None:
-        """A local solve from ``start``, pulled inside the inequalities until its point verifies;
-        the local optimum found (before any pull) when it improved the incumbent, else None."""
-        began = time.perf_counter()
-        self.count += 1
-        point = np.asarray(start, dtype=np.float64)
-        optimum = None
-        try:
-            for margin in INWARD_MARGINS if self.problem.tape.n_ineq else INWARD_MARGINS[:1]:
-                found = self._solve(point, margin)
-                if found is None:
-                    return None
-                optimum = found if optimum is None else optimum
-                if self.incumbent.offer(found):
-                    return optimum
-                restored = self._restored(found, margin) if margin > 0 else None
-                if restored is not None and self.incumbent.offer(restored):
-                    return optimum
-                point = found
-            return None
-        finally:
-            self.seconds += time.perf_counter() - began
 
 
 # what a first run compiles, and about how long that takes (measured: benchmarks/first_run.py)
@@ -431,8 +200,6 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
              should_stop: Callable[[], bool] | None = None) -> MinimizeResult:  # fmt: skip
     """Minimize ``problem`` by spatial B&B on the CPU: an :class:`.explorer.Exploration` of the
     whole domain run to its end or to a limit; see the module docstring."""
-    from .explorer import Exploration  # it builds on this module
-
     options = options or MinimizeOptions()
     began = time.perf_counter()
     exploration = Exploration(problem, options)

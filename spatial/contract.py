@@ -323,7 +323,7 @@ def _contract_into(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, needed, 
                    sweeps, vlo, vhi, before) -> bool:
     """Contract ``lo, hi`` in place by up to ``sweeps`` sweeps; True when the box holds no kept point.
     ``vlo, vhi`` (a value per slot) and ``before`` (per variable) are scratch: nothing is allocated,
-    so the GPU runs this same code (:mod:`pbbflow.gpu.spatial_contract`)."""
+    so the GPU runs this same code (:mod:`pbbflow.gpu.spatial.contract`)."""
     for sweep in range(sweeps):
         for i in range(len(lo)):
             before[i] = hi[i] - lo[i]

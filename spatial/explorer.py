@@ -20,7 +20,7 @@ Incumbents pass between explorations as points (:meth:`Exploration.offer`), each
 rigorously where it is offered.
 
 :class:`ExplorationBase` is what this exploration shares with the GPU's
-(``gpu.spatial_bnb.GpuExploration``): the surface above and the run loop.
+(``gpu.spatial.bnb.GpuExploration``): the surface above and the run loop.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bnb import (BATCH_SUBDOMAINS, BOUNDS, LOCAL_EVERY_SUBDOMAINS, MinimizeOptions, Progress, _Incumbent,
-                  _LocalSolver, prune_level, subdomains_per_dim)
+from .local import _LocalSolver
+from .options import (BATCH_SUBDOMAINS, BOUNDS, LOCAL_EVERY_SUBDOMAINS, MinimizeOptions, Progress, _Incumbent,
+                      prune_level, subdomains_per_dim)
 from .bounds import BoxBounds, bound_boxes
 from .boxes import BoxSet, bisect_many
 from .contract import contract_boxes
@@ -147,7 +148,7 @@ class _OpenBoxes:
 
 class ExplorationBase:
     """What the explorations share, on the CPU (:class:`Exploration`) and the GPU
-    (``gpu.spatial_bnb.GpuExploration``): the value they prune with, their certified bound, offers,
+    (``gpu.spatial.bnb.GpuExploration``): the value they prune with, their certified bound, offers,
     shares and the run loop. A subclass sets ``problem``, ``options``, ``began``, ``incumbent``,
     ``local``, ``nodes``, ``settled_lb``, ``unsplittable``, ``unsplittable_lb``, ``_scale`` and
     ``_ub_elsewhere`` and holds the open boxes (``remaining``, ``replace``, ``settle``, ``_lowest``,

@@ -34,15 +34,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core.files import FileRefused, loads_json
-from ..search.solve import LIMIT
-from .bnb import MinimizeOptions, _Incumbent, _LocalSolver, prune_level
+from ..flowshop.solve import LIMIT
+from .local import _LocalSolver
+from .options import MinimizeOptions, _Incumbent, prune_level
 from .bounds import evaluate_point
 from .boxes import BoxSet
+from .defaults import CPU_SUBDOMAINS, GPU_SUBDOMAINS
 from .explorer import Exploration
 from .problem import Problem, ProblemError
 
 if TYPE_CHECKING:
-    from ..gpu.spatial_bnb import GpuExploration
+    from ..gpu.spatial.bnb import GpuExploration
 
 
 class BoxSpace:
@@ -146,8 +148,8 @@ def make_engine(options: dict, *, gpu: bool, threads: int) -> ExplorationEngine:
     problem = Problem.from_source(options["problem"])
     empty = BoxSet.empty(problem.dimension)
     if gpu:
-        from ..gpu.spatial_bnb import GpuExploration  # only GPU workers import numba-cuda's runtime
-        from ..gpu.spatial_kernels import TapeTooLarge, check_size
+        from ..gpu.spatial.bnb import GpuExploration  # only GPU workers import numba-cuda's runtime
+        from ..gpu.spatial.kernels import TapeTooLarge, check_size
 
         try:
             check_size(problem.tape)
@@ -226,7 +228,6 @@ PAUSE_STEP_S = 0.2  # it looks whether the run stops this often while it pauses
 # a run's options: MinimizeOptions' fields that decide its result (``subdomains`` null: each
 # engine's default, 64 on a CPU and 1024 on a GPU as ``pbbflow minimize``)
 OPTION_KEYS = ("eps_abs", "eps_rel", "feas_tol", "subdomains", "bound", "max_open", "local_solves", "contract")
-CPU_SUBDOMAINS, GPU_SUBDOMAINS = 64, 1024
 
 
 def _check_options(options) -> None:
@@ -437,7 +438,7 @@ def warm_worker(source: dict, options: dict):
     gpu = get_worker().state.total_resources.get("GPU", 0) > 0
     problem = Problem.from_source(source)
     if gpu:
-        from ..gpu.spatial_bnb import load_code
+        from ..gpu.spatial.bnb import load_code
     else:
         from .bnb import load_code
     seconds, compiled = load_code(problem, _minimize_options(options, gpu=gpu))

@@ -21,7 +21,10 @@ TAPE = "int32[::1], int32[::1], int32[::1], float64[::1], float64[::1], int32[::
 
 
 def _kernels() -> dict:
-    from pbbflow.gpu import kernels, spatial_contract, spatial_kernels, spatial_phase
+    from pbbflow.gpu.flowshop import kernels
+    from pbbflow.gpu.spatial import contract as spatial_contract
+    from pbbflow.gpu.spatial import kernels as spatial_kernels
+    from pbbflow.gpu.spatial import phase as spatial_phase
 
     return {
         # one n <= 32 kernel and one for larger n (their loops over a row's chunks differ)

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from pbbflow.flowshop.evaluation import makespan
-from pbbflow.search.explorer import explore
-from pbbflow.search.factoradic import factorial
-from pbbflow.search.intervals import WorkUnit
+from pbbflow.flowshop.explorer import explore
+from pbbflow.flowshop.factoradic import factorial
+from pbbflow.flowshop.intervals import WorkUnit
 
 STOPS = ("nodes", "seconds", "instant", "progress", "interrupt")
 
@@ -95,7 +95,7 @@ def gpu_in_pieces(p: np.ndarray, ub: int, rng: random.Random, *, max_ivms: int =
     """``explore_in_pieces`` on the GPU explorer: launches of 1-4 steps, stops by node budget, by
     ``on_launch`` (others waiting) or by time, device-side steals between launches, and a resume
     on a fresh explorer (another GPU, another K) half of the time."""
-    from pbbflow.gpu.explorer import GpuExplorer
+    from pbbflow.gpu.flowshop.explorer import GpuExplorer
 
     n = p.shape[0]
     work = WorkUnit.full(n)

@@ -1,4 +1,4 @@
-"""Subtree roots, capped counts, subtree probes and depth-first cuts (``search.calibrate``).
+"""Subtree roots, capped counts, subtree probes and depth-first cuts (``flowshop.calibrate``).
 
 On small random instances with UB = optimum + 1 (a tree of some size): the roots of a work unit's
 maximal subtrees, counted exactly, plus its partial nodes make the exact count of the work; a
@@ -9,10 +9,10 @@ leaves the complement of about K nodes.
 import numpy as np
 
 from pbbflow.flowshop.evaluation import brute_force_optimum
-from pbbflow.search.calibrate import Calibrator
-from pbbflow.search.estimate import Prober
-from pbbflow.search.factoradic import factorial
-from pbbflow.search.intervals import WorkUnit
+from pbbflow.flowshop.calibrate import Calibrator
+from pbbflow.flowshop.estimate import Prober
+from pbbflow.flowshop.factoradic import factorial
+from pbbflow.flowshop.intervals import WorkUnit
 
 
 def instances(seed: int, count: int):

@@ -26,7 +26,7 @@ from gmpy2 import mpz
 from pbbflow.cli.arguments import parse_duration
 from pbbflow.cli.main import main
 from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.search.factoradic import factorial
+from pbbflow.flowshop.factoradic import factorial
 from runwait import wait_for_committed_nodes, wait_for_handler
 
 JSON_FIELDS = {
@@ -804,7 +804,7 @@ def test_the_terminal_width_falls_back_to_80(monkeypatch):
 ])  # fmt: skip
 def test_remaining_shares_say_something_at_any_size(size, n, shown):
     from pbbflow.cli.progress import format_share
-    from pbbflow.search.intervals import share_log10
+    from pbbflow.flowshop.intervals import share_log10
 
     log10 = share_log10(size, n)
     fraction = int(size) / int(factorial(n))
@@ -837,8 +837,8 @@ def test_the_summary_and_info_print_a_small_rate_with_its_unit(capsys, tmp_path,
 
 def test_info_prints_a_tiny_remaining_share(capsys, tmp_path):
     from pbbflow.flowshop.instance import FlowShop
-    from pbbflow.search.intervals import WorkUnit
-    from pbbflow.search.family import create_flowshop_run
+    from pbbflow.flowshop.intervals import WorkUnit
+    from pbbflow.flowshop.family import create_flowshop_run
 
     p = np.random.default_rng(0).integers(1, 99, size=(50, 5)).astype(np.int32)
     store = create_flowshop_run(tmp_path / "r.zarr", FlowShop("big", p), ub=None, bound="lb1", branch="minmin")
@@ -935,7 +935,7 @@ def test_an_interrupt_with_no_run_to_resume_has_no_resume_hint(capsys, monkeypat
 
 @pytest.fixture
 def a_run(tmp_path) -> str:
-    from pbbflow.search.family import create_flowshop_run
+    from pbbflow.flowshop.family import create_flowshop_run
 
     create_flowshop_run(tmp_path / "r.zarr", taillard_instance(1), ub=None, bound="lb1", branch="minmin")
     return str(tmp_path / "r.zarr")
@@ -979,9 +979,9 @@ def test_an_internal_error_in_an_explorer_checkpoints_and_logs_its_traceback(cap
     """An explorer task that raises (after exploring a little) ends the run with exit 1 and one
     line naming the error, the traceback's log file and the resume command; resuming proves
     the fixed tree with exactly its node count (the failed task's work was in the ledger)."""
-    from pbbflow.search.explorer import explore
-    from pbbflow.search.intervals import WorkUnit
-    from pbbflow.search.family import CpuEngine as _CpuEngine
+    from pbbflow.flowshop.explorer import explore
+    from pbbflow.flowshop.intervals import WorkUnit
+    from pbbflow.flowshop.family import CpuEngine as _CpuEngine
 
     real_run, calls = _CpuEngine.run, []
 
@@ -1148,7 +1148,7 @@ def test_solve_refuses_a_run_path_it_cannot_write_before_a_cluster_starts(capsys
 
 def test_a_read_only_store_is_refused_before_a_cluster_starts(capsys, monkeypatch, tmp_path, read_only):
     """Issue 13: a read-only store was explored, then the final checkpoint failed with a traceback."""
-    from pbbflow.search.family import create_flowshop_run
+    from pbbflow.flowshop.family import create_flowshop_run
 
     for victim in ("", "checkpoints"):
         path = tmp_path / f"ro{len(victim)}.zarr"

@@ -33,9 +33,9 @@ def lock_is_free(path) -> bool:
 
 def test_a_job_apart_holds_its_lock_from_before_it_starts_until_it_ends(tmp_path):
     lock = tmp_path / "compile.lock"
-    process = start_apart("pbbflow.workflow.warmup:compile_explorer", "lb1", "minmin", lock=lock)
+    process = start_apart("pbbflow.flowshop.warmup:compile_explorer", "lb1", "minmin", lock=lock)
     assert process is not None and not lock_is_free(lock)  # held before the child has even imported numba
-    assert start_apart("pbbflow.workflow.warmup:compile_explorer", "lb1", "minmin", lock=lock) is None  # its turn
+    assert start_apart("pbbflow.flowshop.warmup:compile_explorer", "lb1", "minmin", lock=lock) is None  # its turn
     wait_apart(process)
     assert process.returncode == 0 and lock_is_free(lock)
 
@@ -144,7 +144,7 @@ def test_minimize_searches_with_the_very_code_load_code_loaded(tmp_path):
 def test_a_job_apart_is_out_of_reach_of_the_terminals_signals(tmp_path):
     """The terminal's Ctrl-C reaches its process group: the run stops once its code is loaded, so
     the compile apart, in a session of its own, goes on (else the run would compile its part again)."""
-    process = start_apart("pbbflow.workflow.warmup:compile_explorer", "lb1", "minmin", lock=tmp_path / "lock")
+    process = start_apart("pbbflow.flowshop.warmup:compile_explorer", "lb1", "minmin", lock=tmp_path / "lock")
     assert os.getpgid(process.pid) != os.getpgrp()
     wait_apart(process)
     assert process.returncode == 0

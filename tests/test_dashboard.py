@@ -14,9 +14,9 @@ from bokeh.document import Document
 from browser import chromium, screenshot
 
 from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.search.intervals import WorkUnit
-from pbbflow.search.packed import PackedUnit
-from pbbflow.spatial.bnb import MinimizeOptions
+from pbbflow.flowshop.intervals import WorkUnit
+from pbbflow.flowshop.packed import PackedUnit
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.boxes import BoxSet
 from pbbflow.spatial.family import BoxSpace, SpatialRun, first_work
 from pbbflow.spatial.load import load_problem
@@ -25,7 +25,7 @@ from pbbflow.workflow.cluster import SlurmOptions, attach_dashboard, dashboard_l
 from pbbflow.workflow.coordinator import PLUGIN_NAME
 from pbbflow.workflow.history import RunHistory
 from pbbflow.workflow.ledger import Ledger
-from pbbflow.search.family import create_flowshop_run
+from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.storage.runstore import RunStore
 from pbbflow.workflow.run import create_run, drive
 

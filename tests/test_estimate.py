@@ -1,4 +1,4 @@
-"""Estimates of the nodes left (``search.estimate``): the probes walk the explorers' own tree.
+"""Estimates of the nodes left (``flowshop.estimate``): the probes walk the explorers' own tree.
 
 The exact walk of the probed tree must count what the CPU explorer counts, for any bound,
 branching rule and work unit (UB = optimum: the tree is fixed).  The probes' mean must then match
@@ -16,11 +16,11 @@ import pytest
 
 from pbbflow.flowshop.evaluation import brute_force_optimum
 from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.search.estimate import Prober, summarise, work_rows
-from pbbflow.search.explorer import explore
-from pbbflow.search.factoradic import factorial
-from pbbflow.search.intervals import WorkUnit
-from pbbflow.search.packed import PackedUnit
+from pbbflow.flowshop.estimate import Prober, summarise, work_rows
+from pbbflow.flowshop.explorer import explore
+from pbbflow.flowshop.factoradic import factorial
+from pbbflow.flowshop.intervals import WorkUnit
+from pbbflow.flowshop.packed import PackedUnit
 
 BOUNDS = ("lb1", "lb2", "lb1+lb2")
 BRANCHES = ("forward", "backward", "minmin", "minbranch")

@@ -13,8 +13,8 @@ import numpy as np
 from pbbflow.cli.progress import ProgressBar
 from pbbflow.cli.results import estimate_text
 from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.search.family import FlowShopRun, create_flowshop_run
-from pbbflow.search.intervals import WorkUnit
+from pbbflow.flowshop.family import FlowShopRun, create_flowshop_run
+from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.storage.runstore import RunStore
 from pbbflow.workflow.eta import COLUMNS, Eta, Estimator, duration, eta_curve, eta_of, left_after, recent_rate
 from pbbflow.workflow.run import Progress, _Session, result_of
@@ -123,7 +123,7 @@ def test_the_progress_bar_shows_the_eta(monkeypatch):
 
 
 def test_the_dashboard_shows_the_eta():
-    from pbbflow.search.packed import PackedUnit
+    from pbbflow.flowshop.packed import PackedUnit
     from pbbflow.viz.dashboard import FlowShopView
     from pbbflow.workflow.history import RunHistory
     from pbbflow.workflow.ledger import Ledger

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from pbbflow.flowshop.evaluation import neh
-from pbbflow.search.estimate import Prober
-from pbbflow.search.intervals import WorkUnit
+from pbbflow.flowshop.estimate import Prober
+from pbbflow.flowshop.intervals import WorkUnit
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))  # an importable module: numba caches its code
 

@@ -9,9 +9,9 @@ from gmpy2 import mpz
 
 from pbbflow.flowshop.evaluation import brute_force_optimum, makespan
 from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.search.explorer import explore
-from pbbflow.search.factoradic import factorial
-from pbbflow.search.intervals import WorkUnit
+from pbbflow.flowshop.explorer import explore
+from pbbflow.flowshop.factoradic import factorial
+from pbbflow.flowshop.intervals import WorkUnit
 
 BOUNDS = ("lb1", "lb2", "lb1+lb2")
 BRANCHES = ("forward", "backward", "minmin", "minbranch")

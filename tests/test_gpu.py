@@ -10,14 +10,14 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pbbflow.flowshop.evaluation import brute_force_optimum, makespan
-from pbbflow.flowshop.instance import load_instance
-from pbbflow.gpu import factoradic as fd
-from pbbflow.gpu.explorer import GpuError, GpuExplorer, explore_gpu
+from pbbflow.flowshop.load import load_instance
+from pbbflow.gpu.flowshop import factoradic as fd
+from pbbflow.gpu.flowshop.explorer import GpuError, GpuExplorer, explore_gpu
 from pbbflow.gpu.warp import SIMULATED
-from pbbflow.search.explorer import explore
-from pbbflow.search.factoradic import digits_to_int, factorial, int_to_digits
-from pbbflow.search.intervals import WorkUnit
-from pbbflow.search.packed import PackedUnit, limbs
+from pbbflow.flowshop.explorer import explore
+from pbbflow.flowshop.factoradic import digits_to_int, factorial, int_to_digits
+from pbbflow.flowshop.intervals import WorkUnit
+from pbbflow.flowshop.packed import PackedUnit, limbs
 
 pytestmark = pytest.mark.gpu
 
@@ -112,7 +112,7 @@ def test_same_nodes_as_the_cpu_on_50_jobs(name, optimum):
 
 
 def test_the_kernel_is_chosen_by_size():
-    from pbbflow.gpu import kernels
+    from pbbflow.gpu.flowshop import kernels
     from pbbflow.gpu.warp import WARP
 
     small = kernels.explore_kernel(WARP, 5)

@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pbbflow.flowshop.instance import FlowShop, InstanceError, load_instance, read_taillard_file, read_vfr_file
+from pbbflow.flowshop.instance import FlowShop, InstanceError, read_taillard_file, read_vfr_file
+from pbbflow.flowshop.load import load_instance
 from pbbflow.flowshop.taillard import TAILLARD_SEEDS, TAILLARD_SIZES, taillard_instance
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

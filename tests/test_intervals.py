@@ -7,8 +7,8 @@ import pytest
 from gmpy2 import mpz
 from hypothesis import given, settings, strategies as st
 
-from pbbflow.search.factoradic import digits_to_int, factorial, int_to_digits
-from pbbflow.search.intervals import WorkUnit, split_interval
+from pbbflow.flowshop.factoradic import digits_to_int, factorial, int_to_digits
+from pbbflow.flowshop.intervals import WorkUnit, split_interval
 
 settings.register_profile("pbbflow", max_examples=150, deadline=None)
 settings.load_profile("pbbflow")

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from distributed.utils_test import gen_cluster
 
-from pbbflow.search.factoradic import factorial
-from pbbflow.search.intervals import WorkUnit
-from pbbflow.search.packed import PackedUnit
+from pbbflow.flowshop.factoradic import factorial
+from pbbflow.flowshop.intervals import WorkUnit
+from pbbflow.flowshop.packed import PackedUnit
 from pbbflow.workflow.coordinator import Coordinator
 from pbbflow.workflow.family import work_space
 from pbbflow.workflow.ledger import CONTINUE, REPLACE, STOP, WAIT, Ledger

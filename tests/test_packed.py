@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pbbflow.search.factoradic import factorial
-from pbbflow.search.intervals import WorkUnit, byte_width
-from pbbflow.search.packed import PackedUnit
+from pbbflow.flowshop.factoradic import factorial
+from pbbflow.flowshop.intervals import WorkUnit, byte_width
+from pbbflow.flowshop.packed import PackedUnit
 
 settings.register_profile("pbbflow", max_examples=150, deadline=None)
 settings.load_profile("pbbflow")

@@ -19,10 +19,10 @@ import pytest
 import zarr
 from pbbflow import WorkUnit
 from pbbflow.flowshop.evaluation import makespan, neh
-from pbbflow.search.factoradic import factorial
+from pbbflow.flowshop.factoradic import factorial
 from pbbflow.storage import runstore
-from pbbflow.search.family import FlowShopRun
-from pbbflow.search.run_options import check_options, run_options
+from pbbflow.flowshop.family import FlowShopRun
+from pbbflow.flowshop.run_options import check_options, run_options
 from pbbflow.storage.runstore import Checkpoint, RunStore, RunStoreError
 
 N = 50

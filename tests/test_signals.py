@@ -23,10 +23,10 @@ from distributed import Client, LocalCluster
 
 from pbbflow.cli.signals import SIGNALS
 from pbbflow.cli.startup import Startup
-from pbbflow.workflow.warmup import warm_worker
+from pbbflow.flowshop.warmup import warm_worker
 from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.workflow.coordinator import Coordinator
-from pbbflow.search.family import create_flowshop_run, initial_seconds
+from pbbflow.flowshop.family import create_flowshop_run, initial_seconds
 from runwait import wait_for_committed_nodes, wait_for_handler
 
 CLI = [sys.executable, "-m", "pbbflow.cli.main"]

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from pbbflow.spatial import Model, cos, exp, sin, sqrt
-from pbbflow.spatial.bnb import MinimizeOptions, minimize, subdomains_per_dim
+from pbbflow.spatial.bnb import minimize
+from pbbflow.spatial.options import MinimizeOptions, subdomains_per_dim
 from pbbflow.spatial.floateval import evaluate_float
 from pbbflow.spatial.load import load_problem
 

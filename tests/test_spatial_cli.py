@@ -95,7 +95,7 @@ SHOWN_NAME = "a\\x1b[31mRED\\nline2\\u202e"
 
 def test_names_from_files_are_printed_escaped(capsys, tmp_path):
     """minimize's and info's lines, and the error naming a file, show control characters escaped."""
-    from pbbflow.spatial.bnb import MinimizeOptions
+    from pbbflow.spatial.options import MinimizeOptions
     from pbbflow.spatial.family import SpatialRun, first_work
     from pbbflow.spatial.load import load_problem
     from pbbflow.workflow.run import create_run

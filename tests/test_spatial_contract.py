@@ -15,7 +15,8 @@ import pytest
 from spatial_helpers import (PRECISION, Undecidable, Undefined, arb_binary, arb_outputs, arb_unary, encloses,
                              random_expression)
 
-from pbbflow.spatial.bnb import MinimizeOptions, minimize
+from pbbflow.spatial.bnb import minimize
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.contract import contract_box, contract_boxes, project
 from pbbflow.spatial.load import load_problem
 from pbbflow.spatial.problem import Problem

@@ -282,7 +282,7 @@ def _same(got: np.ndarray, expected: np.ndarray) -> None:
 
 
 def _bound_gpu(tape, lo, hi, n_per_dim, mode):
-    from pbbflow.gpu.spatial_kernels import bound_boxes_gpu
+    from pbbflow.gpu.spatial.kernels import bound_boxes_gpu
     from pbbflow.gpu.warp import SIMULATED
 
     result = bound_boxes_gpu(tape, lo, hi, n_per_dim, mode, FEAS_TOL)
@@ -293,7 +293,7 @@ def _bound_gpu(tape, lo, hi, n_per_dim, mode):
 
 
 def _contract_gpu(tape, lo, hi, ub, feas_tol):
-    from pbbflow.gpu.spatial_contract import contract_boxes_gpu
+    from pbbflow.gpu.spatial.contract import contract_boxes_gpu
     from pbbflow.gpu.warp import SIMULATED
 
     result = contract_boxes_gpu(tape, lo, hi, ub, feas_tol)
@@ -307,8 +307,8 @@ def _candidates_gpu(tape, points: np.ndarray) -> np.ndarray:
     where the point is feasible, else +inf."""
     from numba import cuda
 
-    from pbbflow.gpu import spatial_phase as phase
-    from pbbflow.gpu.spatial_kernels import THREADS_PER_BLOCK, DeviceTape, blocks, caps
+    from pbbflow.gpu.spatial import phase
+    from pbbflow.gpu.spatial.kernels import THREADS_PER_BLOCK, DeviceTape, blocks, caps
 
     dtape = DeviceTape.upload(tape)
     candidate = cuda.device_array(len(points), np.float64)
@@ -370,7 +370,8 @@ def test_mean_value_form_stops_at_atan2s_cut():
 
 
 def test_atan2s_cut_is_neither_a_wrong_optimum_nor_infeasible():
-    from pbbflow.spatial.bnb import MinimizeOptions, minimize
+    from pbbflow.spatial.bnb import minimize
+    from pbbflow.spatial.options import MinimizeOptions
 
     options = MinimizeOptions(node_limit=200_000)
     result = minimize(_problem(ATAN2_CUT), options)
@@ -384,8 +385,8 @@ def test_atan2s_cut_is_neither_a_wrong_optimum_nor_infeasible():
 @pytest.mark.gpu
 @pytest.mark.usefixtures("simulated_libdevice")
 def test_atan2s_cut_on_the_gpu():
-    from pbbflow.gpu.spatial_bnb import minimize_gpu
-    from pbbflow.spatial.bnb import MinimizeOptions
+    from pbbflow.gpu.spatial.bnb import minimize_gpu
+    from pbbflow.spatial.options import MinimizeOptions
 
     options = MinimizeOptions(node_limit=64)  # the whole proofs take minutes in the simulator
     for document, optimum in ((ATAN2_CUT, -math.pi), (ATAN2_CUT_CONSTRAINT, -2.0)):

@@ -13,7 +13,8 @@ import pytest
 from spatial_helpers import circle_problem
 from spatial_oracle import Oracle, covering_bound
 
-from pbbflow.spatial.bnb import MinimizeOptions, minimize
+from pbbflow.spatial.bnb import minimize
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.boxes import BoxSet
 from pbbflow.spatial.explorer import Exploration
 from pbbflow.spatial.load import load_problem
@@ -451,7 +452,7 @@ def test_offering_many_points_at_once_keeps_what_offering_them_in_turn_keeps(nam
     """``offer_many`` (one pass of the tape for a batch of box points) against ``offer`` of each
     point in turn: the same incumbent value and point, from random batches with points outside the
     domain, infeasible ones, ties and non-finite ones."""
-    from pbbflow.spatial.bnb import _Incumbent
+    from pbbflow.spatial.options import _Incumbent
 
     if name == "peaks":
         problem = load_problem("peaks")

@@ -13,7 +13,9 @@ import pytest
 
 from pbbflow.spatial import Model, atan2, cos, exp, log, maximum, minimum, relu, sigmoid, sin, sqrt, tan, tanh
 from pbbflow.spatial import abs as abs_
-from pbbflow.spatial.bnb import MinimizeOptions, _Incumbent, _LocalSolver, minimize
+from pbbflow.spatial.bnb import minimize
+from pbbflow.spatial.local import _LocalSolver
+from pbbflow.spatial.options import MinimizeOptions, _Incumbent
 from pbbflow.spatial.floateval import evaluate_float, evaluate_float_gradients, float_gradients
 from pbbflow.spatial.load import load_problem
 from pbbflow.spatial.tape import Op, TapeBuilder

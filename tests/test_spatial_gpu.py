@@ -28,8 +28,8 @@ from spatial_helpers import (
     sample_points,
 )
 
-from pbbflow.gpu import spatial_interval as giv
-from pbbflow.gpu.spatial_kernels import MAX_TAPE, TapeTooLarge, bound_boxes_gpu
+from pbbflow.gpu.spatial import interval as giv
+from pbbflow.gpu.spatial.kernels import MAX_TAPE, TapeTooLarge, bound_boxes_gpu
 from pbbflow.gpu.warp import SIMULATED
 from pbbflow.spatial import Model
 from pbbflow.spatial import interval as iv

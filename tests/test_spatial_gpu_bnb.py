@@ -16,11 +16,12 @@ from numba import cuda
 
 from pbbflow.cli import minimize as minimize_cli
 from pbbflow.cli.main import main
-from pbbflow.gpu import spatial_phase as phase
-from pbbflow.gpu.spatial_bnb import minimize_gpu
-from pbbflow.gpu.spatial_kernels import THREADS_PER_BLOCK, DeviceTape, blocks, caps
+from pbbflow.gpu.spatial import phase
+from pbbflow.gpu.spatial.bnb import minimize_gpu
+from pbbflow.gpu.spatial.kernels import THREADS_PER_BLOCK, DeviceTape, blocks, caps
 from pbbflow.spatial import Model
-from pbbflow.spatial.bnb import MinimizeOptions, minimize
+from pbbflow.spatial.bnb import minimize
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.boxes import bisect
 from pbbflow.spatial.bounds import evaluate_point, is_feasible
 from pbbflow.spatial.parse import problem_from_dict
@@ -288,7 +289,7 @@ def test_no_visible_gpu_is_a_one_line_error_or_the_cpu(capsys, monkeypatch, prob
 
 
 def test_a_tape_beyond_the_kernels_caps_runs_on_the_cpu_unless_the_gpu_was_asked(capsys, one_gpu, monkeypatch, problem_file):
-    monkeypatch.setattr("pbbflow.gpu.spatial_kernels.MAX_TAPE", 4)
+    monkeypatch.setattr("pbbflow.gpu.spatial.kernels.MAX_TAPE", 4)
     assert main(["minimize", problem_file("B6-booth")]) == 0
     captured = capsys.readouterr()
     assert "pbbflow: on the CPU: the GPU bounds tapes of at most 4 slots" in captured.err

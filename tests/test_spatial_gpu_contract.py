@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from pbbflow.gpu.spatial_contract import contract_boxes_device, contract_boxes_gpu
-from pbbflow.gpu.spatial_kernels import MAX_TAPE, DeviceTape, TapeTooLarge
+from pbbflow.gpu.spatial.contract import contract_boxes_device, contract_boxes_gpu
+from pbbflow.gpu.spatial.kernels import MAX_TAPE, DeviceTape, TapeTooLarge
 from pbbflow.gpu.warp import SIMULATED
 from pbbflow.spatial import Model
 from pbbflow.spatial.bounds import evaluate_point, is_feasible

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from spatial_oracle import Oracle
 
-from pbbflow.gpu.spatial_bnb import GpuExploration
+from pbbflow.gpu.spatial.bnb import GpuExploration
 from pbbflow.gpu.warp import SIMULATED
 from pbbflow.spatial import explorer
-from pbbflow.spatial.bnb import MinimizeOptions
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.boxes import BoxSet
 from pbbflow.spatial.explorer import Exploration
 from pbbflow.spatial.family import SpatialRun, make_engine
@@ -264,7 +264,7 @@ def test_a_gpu_worker_explores_on_the_device_through_the_engine():
 
 
 def test_a_tape_beyond_the_kernels_caps_explores_on_the_cpu(monkeypatch):
-    monkeypatch.setattr("pbbflow.gpu.spatial_kernels.MAX_TAPE", 4)
+    monkeypatch.setattr("pbbflow.gpu.spatial.kernels.MAX_TAPE", 4)
     problem = _problem("B2-six-hump-camel")
     engine = make_engine(SpatialRun.new(problem, SLOW, subdomains=SLOW.subdomains).engine_options(), gpu=True, threads=2)
     assert type(engine.exploration) is Exploration and engine.exploration.options.parallel

@@ -9,7 +9,8 @@ import pytest
 from spatial_helpers import circle_problem
 
 from pbbflow.spatial import Model, exp, sin
-from pbbflow.spatial.bnb import MinimizeOptions, minimize
+from pbbflow.spatial.bnb import minimize
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.bounds import bound_boxes
 from pbbflow.spatial.floateval import evaluate_float
 from pbbflow.spatial.lagrangian import lagrangian_bound, multipliers

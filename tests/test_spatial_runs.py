@@ -20,8 +20,8 @@ from distributed import Client, LocalCluster
 
 from pbbflow.cli.main import main
 from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.search.family import create_flowshop_run
-from pbbflow.spatial.bnb import MinimizeOptions
+from pbbflow.flowshop.family import create_flowshop_run
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.boxes import BoxSet
 from pbbflow.spatial.family import SpatialRun, first_work
 from pbbflow.spatial.load import load_problem

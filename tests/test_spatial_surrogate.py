@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from pbbflow.spatial import ProblemError, builtin_names, evaluate_float, load_problem
-from pbbflow.spatial.bnb import MinimizeOptions, minimize
+from pbbflow.spatial.bnb import minimize
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.surrogate import surrogate_error_problem
 
 DATA = Path(__file__).resolve().parents[1] / "spatial" / "data"

@@ -12,7 +12,8 @@ import pytest
 from distributed import Client, LocalCluster, wait
 from spatial_helpers import circle_problem
 
-from pbbflow.spatial.bnb import MinimizeOptions, minimize
+from pbbflow.spatial.bnb import minimize
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.boxes import BoxSet
 from pbbflow.spatial.family import BoxSpace, BoxWork, SpatialRun
 from pbbflow.spatial.load import load_problem
@@ -20,7 +21,7 @@ from pbbflow.workflow.coordinator import Coordinator
 from pbbflow.workflow.family import work_space
 from pbbflow.workflow.ledger import CONTINUE, REPLACE, WAIT, Ledger
 from pbbflow.workflow.tasks import explorer_task, heuristic_task
-from pbbflow.workflow.warmup import submit_warm_workers
+from pbbflow.workflow.worker_code import submit_warm_workers
 
 PEAKS = load_problem("peaks")
 OPTIONS = MinimizeOptions(subdomains=16, parallel=False)

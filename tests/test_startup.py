@@ -21,13 +21,15 @@ from pbbflow.cli import startup as startup_module
 from pbbflow.cli.main import main
 from pbbflow.cli.startup import Startup, process_age
 from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.search import ivm
-from pbbflow.workflow import warmup
+from pbbflow.flowshop import ivm
+from pbbflow.flowshop import warmup
+from pbbflow.workflow import worker_code
 from pbbflow.workflow.cluster import open_cluster
-from pbbflow.search.family import create_flowshop_run
+from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.workflow.run import drive
 from pbbflow.core.compiling import CodeLoad
-from pbbflow.workflow.warmup import warm_worker, warm_workers
+from pbbflow.flowshop.warmup import warm_worker
+from pbbflow.workflow.worker_code import warm_workers
 
 STARTUP_FIELDS = {"imports_s", "cluster_s", "client_code_s", "workers_code_s", "store_code_s", "initial_heuristic_s",
                   "wait_s", "search_s", "final_checkpoint_s", "close_s", "compile_s", "total_s"}  # fmt: skip
@@ -194,7 +196,7 @@ def test_the_first_run_says_it_compiles_and_keeps_it_out_of_the_search(tmp_path,
 def test_a_busy_worker_does_not_hold_the_warm_up(monkeypatch, patience):
     """A worker whose only thread runs other work: the warm-up returns after WARM_SECONDS without
     its code load (it loads later, before its first task) instead of raising or waiting."""
-    monkeypatch.setattr(warmup, "WARM_SECONDS", 0.3)
+    monkeypatch.setattr(worker_code, "WARM_SECONDS", 0.3)
     instance = taillard_instance(1)
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
             Client(cluster) as client:  # fmt: skip

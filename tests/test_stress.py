@@ -16,8 +16,8 @@ import pytest
 
 from pbbflow.flowshop.evaluation import brute_force_optimum, neh
 from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.search.explorer import explore
-from pbbflow.search.intervals import WorkUnit
+from pbbflow.flowshop.explorer import explore
+from pbbflow.flowshop.intervals import WorkUnit
 from stress import explore_in_pieces, gpu_in_pieces
 
 # optima from ../shared/data/taillard/bounds.csv
@@ -106,7 +106,7 @@ def test_workflow_checkpoints_in_pieces(tmp_path):
     from distributed import Client, LocalCluster
 
     from pbbflow.storage.runstore import RunStore
-    from pbbflow.search.family import create_flowshop_run
+    from pbbflow.flowshop.family import create_flowshop_run
     from pbbflow.workflow.run import drive
 
     instance = taillard_instance(30)  # 2.8 M nodes, 3 s on one core

@@ -13,10 +13,10 @@ import zarr
 from distributed import Client, LocalCluster
 
 from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.search.explorer import explore
-from pbbflow.search.intervals import WorkUnit
+from pbbflow.flowshop.explorer import explore
+from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.storage.runstore import RunStore
-from pbbflow.search.family import create_flowshop_run
+from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.workflow.run import drive
 from runwait import wait_for_committed_nodes
 
@@ -197,7 +197,7 @@ def test_heuristic_tasks_never_take_the_last_explorer(tmp_path):
 def test_a_failing_heuristic_task_stops_the_run_with_a_checkpoint(tmp_path, monkeypatch):
     """A heuristic task that raises: drive checkpoints the ledger and raises RunFailed with the
     task's traceback; a resume explores the rest to the fixed tree's exact count."""
-    from pbbflow.search import family
+    from pbbflow.flowshop import family
     from pbbflow.workflow.run import RunFailed
 
     def failing_greedy(*args, **kwargs):
@@ -223,7 +223,7 @@ def test_an_explorer_that_does_not_answer_the_stop_keeps_its_work_in_the_checkpo
     """drive waits STOP_SECONDS for the explorers' last checkpoints, then writes the ledger's
     state, where a silent explorer's work stands as of its last checkpoint."""
     from pbbflow.workflow import run as run_module
-    from pbbflow.search.family import CpuEngine as _CpuEngine
+    from pbbflow.flowshop.family import CpuEngine as _CpuEngine
 
     release, real_run = threading.Event(), _CpuEngine.run
 

@@ -8,9 +8,9 @@ from distributed import Client, Scheduler, SpecCluster, Worker
 from pbbflow.cli.main import main
 from pbbflow.flowshop.evaluation import brute_force_optimum
 from pbbflow.flowshop.instance import FlowShop
-from pbbflow.search.explorer import explore
-from pbbflow.search.intervals import WorkUnit
-from pbbflow.search.family import create_flowshop_run
+from pbbflow.flowshop.explorer import explore
+from pbbflow.flowshop.intervals import WorkUnit
+from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.workflow.run import drive
 
 pytestmark = pytest.mark.gpu

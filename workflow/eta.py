@@ -1,7 +1,7 @@
 """A run's ETA: its family's estimate of the nodes left, divided by the recent node rate.
 
 A family whose run instance has ``estimate_left`` (``family.EstimatesWork``; flow shop: random
-probes of the explorers' tree, ``search.estimate``) is asked for an estimate of the nodes left in
+probes of the explorers' tree, ``flowshop.estimate``) is asked for an estimate of the nodes left in
 the remaining work under the incumbent, on a background thread of the driver, every
 ``REFRESH_SECONDS`` for ``ESTIMATE_SECONDS``: a checkpoint or a poll never waits for it, except
 the final checkpoint, which gets one estimate of the final work.  Between two estimates the nodes

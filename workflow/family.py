@@ -4,7 +4,7 @@ The ledger, the coordinator and the tasks hand out, split, count, measure and ex
 through these protocols and know no family:
 
 - a :class:`WorkSet` is a family's unit of work, made of pieces (flow shop: intervals of
-  [0, n!), ``search.packed.PackedUnit``; spatial B&B: boxes with their lower bounds);
+  [0, n!), ``flowshop.packed.PackedUnit``; spatial B&B: boxes with their lower bounds);
 - a :class:`WorkSpace` is the space those sets live in: it decodes their wire format (bytes,
   never a pickle), forms unions, and measures what is left;
 - an :class:`Engine` explores a work set held in a worker between checkpoints;
@@ -28,7 +28,7 @@ import numpy as np
 
 # run kind -> the module of its family (a Family)
 FAMILIES = {
-    "flowshop": "pbbflow.search.family",
+    "flowshop": "pbbflow.flowshop.family",
     "spatial": "pbbflow.spatial.family",
 }
 
@@ -189,7 +189,7 @@ class RunInstance(Protocol):
 
 class EstimatesWork(Protocol):
     """A run instance that can estimate its work left (optional: ``workflow.eta`` asks for it where
-    the instance has the method; flow shop: ``search.estimate``)."""
+    the instance has the method; flow shop: ``flowshop.estimate``)."""
 
     def estimate_left(self, work: StoredWork, ub: Any, seconds: float) -> tuple[float, float, float] | None:
         """(nodes, low, high): the nodes explorers would decompose in ``work`` under the incumbent ``ub``

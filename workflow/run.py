@@ -33,7 +33,7 @@ from .eta import Estimator, Eta, eta_of, recent_rate
 from .family import RunInstance, StoredWork
 from .history import activity_column
 from .tasks import explorer_task, heuristic_task
-from .warmup import warm_workers
+from .worker_code import warm_workers
 
 STOP_SECONDS = 60.0  # after a stop, how long explorers get to send their last checkpoint
 # + activity columns; lower_bound is NaN for a family whose work holds no bounds (flow shop)

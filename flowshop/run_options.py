@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..flowshop.bounds import BOUND_NAMES, lower_bound
+from .bounds import BOUND_NAMES, lower_bound
 from .ivm import BRANCH_NAMES
 
 INITIAL_NAMES = ("neh", "ig")

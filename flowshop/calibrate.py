@@ -5,7 +5,7 @@ Tools for estimators of the nodes left that learn from the part of a proof alrea
 subtrees whose every leaf lies in the work, plus the few partial nodes on their boundary.
 :func:`Calibrator.roots` lists those subtree roots (prefix digits, depth, the root's LB), and for
 one root :func:`Calibrator.count` walks its subtree exactly (stopping past a cap) while
-:func:`Calibrator.probes` draws Knuth probes of it.  The tree is ``search.estimate``'s: the
+:func:`Calibrator.probes` draws Knuth probes of it.  The tree is ``flowshop.estimate``'s: the
 explorer's child order, bound, branching and pruning under a fixed UB, through the same njit
 bodies; a node is counted where its leftmost leaf lies in the work.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ..flowshop.bounds import BOUND_NAMES
+from .bounds import BOUND_NAMES
 from .factoradic import digits_to_int, factorial
 from .estimate import _enter, _overlap, draw_cell, row_weights, work_rows
 from .intervals import WorkUnit

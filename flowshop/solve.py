@@ -7,9 +7,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..flowshop.bounds import lower_bound
-from ..flowshop.evaluation import makespan, neh
-from ..flowshop.instance import FlowShop
+from .bounds import lower_bound
+from .evaluation import makespan, neh
+from .instance import FlowShop
 from .explorer import Snapshot, explore
 from .intervals import WorkUnit
 

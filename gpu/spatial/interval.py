@@ -29,8 +29,8 @@ import types as pytypes
 from numba import cuda
 from numba.cuda import libdevice
 
-from ..spatial import interval as cpu
-from .warp import SIMULATED
+from ...spatial import interval as cpu
+from ..warp import SIMULATED
 
 INF = cpu.INF
 NAN = cpu.NAN

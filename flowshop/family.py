@@ -19,9 +19,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..flowshop.evaluation import makespan, neh
-from ..flowshop.instance import FlowShop
-from ..flowshop.iterated_greedy import iterated_greedy
+from .evaluation import makespan, neh
+from .instance import FlowShop
+from .iterated_greedy import iterated_greedy
 from .estimate import Prober
 from .explorer import explore
 from .intervals import WorkUnit
@@ -72,7 +72,7 @@ class GpuEngine:
     """A ``GpuExplorer`` whose IVMs stay on the device from one checkpoint to the next."""
 
     def __init__(self, p: np.ndarray, bound: str, branch: str, ivms: int) -> None:
-        from ..gpu.explorer import GpuExplorer  # only GPU workers import numba-cuda's runtime
+        from ..gpu.flowshop.explorer import GpuExplorer  # only GPU workers import numba-cuda's runtime
 
         self.n = p.shape[0]
         self.gpu = GpuExplorer(p, ivms=ivms, bound=bound, branch=branch)
@@ -249,10 +249,10 @@ class FlowShopRun:
         }
 
     def estimate_left(self, work: WorkUnit, ub: int, seconds: float) -> tuple[float, float, float] | None:
-        """Random probes of the explorers' tree in ``work`` under ``ub`` (``search.estimate``), for
+        """Random probes of the explorers' tree in ``work`` under ``ub`` (``flowshop.estimate``), for
         about ``seconds``: the nodes left and the range of that estimate; None while a first run's
-        probes are still being compiled apart (``workflow.warmup.compile_eta_apart``)."""
-        from ..workflow.warmup import eta_code_ready
+        probes are still being compiled apart (``warmup.compile_eta_apart``)."""
+        from .warmup import eta_code_ready
 
         if not eta_code_ready():
             return None
@@ -262,17 +262,17 @@ class FlowShopRun:
         return estimate.nodes, estimate.low, estimate.high
 
     def client_code(self):
-        from ..workflow.warmup import warm_client
+        from .warmup import warm_client
 
         return warm_client(self.p, self.options["bound"], initial=None)
 
     def first_run_code(self):
-        from ..workflow.warmup import FIRST_RUN, code_cached
+        from .warmup import FIRST_RUN, code_cached
 
         return None if code_cached(None) else FIRST_RUN
 
     def worker_code(self):
-        from ..workflow.warmup import warm_worker
+        from .warmup import warm_worker
 
         return warm_worker, (self.p, self.options["bound"], self.options["branch"])
 

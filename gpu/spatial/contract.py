@@ -2,16 +2,16 @@
 
 Each thread runs the CPU contractor (:func:`pbbflow.spatial.contract._contract_into`: the sweeps,
 the projections, the stopping rule) compiled for the device with the device interval operations
-of :mod:`.spatial_interval` (:func:`~.spatial_interval.device_twin`), so the GPU contracts by the
+of :mod:`.interval` (:func:`~.interval.device_twin`), so the GPU contracts by the
 CPU's rules; under the simulator (exact libdevice) the results are the CPU's bit for bit. On a GPU
 the library functions (and atanh in the tanh projection) are widened by 3 floats instead of 4 and
 the k-th root guesses come from the device's ``pow``: the boxes stay rigorous but may differ from
 the CPU's in the last floats (or, through the stopping rule, by a sweep).
 
-The tape is the bounding kernels' :class:`~.spatial_kernels.DeviceTape`; each thread marks the
+The tape is the bounding kernels' :class:`~.kernels.DeviceTape`; each thread marks the
 slots the outputs depend on itself (:func:`~pbbflow.spatial.contract._mark_needed`, one backward
 pass). Scratch per thread in ``cuda.local.array``: ``2 * tape_cap + vars_cap`` float64 and
-``tape_cap`` flags (tape_cap, vars_cap: :func:`.spatial_kernels.caps`, one compiled kernel per
+``tape_cap`` flags (tape_cap, vars_cap: :func:`.kernels.caps`, one compiled kernel per
 combination).
 """
 
@@ -23,12 +23,12 @@ import math
 import numpy as np
 from numba import boolean, cuda, float64, int64
 
-from ..spatial import contract as cpu
-from ..spatial.contract import SWEEPS, checked_request
-from ..spatial.tape import Tape
-from . import spatial_interval
-from .spatial_interval import device_twin
-from .spatial_kernels import SOURCE_STAMP, THREADS_PER_BLOCK, DeviceTape, blocks, caps
+from ...spatial import contract as cpu
+from ...spatial.contract import SWEEPS, checked_request
+from ...spatial.tape import Tape
+from . import interval as spatial_interval
+from .interval import device_twin
+from .kernels import SOURCE_STAMP, THREADS_PER_BLOCK, DeviceTape, blocks, caps
 
 _NAMESPACE = dict(vars(cpu))
 _NAMESPACE["iv"] = spatial_interval
@@ -45,7 +45,7 @@ def contracting_kernel(tape_cap: int, vars_cap: int):
     """The kernel contracting box ``t`` in thread ``t < count``, in place (NaN and ``empty[t] = 1``
     when it holds no kept point), for tapes of at most the given slots and variables."""
 
-    stamp = SOURCE_STAMP  # in the closure: the disk cache's key (spatial_kernels.SOURCE_STAMP)
+    stamp = SOURCE_STAMP  # in the closure: the disk cache's key (kernels.SOURCE_STAMP)
 
     @cuda.jit(cache=True)
     def contract(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, box_lo, box_hi, count, ub, feas_tol, empty):

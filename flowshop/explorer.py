@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from gmpy2 import mpz
 
-from ..flowshop.bounds import BOUND_NAMES
+from .bounds import BOUND_NAMES
 from .factoradic import digits_to_int, factorial, int_to_digits
 from .intervals import Interval, WorkUnit, split_interval
 from .ivm import BRANCH_NAMES, IVM, IMPROVED, LEAVES, NODES, UB, Problem

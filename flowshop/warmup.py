@@ -1,4 +1,4 @@
-"""Load a run's numba code before its clock starts, and tell a compile from a cache load.
+"""Load a flow-shop run's numba code before its clock starts, and tell a compile from a cache load.
 
 numba compiles a function the first time a process calls it, or loads it from its on-disk
 cache (``cache=True``) when an earlier process on the machine compiled it (``core.compiling``).
@@ -23,23 +23,22 @@ import fcntl
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
-from distributed import Client, Future, get_worker, wait
+from distributed import get_worker
 
 from ..core.compiling import CodeLoad, in_cache, recording, start_apart
 from ..core.files import open_append
-from ..flowshop.bounds import lower_bound
-from ..flowshop.evaluation import makespan, neh
-from ..flowshop.iterated_greedy import iterated_greedy
-from ..search.estimate import load_probes
-from ..search.explorer import explore
-from ..search.intervals import WorkUnit
-from ..search.packed import PackedUnit
-from .fastexit import exit_without_final_gc
+from ..workflow.fastexit import exit_without_final_gc
+from .bounds import lower_bound
+from .evaluation import makespan, neh
+from .iterated_greedy import iterated_greedy
+from .estimate import load_probes
+from .explorer import explore
+from .intervals import WorkUnit
+from .packed import PackedUnit
 
 SMALL_N = 6  # jobs of the instance slice the code runs on (numba compiles per type, not per size)
 # beside numba's cache of this package: a file no other local user can create or hold
@@ -47,7 +46,6 @@ LOCK = Path(__file__).resolve().parent / "__pycache__" / "pbbflow-numba.lock"
 TURN_SECONDS = 600.0  # the longest wait for another worker's turn (a first compile takes ~20 s)
 # what a first run compiles, and about how long that takes (measured: benchmarks/first_run.py)
 FIRST_RUN = ("the flow-shop solver", "20 s on 2 cores")
-WARM_SECONDS = 120.0  # the longest wait for the workers' code: one busy with other work loads it later
 _loaded: set = set()  # what warm_worker loaded in this process: "cpu explorer" or GPU explore kernels
 
 
@@ -102,14 +100,14 @@ try:  # before numba's import, so that a run starting meanwhile waits for this o
     fcntl.flock(lock, fcntl.LOCK_EX)
 except OSError:
     pass
-from pbbflow.search.estimate import load_probes
+from pbbflow.flowshop.estimate import load_probes
 load_probes()
 """
 
 
 def compile_eta_apart(command: list[str] | None = None) -> None:
     """Compile the ETA's code into numba's on-disk cache in a new Python process (``command``, by
-    default one that holds ``PROBES_LOCK`` and runs ``search.estimate.load_probes``), beside the
+    default one that holds ``PROBES_LOCK`` and runs ``flowshop.estimate.load_probes``), beside the
     run; :func:`eta_code_ready` says when the estimates may load it.  The process outlives a short
     run to fill the cache for the next (a signal to the process group ends it too: numba replaces a
     cache file only once it is whole)."""
@@ -147,7 +145,7 @@ def eta_code_ready() -> bool:
 
 def _kernel_misses(p: np.ndarray) -> int:
     """Kernels of ``p``'s size that numba-cuda did not find in its cache so far (0 in the simulator)."""
-    from ..gpu import kernels as K
+    from ..gpu.flowshop import kernels as K
 
     kernels = (K.explore_kernel(*p.shape), K.classify, K.list_victims, K.steal)
     return sum(sum(k.stats.cache_misses.values()) for k in kernels if hasattr(k, "stats"))
@@ -194,7 +192,7 @@ def warm_worker(p: np.ndarray, bound: str, branch: str) -> CodeLoad:
     exit_without_final_gc()
     gpu = get_worker().state.total_resources.get("GPU", 0) > 0
     if gpu:
-        from ..gpu.kernels import explore_kernel  # one kernel per size class of instances
+        from ..gpu.flowshop.kernels import explore_kernel  # one kernel per size class of instances
 
         code = explore_kernel(*p.shape)
     else:
@@ -207,7 +205,7 @@ def warm_worker(p: np.ndarray, bound: str, branch: str) -> CodeLoad:
         # while another worker compiles, the coordinator's code (which the client loads next)
         with _machine_turn(meanwhile=lambda: _coordinator_code(small.shape[0])):
             if gpu:
-                from ..gpu.explorer import compile_kernels  # only GPU workers import numba-cuda's runtime
+                from ..gpu.flowshop.explorer import compile_kernels  # only GPU workers import numba-cuda's runtime
 
                 before = _kernel_misses(p)
                 compile_kernels(p, branch)
@@ -225,9 +223,9 @@ def code_cached(initial: str | None) -> bool:
     """Whether numba's on-disk cache holds the flow-shop code a run on the CPU loads (the client's,
     with its ``initial`` heuristic, and the explorer's); False: this is the machine's first run, or
     its first since an upgrade."""
-    from ..flowshop import evaluation
-    from ..flowshop import iterated_greedy as ig
-    from ..search import ivm, packed
+    from . import evaluation
+    from . import iterated_greedy as ig
+    from . import ivm, packed
 
     heuristic = {"ig": [ig._iterate, ig._local_search], "neh": [evaluation.insert_best]}.get(initial, [])
     return in_cache(*heuristic, packed._coalesce, packed._intersect, ivm.explore_steps, ivm.init_at, ivm.set_root)
@@ -247,29 +245,7 @@ def start_worker_code_apart(bound: str, branch: str) -> subprocess.Popen | None:
 def compile_explorer(bound: str, branch: str) -> None:
     """A job of ``core.compiling.start_apart``: compile the CPU explorer for ``bound`` and ``branch``
     into numba's cache, on an instance of the run's array type (numba compiles per type, not size)."""
-    from ..flowshop.instance import FlowShop
+    from .instance import FlowShop
 
     p = FlowShop("warm-up", np.ones((SMALL_N, 2), dtype=np.int32)).p
     explore(p, WorkUnit.full(SMALL_N), int(p.sum()) + 1, bound=bound, branch=branch, max_nodes=64)
-
-
-def submit_warm_workers(client: Client, code: Callable[..., CodeLoad], args: tuple) -> dict[str, Future]:
-    """``code(*args)`` (a run's ``worker_code``: flow shop's :func:`warm_worker`) submitted to every
-    worker of ``client`` now, one task each."""
-    tag = uuid.uuid4().hex
-    return {w: client.submit(code, *args, key=f"pbbflow-warmup-{tag}-{i}", workers=[w], allow_other_workers=True,
-                             pure=False)
-            for i, w in enumerate(sorted(client.scheduler_info()["workers"]))}  # fmt: skip
-
-
-def loaded_code(futures: dict[str, Future]) -> dict[str, CodeLoad]:
-    """The code loads of the warm-up tasks ``futures`` that end within ``WARM_SECONDS`` (a worker
-    whose threads are all busy loads its code when it gets to it); a failed one raises."""
-    with contextlib.suppress(TimeoutError):  # distributed.wait raises when the timeout passes
-        wait(list(futures.values()), timeout=WARM_SECONDS)
-    return {worker: future.result() for worker, future in futures.items() if future.done()}
-
-
-def warm_workers(client: Client, code: Callable[..., CodeLoad], args: tuple) -> dict[str, CodeLoad]:
-    """``code(*args)`` on every worker of ``client`` now, waited for as :func:`loaded_code`."""
-    return loaded_code(submit_warm_workers(client, code, args))

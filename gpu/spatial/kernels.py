@@ -3,7 +3,7 @@
 Each thread runs the CPU's subdomain bounder (:func:`pbbflow.spatial.bounds._bound_chunk` with
 one lane: NIE, interval tangents for the mean value form, f at the centre as a point interval,
 the intersection by mode, the kink fallback, the drop rule) compiled for the device with the
-device interval operations of :mod:`.spatial_interval` (:func:`~.spatial_interval.device_twin`),
+device interval operations of :mod:`.interval` (:func:`~.interval.device_twin`),
 so the GPU bounds the same subdomains by the same rules as the CPU. The per-box reduction is on
 the device too: atomics for the lowest bound, the counts and the lowest/highest cell along each
 axis of the subdomains below the box's threshold, a second kernel for the first subdomain
@@ -30,12 +30,12 @@ import numpy as np
 from numba import cuda, float64, int64
 from numba.cuda import libdevice
 
-from ..spatial import bounds as cpu
-from ..spatial.bounds import BoxBounds, Mode, checked_request
-from ..spatial.tape import Tape
-from . import spatial_interval
-from .spatial_interval import device_twin
-from .warp import SIMULATED
+from ...spatial import bounds as cpu
+from ...spatial.bounds import BoxBounds, Mode, checked_request
+from ...spatial.tape import Tape
+from . import interval as spatial_interval
+from .interval import device_twin
+from ..warp import SIMULATED
 
 MAX_TAPE = 1024  # slots (1,024 x 8 tangents: 144 KiB of local memory per thread)
 MAX_VARS = 8
@@ -52,9 +52,9 @@ def _source_stamp() -> int:
     so without it an edited ``spatial/bounds.py`` would run a stale kernel."""
     digest = hashlib.sha256()
     here = Path(__file__).resolve().parent
-    for path in (here.parent / "spatial" / "bounds.py", here.parent / "spatial" / "interval.py",
-                 here.parent / "spatial" / "contract.py", here / "spatial_interval.py", here / "spatial_kernels.py",
-                 here / "spatial_phase.py"):
+    for path in (here.parent.parent / "spatial" / "bounds.py", here.parent.parent / "spatial" / "interval.py",
+                 here.parent.parent / "spatial" / "contract.py", here / "interval.py", here / "kernels.py",
+                 here / "phase.py"):
         digest.update(path.read_bytes())
     return int(digest.hexdigest()[:15], 16)
 

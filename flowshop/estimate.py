@@ -1,12 +1,12 @@
 """How many B&B nodes are left in a work unit: random probes of the explorer's own tree.
 
 A probe (Knuth 1975, "Estimating the efficiency of backtrack programs") walks from the root to
-a leaf of the tree that ``search.ivm`` explores, choosing one child at random at each node, and
+a leaf of the tree that ``flowshop.ivm`` explores, choosing one child at random at each node, and
 returns ``sum over its path of 1 / P(reaching that node)`` for the nodes that count: an unbiased
 estimate of the number of nodes.  The tree is the explorer's exactly, through its own njit
 bodies: the same child order (the IVM's M rows), bound, dynamic branching direction and pruning
 (LB >= UB) under a fixed UB.  Work is a set of intervals of [0, n!): a node is counted where its
-leftmost leaf lies in the work (the explorers' rule, ``search.ivm``), and a probe only enters
+leftmost leaf lies in the work (the explorers' rule, ``flowshop.ivm``), and a probe only enters
 children whose subtree meets the work, so it estimates the nodes an explorer of that work
 decomposes, with no probe wasted on explored parts.
 
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ..flowshop.bounds import BOUND_NAMES
-from ..gpu.factoradic import limbs_to_digits
+from .bounds import BOUND_NAMES
+from ..gpu.flowshop.factoradic import limbs_to_digits
 from .intervals import WorkUnit
 from .ivm import BRANCH_NAMES, IVM, Problem, _bound_and_prune, _descend, _fill_row, set_root
 from .packed import PackedUnit
@@ -275,7 +275,7 @@ def load_probes() -> None:
 def work_rows(work: WorkUnit | PackedUnit) -> tuple[np.ndarray, np.ndarray]:
     """``(starts, ends)``: the work's intervals as factoradic digit rows, an end of n! as ``[n, 0, ...]``.
 
-    Through the packed limbs and numba (``gpu.factoradic.limbs_to_digits``): a GPU's work of 20,000
+    Through the packed limbs and numba (``gpu.flowshop.factoradic.limbs_to_digits``): a GPU's work of 20,000
     intervals converts in milliseconds, where Python integers took 0.3 s, the whole probing time."""
     packed = work if isinstance(work, PackedUnit) else PackedUnit.from_work_unit(work)
     n = packed.n

@@ -3,8 +3,8 @@
 A phase reads the open boxes of ``q_in`` (boxes and their lower bounds) and writes ``q_out``
 through an atomic tail (the lecture seed's static task list): :func:`branch` prunes the boxes at
 or above the prune level, carries the unselected ones over and bisects the selected ones into a
-children list; the children are contracted and bounded (:mod:`.spatial_contract`,
-:mod:`.spatial_kernels`); :func:`candidate_kernel` evaluates each child's best point rigorously
+children list; the children are contracted and bounded (:mod:`.contract`,
+:mod:`.kernels`); :func:`candidate_kernel` evaluates each child's best point rigorously
 and lowers the device incumbent with an atomic min; :func:`keep` shrinks each child to the hull of
 its subdomains below the level and appends the survivors to ``q_out``; :func:`claim` names the
 child that holds the incumbent and the lowest kept child (for the host's local solves).
@@ -23,8 +23,8 @@ import sys
 import numpy as np
 from numba import cuda, float64, int64
 
-from .spatial_interval import add_down, add_up
-from .spatial_kernels import MAX_VARS, SOURCE_STAMP, add_nearest, mul_nearest, run_tape
+from .interval import add_down, add_up
+from .kernels import MAX_VARS, SOURCE_STAMP, add_nearest, mul_nearest, run_tape
 
 N_REAL, N_COUNT = 5, 6  # the lengths of ``real`` and ``count``
 R_UB, R_PRUNED, R_UNSPLIT, R_OPEN_MIN, R_BEST_KEPT = range(N_REAL)  # incumbent, pruned, unsplittable, ...
@@ -170,7 +170,7 @@ def candidate_kernel(tape_cap: int, vars_cap: int):
     ``candidate[box]`` = f's upper end where the point is feasible (g <= 0, |h| <= feas_tol, f
     defined), else +inf; the incumbent ``real[R_UB]`` is lowered atomically."""
 
-    stamp = SOURCE_STAMP  # in the closure: the disk cache's key (spatial_kernels.SOURCE_STAMP)
+    stamp = SOURCE_STAMP  # in the closure: the disk cache's key (kernels.SOURCE_STAMP)
 
     @cuda.jit(cache=True)
     def offer_candidates(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, varying, n_children, best_point,

@@ -4,7 +4,7 @@
 coordinator tells to continue does not reload anything: ``load`` a work unit (at most K
 intervals), ``run`` under a UB for a budget, read ``remaining`` (a ``PackedUnit`` built from
 the IVMs' digit vectors in numba, no Python integer per interval) and ``best``.
-``explore_gpu`` is the one-shot form, returning an ``ExploreResult`` like ``search.explorer``.
+``explore_gpu`` is the one-shot form, returning an ``ExploreResult`` like ``flowshop.explorer``.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda
 
-from ..flowshop.bounds import BOUND_NAMES, LB1, head_tail_minima
-from ..search.explorer import ExploreResult, Snapshot
-from ..search.intervals import WorkUnit
-from ..search.ivm import BRANCH_NAMES
-from ..search.packed import PackedUnit, limbs
-from . import DEFAULT_IVMS, GpuError
+from ...flowshop.bounds import BOUND_NAMES, LB1, head_tail_minima
+from ...flowshop.explorer import ExploreResult, Snapshot
+from ...flowshop.intervals import WorkUnit
+from ...flowshop.ivm import BRANCH_NAMES
+from ...flowshop.packed import PackedUnit, limbs
+from .. import DEFAULT_IVMS, GpuError
 from . import kernels as K
 from .factoradic import digits_to_limbs, limbs_to_digits
-from .warp import WARP, WARPS_PER_BLOCK
+from ..warp import WARP, WARPS_PER_BLOCK
 
 
 STEAL_BELOW = 0.8  # steal when fewer than this share of the IVMs is busy (paper, section 3.3)
@@ -273,7 +273,7 @@ def explore_gpu(
     max_seconds: float | None = None,
     on_progress: Callable[[Snapshot], None] | None = None,
 ) -> ExploreResult:
-    """``search.explorer.explore`` on the GPU: same arguments (``ivms`` for ``threads``), same result."""
+    """``flowshop.explorer.explore`` on the GPU: same arguments (``ivms`` for ``threads``), same result."""
     started = time.monotonic()
     explorer = GpuExplorer(p, ivms=ivms, bound=bound, branch=branch)
     explorer.load(work)

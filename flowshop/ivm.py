@@ -29,7 +29,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..flowshop.bounds import (
+from .bounds import (
     LB1,
     LB1_LB2,
     LB2,

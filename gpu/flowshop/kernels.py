@@ -24,7 +24,7 @@ unroll with immediate shared-memory offsets, and the arithmetic is int32 through
 widens int32 sums to int64, which a GPU emulates with several instructions).  Together this
 took ta021 from 156 to 405-426 M nodes/s on an H200 (benchmarks/results/gpu_explorer_h200_*.json).
 
-The semantics are exactly the CPU explorer's (``search/ivm.py``): same bounds, same
+The semantics are exactly the CPU explorer's (``flowshop/ivm.py``): same bounds, same
 tie-breaking, nodes counted by the owner of their leftmost leaf and a budget stop only
 where ``V[level] != 0``, so with UB = optimum node counts equal the CPU's.
 
@@ -41,9 +41,9 @@ import functools
 
 from numba import cuda, int32, int64, uint32
 
-from ..flowshop import bounds
+from ...flowshop import bounds
 from . import factoradic
-from .warp import (SIMULATED, WARP, WARPS_PER_BLOCK, first_lane, shared_body, shfl, scan_max, scan_sum, sync_lanes,
+from ..warp import (SIMULATED, WARP, WARPS_PER_BLOCK, first_lane, shared_body, shfl, scan_max, scan_sum, sync_lanes,
                    warp_max, warp_min, warp_sum, warp_sum64)
 
 lb1_forward_child_body = shared_body(bounds.lb1_forward_child_body)
@@ -61,7 +61,7 @@ N_STATE = 5
 C_NODES, C_LEAVES, C_ACTIVE, C_IDLE, C_VICTIMS, C_MIN_LEADING = 0, 1, 2, 3, 4, 5
 N_COUNTERS = 6
 
-FORWARD, BACKWARD, MINMIN, MINBRANCH = 0, 1, 2, 3  # as in search/ivm.py
+FORWARD, BACKWARD, MINMIN, MINBRANCH = 0, 1, 2, 3  # as in flowshop/ivm.py
 MAX_CHUNKS = 16  # levels and children per lane: n <= 512
 MAX_MACHINES = 255  # static shared memory of a block: (4 * 4 * m + 32 * (m | 1)) int32 <= 48 KB
 # 64 registers per thread (the n <= 32 kernel uses 95-110 without a limit: benchmarks/kernel_resources.py).
@@ -434,7 +434,7 @@ def _explore_kernel(chunks: int, machines: int):
                     done = True
                     break
             v = get_digit(vloc, level)
-            # stop only where the next node is not a first child (see search/ivm.py)
+            # stop only where the next node is not a first child (see flowshop/ivm.py)
             if steps >= max_steps and v != 0:
                 break
             steps += 1
@@ -476,7 +476,7 @@ def _explore_kernel(chunks: int, machines: int):
     return explore
 
 
-# The explore kernel's argument types (gpu/explorer.py's arrays), for compiling it without a GPU
+# The explore kernel's argument types (gpu/flowshop/explorer.py's arrays), for compiling it without a GPU
 # (gpu/offline_ptx.py): p, heads, tails, M, V, dirs, F, B, R, end, start, state, best, best_cost,
 # ub, counters, max_steps, branch, pack_sums.
 EXPLORE_SIGNATURE = ("(int32[:, ::1], int32[::1], int32[::1], int16[:, :, ::1], int32[:, ::1], int32[:, ::1], "

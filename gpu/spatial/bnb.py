@@ -3,7 +3,7 @@
 The CPU solver's algorithm (:mod:`pbbflow.spatial.bnb`: the same bounds, contraction, hull cuts,
 Lagrangian bound, prune rule and certified lower bound) with the tree on the device, after the
 lecture seed's static task lists: two preallocated lists of boxes and their bounds, ``q_in`` read
-and ``q_out`` appended through an atomic tail, swapped each phase (:mod:`.spatial_phase`). A phase
+and ``q_out`` appended through an atomic tail, swapped each phase (:mod:`.phase`). A phase
 splits up to ``phase_subdomains / N^d`` of the lowest-bound open boxes (best first in batches),
 bounds their children on all their subdomains in one launch, updates the device incumbent with
 an atomic min from rigorously evaluated points and keeps the survivors. The host launches, reads
@@ -31,15 +31,16 @@ from dataclasses import replace
 import numpy as np
 from numba import config, cuda
 
-from ..spatial.bnb import (BOUNDS, MinimizeOptions, MinimizeResult, Progress, _Incumbent, _LocalSolver,
-                           load_host_code, run_to_end, subdomains_per_dim)
-from ..spatial.boxes import BoxSet
-from ..spatial.explorer import ExplorationBase
-from ..spatial.lagrangian import lagrangian_bound, multipliers
-from ..spatial.problem import Problem
-from . import spatial_phase as phase
-from .spatial_contract import contract_boxes_device
-from .spatial_kernels import (THREADS_PER_BLOCK, DeviceBoxBounds, DeviceTape, TapeTooLarge, blocks, bound_on_device,
+from ...spatial.bnb import MinimizeResult, load_host_code, run_to_end
+from ...spatial.local import _LocalSolver
+from ...spatial.options import BOUNDS, MinimizeOptions, Progress, _Incumbent, subdomains_per_dim
+from ...spatial.boxes import BoxSet
+from ...spatial.explorer import ExplorationBase
+from ...spatial.lagrangian import lagrangian_bound, multipliers
+from ...spatial.problem import Problem
+from . import phase
+from .contract import contract_boxes_device
+from .kernels import (THREADS_PER_BLOCK, DeviceBoxBounds, DeviceTape, TapeTooLarge, blocks, bound_on_device,
                               caps, fill_edges)
 
 config.CUDA_LOW_OCCUPANCY_WARNINGS = False  # early phases bound few boxes by design
@@ -156,7 +157,7 @@ class _Children:
 def _levels(selected: int, n_subdomains: int, room: int) -> int:
     """Bisection rounds per selected box this phase: more while the phase would bound fewer than
     :data:`MIN_PHASE_SUBDOMAINS` subdomains (a phase costs launches whatever its size, so small
-    trees take fewer, fuller phases), within ``room`` children and :data:`.spatial_phase.MAX_LEVELS`."""
+    trees take fewer, fuller phases), within ``room`` children and :data:`.phase.MAX_LEVELS`."""
     target = min(room, max(2 * selected, MIN_PHASE_SUBDOMAINS // n_subdomains))
     levels = 1
     while levels < phase.MAX_LEVELS and selected << (levels + 1) <= target:

@@ -1,0 +1,138 @@
+"""Local solves of the spatial B&B: SLSQP from a point within the domain, with analytic
+gradients, each result offered to the incumbent and pulled inside the inequalities until one verifies."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+from .options import _Incumbent
+from .problem import Problem
+
+INWARD_MARGINS = (0.0, 1e-10, 1e-8, 1e-6)  # how far a local optimum is pulled inside its inequalities
+RESTORE_STEPS = 3  # Newton steps onto the margin, where SLSQP's own pull leaves a point that does not verify
+
+
+class _NonFiniteJacobian(Exception):
+    """The analytic Jacobian is not finite where SLSQP asked for it (a kink of sqrt or log at 0,
+    a point where a function is undefined)."""
+
+
+class _LocalSolver:
+    """SLSQP from a start point within the domain; every result is offered to the incumbent, then
+    pulled inside the inequalities (by SLSQP, then by Newton steps) until one verifies.
+
+    Derivatives are analytic (:func:`.floateval.float_gradients`): one forward pass per
+    distinct point gives the objective, the constraints and all their gradients, cached for the
+    calls SLSQP makes at that point.  A solve that asks for a gradient that is not finite is
+    redone from its start with scipy's finite differences (``fallbacks`` counts them)."""
+
+    def __init__(self, problem: Problem, incumbent: _Incumbent):
+        from .floateval import evaluate_float, float_gradients
+
+        self.problem, self.incumbent, self.evaluate = problem, incumbent, evaluate_float
+        self.gradients = float_gradients(problem.tape)
+        self.count = 0
+        self.fallbacks = 0
+        self.seconds = 0.0
+        self.bounds = list(zip(problem.lower.tolist(), problem.upper.tolist()))
+        n_ineq = problem.tape.n_ineq
+        self._ineq, self._eq = slice(1, 1 + n_ineq), slice(1 + n_ineq, None)
+        self._key: bytes | None = None  # the last point evaluated, its outputs and their Jacobian
+        self._values = self._jacobian = None
+
+    def _at(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The outputs (f, g..., h...) at ``x`` and their Jacobian, evaluated once per point."""
+        key = np.asarray(x, dtype=np.float64).tobytes()
+        if key != self._key:
+            self._values, self._jacobian = self.gradients(x)
+            self._key = key
+        return self._values, self._jacobian
+
+    def _rows(self, x: np.ndarray, rows) -> np.ndarray:
+        """Rows of the Jacobian at ``x``; raises _NonFiniteJacobian unless they are all finite."""
+        jacobian = self._at(x)[1][rows]
+        if not np.all(np.isfinite(jacobian)):
+            raise _NonFiniteJacobian
+        return jacobian
+
+    def _solve(self, start: np.ndarray, margin: float) -> np.ndarray | None:
+        try:
+            return self._slsqp(start, margin, analytic=True)
+        except _NonFiniteJacobian:
+            self.fallbacks += 1
+            return self._slsqp(start, margin, analytic=False)
+
+    def _slsqp(self, start: np.ndarray, margin: float, analytic: bool) -> np.ndarray | None:
+        from scipy.optimize import minimize
+
+        tape = self.problem.tape
+        ineq, eq = self._ineq, self._eq
+        constraints = []
+        if analytic:
+            if tape.n_ineq:
+                constraints.append({"type": "ineq", "fun": lambda x: -self._at(x)[0][ineq] - margin,
+                                    "jac": lambda x: -self._rows(x, ineq)})
+            if tape.n_eq:
+                constraints.append({"type": "eq", "fun": lambda x: self._at(x)[0][eq].copy(),
+                                    "jac": lambda x: self._rows(x, eq).copy()})
+            objective, gradient = (lambda x: float(self._at(x)[0][0])), (lambda x: self._rows(x, 0).copy())
+        else:
+            if tape.n_ineq:
+                constraints.append({"type": "ineq", "fun": lambda x: -self.evaluate(tape, x)[1] - margin})
+            if tape.n_eq:
+                constraints.append({"type": "eq", "fun": lambda x: self.evaluate(tape, x)[2]})
+            objective, gradient = (lambda x: self.evaluate(tape, x)[0]), None
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            try:
+                found = minimize(objective, start, method="SLSQP", jac=gradient, bounds=self.bounds,
+                                 constraints=constraints, options={"maxiter": 200, "ftol": 1e-12})
+            except (ValueError, ArithmeticError):  # a start where the functions are undefined
+                return None
+        return found.x if np.all(np.isfinite(found.x)) else None
+
+    def _restored(self, x: np.ndarray, margin: float) -> np.ndarray | None:
+        """``x`` moved by least-norm Newton steps that set its inequalities above ``-2 margin`` to
+        ``-2 margin`` (twice, so that rounding cannot leave them short) and its equalities to 0,
+        within the domain, until every inequality is at most ``-margin`` in floating point; None
+        where that fails.  SLSQP's line search can stop short of such a pull at a vertex of the
+        feasible set (g06: "positive directional derivative"), leaving a point just outside."""
+        ineq, eq = self._ineq, self._eq
+        for _ in range(RESTORE_STEPS):
+            values, jacobian = self._at(x)
+            if np.all(values[ineq] <= -margin):
+                return x
+            near = values[ineq] > -2 * margin  # all set to -2 margin: a step must not push one out
+            rows = np.vstack([jacobian[ineq][near], jacobian[eq]])
+            residual = np.concatenate([values[ineq][near] + 2 * margin, values[eq]])
+            if not (np.all(np.isfinite(rows)) and np.all(np.isfinite(residual))):
+                return None
+            step = np.linalg.lstsq(rows, -residual, rcond=None)[0]
+            x = np.clip(x + step, self.problem.lower, self.problem.upper)
+        return x if np.all(self._at(x)[0][ineq] <= -margin) else None
+
+    def run(self, start: np.ndarray) -> np.ndarray | None:
+        """A local solve from ``start``, pulled inside the inequalities until its point verifies;
+        the local optimum found (before any pull) when it improved the incumbent, else None."""
+        began = time.perf_counter()
+        self.count += 1
+        point = np.asarray(start, dtype=np.float64)
+        optimum = None
+        try:
+            for margin in INWARD_MARGINS if self.problem.tape.n_ineq else INWARD_MARGINS[:1]:
+                found = self._solve(point, margin)
+                if found is None:
+                    return None
+                optimum = found if optimum is None else optimum
+                if self.incumbent.offer(found):
+                    return optimum
+                restored = self._restored(found, margin) if margin > 0 else None
+                if restored is not None and self.incumbent.offer(restored):
+                    return optimum
+                point = found
+            return None
+        finally:
+            self.seconds += time.perf_counter() - began

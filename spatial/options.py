@@ -1,0 +1,119 @@
+"""What the spatial B&B proves and how, and the rules and parts that its explorers (the CPU's
+:mod:`.explorer`, the GPU's ``gpu.spatial.bnb``) share: the options, the statuses, progress
+snapshots, the prune level, the subdomain schedule and the incumbent."""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from .bounds import Mode, evaluate_point, feasible_values, is_feasible
+from .defaults import CPU_SUBDOMAINS
+from .problem import Problem
+
+BOUNDS = {"nie": Mode.NIE, "mvf": Mode.MVF, "both": Mode.BOTH}
+STATUSES = ("optimal", "infeasible", "limit")
+BATCH_SUBDOMAINS = 4096  # subdomains bounded per call at least (several boxes when N^d is small)
+LOCAL_EVERY_SUBDOMAINS = 16384  # a local solve per this many subdomains bounded (a fixed schedule: runs repeat)
+
+
+@dataclass(frozen=True)
+class MinimizeOptions:
+    """What ``minimize`` proves and how (defaults as ``pbbflow minimize``)."""
+
+    eps_abs: float = 1e-6
+    eps_rel: float = 1e-6
+    feas_tol: float = 1e-6
+    subdomains: int = CPU_SUBDOMAINS  # per box: N = the largest integer with N^d <= this (defaults.py says why)
+    bound: str = "both"
+    time_limit: float | None = None
+    node_limit: int | None = None
+    parallel: bool = True
+    max_open: int = 1_000_000
+    local_solves: bool = True
+    contract: bool = True  # narrow each box by constraint propagation (FBBT) before bounding it
+
+    def __post_init__(self) -> None:
+        if self.bound not in BOUNDS:
+            raise ValueError(f"bound must be one of {', '.join(BOUNDS)}, not {self.bound!r}")
+        for name in ("eps_abs", "eps_rel", "feas_tol"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, not {value!r}")
+        if self.subdomains < 1 or self.max_open < 1:
+            raise ValueError("subdomains and max_open must be at least 1")
+        if self.time_limit is not None and not self.time_limit > 0:
+            raise ValueError("time_limit must be > 0 seconds")
+        if self.node_limit is not None and self.node_limit < 1:
+            raise ValueError("node_limit must be at least 1")
+
+    def limit_reached(self, elapsed_s: float, nodes: int) -> bool:
+        """Whether a search that ran ``elapsed_s`` seconds and bounded ``nodes`` boxes must stop."""
+        return (self.time_limit is not None and elapsed_s >= self.time_limit) or (
+            self.node_limit is not None and nodes >= self.node_limit)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A snapshot for progress lines: the certified bound, the incumbent, open boxes, boxes/s."""
+
+    lower_bound: float
+    objective: float | None
+    open_boxes: int
+    nodes: int
+    elapsed_s: float
+
+
+def prune_level(ub: float, options: MinimizeOptions) -> float:
+    """Boxes whose bound reaches UB - max(eps_abs, eps_rel |UB|) are pruned (+inf without an
+    incumbent; never -inf)."""
+    if not math.isfinite(ub):
+        return math.inf
+    return max(ub - max(options.eps_abs, options.eps_rel * abs(ub)), -sys.float_info.max)
+
+
+def subdomains_per_dim(budget: int, d: int) -> int:
+    """The largest N with N^d <= budget (at least 1)."""
+    n = max(1, int(round(budget ** (1.0 / d))))
+    while n > 1 and n**d > budget:
+        n -= 1
+    while (n + 1) ** d <= budget:
+        n += 1
+    return n
+
+
+class _Incumbent:
+    """The best verified point so far."""
+
+    def __init__(self, problem: Problem, feas_tol: float):
+        self.problem, self.feas_tol = problem, feas_tol
+        self.value = math.inf
+        self.x: np.ndarray | None = None
+
+    def offer(self, x: np.ndarray) -> bool:
+        """Take ``x`` when it verifies and improves the upper bound."""
+        x = np.clip(np.asarray(x, dtype=np.float64), self.problem.lower, self.problem.upper)
+        if not np.all(np.isfinite(x)):
+            return False
+        value = evaluate_point(self.problem.tape, x)
+        if not is_feasible(value, self.feas_tol) or not value.f_hi < self.value:
+            return False
+        self.value, self.x = float(value.f_hi), x.copy()
+        return True
+
+    def offer_many(self, points: np.ndarray) -> None:
+        """Offer each of the points (k x d) in turn, as :meth:`offer` would, in one evaluation: the
+        first of the feasible ones with the least value, if it improves the upper bound."""
+        points = np.asarray(points, dtype=np.float64)
+        points = np.clip(points[np.all(np.isfinite(points), axis=1)], self.problem.lower, self.problem.upper)
+        if not len(points):
+            return
+        values = feasible_values(self.problem.tape, points, self.feas_tol)
+        if np.all(np.isnan(values)):
+            return
+        best = int(np.nanargmin(values))
+        if values[best] < self.value:
+            self.value, self.x = float(values[best]), points[best].copy()
