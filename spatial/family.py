@@ -1,4 +1,4 @@
-"""The spatial family's side of the workflow (``workflow.family``): the problem as the run's
+"""The spatial family's side of the workflow (``core.family``): the problem as the run's
 instance, open boxes as the work, the resumable exploration as the engine (on the device of a GPU
 worker), local solves from random starts as the side heuristic.
 
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 
 class BoxSpace:
-    """The spatial work space (``workflow.family.WorkSpace``): sets of boxes in a domain."""
+    """The spatial work space (``core.family.WorkSpace``): sets of boxes in a domain."""
 
     kind = "spatial"
 
@@ -88,7 +88,7 @@ Space = BoxSpace
 
 @dataclass(frozen=True, eq=False)
 class BoxWork:
-    """A ``BoxSet`` as the coordinator's work set (``workflow.family.WorkSet``)."""
+    """A ``BoxSet`` as the coordinator's work set (``core.family.WorkSet``)."""
 
     boxes: BoxSet
     space: BoxSpace
@@ -252,7 +252,7 @@ def _minimize_options(options: dict, *, gpu: bool) -> MinimizeOptions:
 
 
 class SpatialRun:
-    """A spatial run's problem and options (``workflow.family.RunInstance``)."""
+    """A spatial run's problem and options (``core.family.RunInstance``)."""
 
     kind = "spatial"
     work_arrays = ("lo", "hi", "lb")

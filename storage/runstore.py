@@ -20,7 +20,7 @@ Layout (plain Zarr v3, nothing pickled; readable with ``zarr.open_group(path, mo
                                    float64 (d,)), or an empty array when there is none
         series/<column>            int64 or float64 (L,) time series
 
-The family (``workflow.family``: the store's instance is a ``RunInstance`` of its ``Instance``
+The family (``core.family``: the store's instance is a ``RunInstance`` of its ``Instance``
 class) names and checks every array and the options; this module knows none of them.  Stores of
 format 2 (kind ``pfsp-run``, flow shop only, the same layout) are read as flow-shop stores.
 
@@ -77,9 +77,9 @@ import numpy as np
 if TYPE_CHECKING:
     import zarr
 
+from ..core.family import RunInstance, StoredWork, family
 from ..core.files import FileRefused, read_json
 from ..core.text import printable
-from ..workflow.family import RunInstance, StoredWork, family
 from .lock import DirectoryBusy, DirectoryLock
 
 FORMAT = 3  # 3: the family is named, its instance and checkpoint arrays are its own
@@ -302,7 +302,7 @@ class RunStore:
 
     @property
     def kind(self) -> str:
-        """The run's family (``workflow.family.FAMILIES``)."""
+        """The run's family (``core.family.register``)."""
         return self._instance.kind
 
     @property

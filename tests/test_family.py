@@ -14,9 +14,9 @@ import pytest
 from distributed import Client, LocalCluster
 
 from pbbflow.storage.runstore import RunStore
-from pbbflow.workflow import family as family_module
+from pbbflow.core import family as family_module
 from pbbflow.workflow.coordinator import Coordinator
-from pbbflow.workflow.family import family, work_space
+from pbbflow.core.family import family, register, work_space
 from pbbflow.workflow.run import create_run, drive, result_of
 from pbbflow.workflow.tasks import explorer_task, heuristic_task
 from pbbflow.core.compiling import CodeLoad
@@ -213,14 +213,34 @@ def toy_family(monkeypatch):
     module.Instance = ToyRun
     module.make_engine = lambda options, *, gpu, threads: ScanEngine()
     module.side_heuristic = side_heuristic
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setitem(family_module.FAMILIES, "toy", module.__name__)
+    monkeypatch.setattr(family_module, "FAMILIES", dict(family_module.FAMILIES))  # registered for this test
+    register("toy", module)
     return module
 
 
 def test_an_unknown_kind_is_refused_in_one_line():
     with pytest.raises(ValueError, match=r"unknown run kind 'toy' \(known: flowshop, spatial\)"):
         family("toy")
+
+
+def test_a_kind_is_registered_once():
+    with pytest.raises(ValueError, match=r"run kind 'spatial' is already registered"):
+        register("spatial", types.ModuleType("another_spatial_family"))
+
+
+def test_a_family_in_another_package_is_found_through_its_entry_point(monkeypatch, tmp_path):
+    """An installed package's ``pbbflow.families`` entry point (here a distribution's metadata on
+    ``sys.path``) is read the first time its kind is asked for; the module is imported then."""
+    module = types.ModuleType("pbbflow_toy_package")
+    module.family = types.SimpleNamespace(Space=RangeSpace, Instance=ToyRun)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    info = tmp_path / "pbbflow_toy_package-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pbbflow-toy-package\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pbbflow.families]\ntoy = pbbflow_toy_package:family\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(family_module, "FAMILIES", dict(family_module.FAMILIES))
+    assert family("toy") is module.family and work_space("toy", {"size": 5}).size == 5
 
 
 def test_a_third_family_runs_on_the_workflow_with_exact_counts(toy_family):

@@ -12,7 +12,7 @@ from pbbflow.search.factoradic import factorial
 from pbbflow.search.intervals import WorkUnit
 from pbbflow.search.packed import PackedUnit
 from pbbflow.workflow.coordinator import Coordinator
-from pbbflow.workflow.family import work_space
+from pbbflow.core.family import work_space
 from pbbflow.workflow.ledger import CONTINUE, REPLACE, STOP, WAIT, Ledger
 
 N = 6
