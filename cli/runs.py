@@ -16,8 +16,8 @@ from pathlib import Path
 
 from ..core.compiling import FirstRunNotice
 from ..core.files import open_append
+from ..core.status import LIMIT
 from ..core.text import printable
-from ..search.solve import LIMIT
 from ..storage.runstore import RunStore
 from ..workflow.cluster import ClusterError, SlurmOptions, import_jobqueue, open_cluster, resolve_gpus
 from ..workflow.run import Progress, RunFailed, drive

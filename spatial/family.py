@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core.files import FileRefused, loads_json
-from ..search.solve import LIMIT
+from ..core.status import INFEASIBLE, LIMIT, OPTIMAL
 from .bnb import MinimizeOptions, _Incumbent, _LocalSolver, prune_level
 from .bounds import evaluate_point
 from .boxes import BoxSet
@@ -369,9 +369,9 @@ class SpatialRun:
         if len(remaining):
             status = LIMIT
         elif solution is None:
-            status = "infeasible" if lower == math.inf else LIMIT
+            status = INFEASIBLE if lower == math.inf else LIMIT
         else:  # ended; boxes too small to split may hold a gap (in ``settled``)
-            status = "optimal" if lower >= prune_level(incumbent, options) else LIMIT
+            status = OPTIMAL if lower >= prune_level(incumbent, options) else LIMIT
         gap = None if incumbent is None or not math.isfinite(lower) else max(0.0, incumbent - lower)
         space = self.space()
         work = [space.decode(remaining.to_bytes())]

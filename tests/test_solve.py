@@ -10,7 +10,8 @@ import pytest
 from pbbflow.flowshop.evaluation import brute_force_optimum, makespan
 from pbbflow.flowshop.instance import FlowShop, load_instance
 from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.search.solve import BOUND_PROVED, LIMIT, OPTIMAL, solve
+from pbbflow.core.status import BOUND_PROVED, LIMIT, OPTIMAL
+from pbbflow.search.solve import solve
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 # Known optima of ta001-020 and ta031-050 (../shared/data/taillard/bounds.csv, all optimal=yes),
