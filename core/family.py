@@ -235,13 +235,19 @@ def _discover() -> None:
         FAMILIES.setdefault(point.name, point.value)
 
 
+def known_kinds() -> list[str]:
+    """The run kinds known here, sorted: the built-ins, those registered and those of entry points."""
+    _discover()
+    return sorted(FAMILIES)
+
+
 def family(kind: str) -> Family:
     """The family of run kind ``kind``; ``ValueError`` for an unknown kind."""
     if kind not in FAMILIES:
         _discover()
     found = FAMILIES.get(kind)
     if found is None:
-        raise ValueError(f"unknown run kind {kind!r} (known: {', '.join(sorted(FAMILIES))})")
+        raise ValueError(f"unknown run kind {kind!r} (known: {', '.join(known_kinds())})")
     if isinstance(found, str):
         module, _, name = found.partition(":")
         found = importlib.import_module(module)

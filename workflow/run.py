@@ -25,8 +25,9 @@ from typing import Any
 
 from distributed import Client, wait
 
+from ..core.errors import GpuError
 from ..core.family import RunInstance, StoredWork
-from ..gpu import DEFAULT_IVMS, GpuError
+from ..gpu import DEFAULT_IVMS
 from ..storage.runstore import RunStore, RunStoreError
 from .coordinator import Coordinator
 from .eta import COLUMNS as ESTIMATE_COLUMNS
