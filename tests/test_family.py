@@ -3,6 +3,7 @@ work is integer ranges and whose search is an exhaustive minimum of a function o
 through the coordinator's ledger, explorer tasks and a side-heuristic task on a Dask cluster.
 Its node count must equal the size of the space: nothing explored twice, nothing lost."""
 
+import json
 import math
 import sys
 import threading
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 from distributed import Client, LocalCluster
 
+from pbbflow.cli.main import main
 from pbbflow.storage.runstore import RunStore
 from pbbflow.core import family as family_module
 from pbbflow.workflow.coordinator import Coordinator
@@ -202,6 +204,9 @@ class ToyRun:
     def client_code(self):
         return CodeLoad(0.0, False)
 
+    def first_run_code(self):
+        return None
+
     def worker_code(self):
         return load_nothing, ()
 
@@ -287,3 +292,23 @@ def test_a_third_familys_run_store_is_driven_stopped_and_resumed_untouched(toy_f
     assert result == result_of(RunStore.open(path))
     assert result["status"] == "optimal" and result["nodes"] == SIZE and result["minimum"] == everything.min()
     assert RunStore.open(path).kind == "toy" and value(np.array([result["k"]]))[0] == everything.min()
+
+
+def test_a_third_familys_run_is_resumed_and_described_by_the_command(toy_family, tmp_path, capsys):
+    """``pbbflow resume`` and ``pbbflow info --json`` on a toy run stopped in its middle: the
+    command drives it on its local cluster (worker threads of this process, where the toy is
+    registered) to the minimum, with every integer counted once."""
+    path = tmp_path / "toy.zarr"
+    create_run(path, ToyRun(SIZE), work=ToyRun(SIZE).space().decode(np.array([[0, SIZE]], dtype="<i8").tobytes())
+               ).release()  # fmt: skip
+    code = main(["resume", str(path), "--node-limit", "1", "--workers", "2", "--threads", "1",
+                 "--heuristic-workers", "1", "--json", "--quiet"])  # fmt: skip
+    stopped = json.loads(capsys.readouterr().out)  # stopped at its first look (or done before: a loaded machine)
+    assert (code, stopped["status"]) in ((3, "limit"), (0, "optimal")) and 0 < stopped["nodes"] <= SIZE
+    assert main(["resume", str(path), "--workers", "2", "--threads", "1", "--json", "--quiet"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    everything = value(np.arange(SIZE))
+    assert result["status"] == "optimal" and result["nodes"] == SIZE and result["minimum"] == everything.min()
+    assert main(["info", str(path), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["nodes"] == SIZE and info["k"] == result["k"] and info["options"] == {"size": SIZE}
