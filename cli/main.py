@@ -14,17 +14,16 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
+from ..core.errors import PbbflowError
 from ..core.text import printable
 from ..flowshop.bounds import BOUND_NAMES
-from ..flowshop.instance import FORMATS, ORIENTATIONS, InstanceError
-from ..flowshop.load import load_instance
-from ..flowshop.iterated_greedy import iterated_greedy
-from ..gpu import GpuError
 from ..flowshop.family import create_flowshop_run, first_schedule
+from ..flowshop.instance import FORMATS, ORIENTATIONS
+from ..flowshop.iterated_greedy import iterated_greedy
 from ..flowshop.ivm import BRANCH_NAMES
-from ..spatial.problem import ProblemError
-from ..storage.runstore import RunStore, RunStoreError
-from ..workflow.cluster import ClusterError, slurm_job_script
+from ..flowshop.load import load_instance
+from ..storage.runstore import RunStore
+from ..workflow.cluster import slurm_job_script
 from ..workflow.fastexit import exit_without_final_gc
 from ..workflow.run import finished, result_of
 from ..flowshop.warmup import FIRST_RUN, code_cached, start_worker_code_apart, warm_client, warm_worker
@@ -246,7 +245,7 @@ def _main(argv: list[str] | None) -> int:
                "minimize": minimize.run}[args.command]
     try:
         return command(args)
-    except (InstanceError, RunStoreError, ClusterError, GpuError, ProblemError) as error:
+    except PbbflowError as error:  # one line meant for the user (core.errors)
         print(f"pbbflow: error: {printable(str(error))}", file=sys.stderr)  # names and paths from files
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
+from ..core.status import LIMIT
 from ..core.text import printable
-from ..flowshop.solve import LIMIT
 from ..workflow.eta import duration
 from .progress import clock, format_rate, format_share
 

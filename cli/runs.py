@@ -15,11 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..core.compiling import FirstRunNotice
+from ..core.errors import ClusterError
 from ..core.files import open_append
+from ..core.status import LIMIT
 from ..core.text import printable
-from ..flowshop.solve import LIMIT
 from ..storage.runstore import RunStore
-from ..workflow.cluster import ClusterError, SlurmOptions, import_jobqueue, open_cluster, resolve_gpus
+from ..workflow.cluster import SlurmOptions, import_jobqueue, open_cluster, resolve_gpus
 from ..workflow.run import Progress, RunFailed, drive
 from .progress import ProgressBar
 from .results import print_result

@@ -1,4 +1,4 @@
-"""The flow-shop family's side of the workflow (``workflow.family``): its run instance, its work
+"""The flow-shop family's side of the workflow (``core.family``): its run instance, its work
 space, its explorer engines and its side heuristic.
 
 A run's instance (:class:`FlowShopRun`) is the processing times ``p`` and the options of
@@ -146,7 +146,7 @@ def create_flowshop_run(path, instance: FlowShop, *, ub: int | None, bound: str,
 
 
 class FlowShopRun:
-    """A flow-shop run's instance and options (``workflow.family.RunInstance``)."""
+    """A flow-shop run's instance and options (``core.family.RunInstance``)."""
 
     kind = "flowshop"
     work_arrays = ("starts", "ends", "end_is_total")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.errors import InputError
 from ..core.files import FileRefused, read_text
 from ..core.text import printable
 
@@ -33,7 +34,7 @@ _FLOAT = re.compile(r"[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][+-]?[0-9]+)?")
 Lines = list[tuple[int, list[str]]]  # (1-based line number, tokens) of the non-blank lines
 
 
-class InstanceError(ValueError):
+class InstanceError(InputError):
     """A malformed or unknown instance; ``str()`` reads ``source: line N: problem``."""
 
     def __init__(self, source: str | os.PathLike[str], problem: str, line: int | None = None):

@@ -331,7 +331,7 @@ class PackedUnit:
 
 
 class PermutationSpace:
-    """The flow-shop family's work space (``workflow.family.WorkSpace``): sets of intervals of [0, n!)."""
+    """The flow-shop family's work space (``core.family.WorkSpace``): sets of intervals of [0, n!)."""
 
     kind = "flowshop"
 

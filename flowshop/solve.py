@@ -7,15 +7,12 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..core.status import BOUND_PROVED, LIMIT, OPTIMAL
 from .bounds import lower_bound
 from .evaluation import makespan, neh
 from .instance import FlowShop
 from .explorer import Snapshot, explore
 from .intervals import WorkUnit
-
-OPTIMAL = "optimal"  # the best schedule found is proved optimal
-BOUND_PROVED = "bound_proved"  # search finished: no schedule below the given UB exists
-LIMIT = "limit"  # stopped at a time or node limit (or interrupted)
 
 
 @dataclass(frozen=True)

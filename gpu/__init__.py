@@ -8,10 +8,6 @@ import os
 DEFAULT_IVMS = 16384  # IVMs per GPU: the paper's K
 
 
-class GpuError(RuntimeError):
-    """No usable GPU, or a request the GPU explorer cannot serve (one line, meant for the user)."""
-
-
 def gpu_count() -> int:
     """GPUs this process may use: NVML's device count capped by ``CUDA_VISIBLE_DEVICES``; 0 on any failure."""
     try:

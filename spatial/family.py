@@ -1,4 +1,4 @@
-"""The spatial family's side of the workflow (``workflow.family``): the problem as the run's
+"""The spatial family's side of the workflow (``core.family``): the problem as the run's
 instance, open boxes as the work, the resumable exploration as the engine (on the device of a GPU
 worker), local solves from random starts as the side heuristic.
 
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core.files import FileRefused, loads_json
-from ..flowshop.solve import LIMIT
+from ..core.status import INFEASIBLE, LIMIT, OPTIMAL
 from .local import _LocalSolver
 from .options import MinimizeOptions, _Incumbent, prune_level
 from .bounds import evaluate_point
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
 
 class BoxSpace:
-    """The spatial work space (``workflow.family.WorkSpace``): sets of boxes in a domain."""
+    """The spatial work space (``core.family.WorkSpace``): sets of boxes in a domain."""
 
     kind = "spatial"
 
@@ -90,7 +90,7 @@ Space = BoxSpace
 
 @dataclass(frozen=True, eq=False)
 class BoxWork:
-    """A ``BoxSet`` as the coordinator's work set (``workflow.family.WorkSet``)."""
+    """A ``BoxSet`` as the coordinator's work set (``core.family.WorkSet``)."""
 
     boxes: BoxSet
     space: BoxSpace
@@ -253,7 +253,7 @@ def _minimize_options(options: dict, *, gpu: bool) -> MinimizeOptions:
 
 
 class SpatialRun:
-    """A spatial run's problem and options (``workflow.family.RunInstance``)."""
+    """A spatial run's problem and options (``core.family.RunInstance``)."""
 
     kind = "spatial"
     work_arrays = ("lo", "hi", "lb")
@@ -370,9 +370,9 @@ class SpatialRun:
         if len(remaining):
             status = LIMIT
         elif solution is None:
-            status = "infeasible" if lower == math.inf else LIMIT
+            status = INFEASIBLE if lower == math.inf else LIMIT
         else:  # ended; boxes too small to split may hold a gap (in ``settled``)
-            status = "optimal" if lower >= prune_level(incumbent, options) else LIMIT
+            status = OPTIMAL if lower >= prune_level(incumbent, options) else LIMIT
         gap = None if incumbent is None or not math.isfinite(lower) else max(0.0, incumbent - lower)
         space = self.space()
         work = [space.decode(remaining.to_bytes())]

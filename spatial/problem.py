@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core.errors import InputError
 from ..core.text import printable, shorten
 from .tape import Tape, TapeError
 
 SOURCE_FORMAT = "tape"
 
 
-class ProblemError(ValueError):
+class ProblemError(InputError):
     """A problem that cannot be built: the message is one line naming where, what and why
     (``reason``: the why alone)."""
 

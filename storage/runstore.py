@@ -20,7 +20,7 @@ Layout (plain Zarr v3, nothing pickled; readable with ``zarr.open_group(path, mo
                                    float64 (d,)), or an empty array when there is none
         series/<column>            int64 or float64 (L,) time series
 
-The family (``workflow.family``: the store's instance is a ``RunInstance`` of its ``Instance``
+The family (``core.family``: the store's instance is a ``RunInstance`` of its ``Instance``
 class) names and checks every array and the options; this module knows none of them.  Stores of
 format 2 (kind ``pfsp-run``, flow shop only, the same layout) are read as flow-shop stores.
 
@@ -77,9 +77,9 @@ import numpy as np
 if TYPE_CHECKING:
     import zarr
 
+from ..core.errors import RunStoreDamaged, RunStoreError, RunStoreFormatError, RunStoreMissing
+from ..core.family import RunInstance, StoredWork, family, known_kinds
 from ..core.files import FileRefused, read_json
-from ..core.text import printable
-from ..workflow.family import RunInstance, StoredWork, family
 from .lock import DirectoryBusy, DirectoryLock
 
 FORMAT = 3  # 3: the family is named, its instance and checkpoint arrays are its own
@@ -92,17 +92,6 @@ _VERSION_NAME = re.compile(r"\d{8}")
 _CHUNK_BYTES = 1 << 20
 _READ_ATTEMPTS = 3  # a reader retries when a writer moved the pointer while it read
 _METADATA = ("zarr.json", ".zgroup", ".zattrs", ".zarray")  # the JSON files zarr may read for a node
-
-
-class RunStoreError(Exception):
-    """A run store that is missing, foreign, of another format, empty or damaged."""
-
-    def __init__(self, path: str | os.PathLike[str], problem: str) -> None:
-        self.path, self.problem = os.fspath(path), problem
-        super().__init__(self.path, problem)
-
-    def __str__(self) -> str:
-        return printable(f"{self.path}: {self.problem}")  # names from the store: nothing a terminal obeys
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: the numpy fields make == ambiguous
@@ -251,15 +240,15 @@ class RunStore:
             signed = {key: attrs[key] for key in _SIGNED}
             intact = _digest([(f"instance/{k}", a) for k, a in arrays.items()], signed) == attrs["sha256"]
         except KeyError as e:
-            raise RunStoreError(path, f"damaged run store: missing {e}") from None
+            raise RunStoreDamaged(path, f"damaged run store: missing {e}") from None
         except Exception as e:  # zarr raises assorted errors on corrupt metadata or chunks; json on NaN
-            raise RunStoreError(path, f"damaged run store: {type(e).__name__}: {e}") from None
+            raise RunStoreDamaged(path, f"damaged run store: {type(e).__name__}: {e}") from None
         if not intact:
-            raise RunStoreError(path, "fails its sha256 checksum: its instance or options were changed or damaged")
+            raise RunStoreDamaged(path, "fails its sha256 checksum: its instance or options were changed or damaged")
         try:
             instance = family(kind).Instance.from_store(signed["instance"], arrays, signed["options"])
         except ValueError as e:
-            raise RunStoreError(path, f"damaged run store: {e}") from None
+            raise RunStoreDamaged(path, f"damaged run store: {e}") from None
         return cls(path, instance, attrs["sha256"])
 
     def claim(self) -> RunStore:
@@ -302,7 +291,7 @@ class RunStore:
 
     @property
     def kind(self) -> str:
-        """The run's family (``workflow.family.FAMILIES``)."""
+        """The run's family (``core.family.register``)."""
         return self._instance.kind
 
     @property
@@ -374,7 +363,7 @@ class RunStore:
             if attrs.get("sha256") != self._sha256:
                 raise RunStoreError(self._path, "was replaced by another run since it was opened; open it again")
             if attrs.get("current") is None:
-                raise RunStoreError(self._path, "no committed checkpoint")
+                raise RunStoreDamaged(self._path, "no committed checkpoint")
             if (attrs["current"], attrs.get("current_seq")) == pointer:
                 break  # the pointer did not move: the failure is real
             pointer = (attrs["current"], attrs.get("current_seq"))
@@ -388,42 +377,42 @@ class RunStore:
         where = f"checkpoint {name!r}"
         folder, _, version = name.partition("/") if isinstance(name, str) else ("", "", "")
         if folder != _CKPT or not _VERSION_NAME.fullmatch(version):  # never a path out of the store
-            raise RunStoreError(self._path, f"damaged run store: the current {where} is not a version of it")
+            raise RunStoreDamaged(self._path, f"damaged run store: the current {where} is not a version of it")
         try:
             _check_metadata(self._path, name, depth=2)  # the version, its series and its arrays
             group = root[name]
             attrs = group.attrs.asdict()
             if not isinstance(group, zarr_module().Group) or attrs.get("complete") is not True:
-                raise RunStoreError(self._path, f"{where} is incomplete")
+                raise RunStoreDamaged(self._path, f"{where} is incomplete")
             columns = list(attrs["series_columns"])
             instance = self._instance
             names = (*instance.work_arrays, instance.solution_array, *(f"series/{c}" for c in columns))
             arrays = {key: np.asarray(_array(group, key)[...]) for key in names}
             intact = self._version_digest(arrays.items(), attrs) == attrs["sha256"]
         except KeyError as e:
-            raise RunStoreError(self._path, f"{where} is damaged: missing {e}") from None
+            raise RunStoreDamaged(self._path, f"{where} is damaged: missing {e}") from None
         except RunStoreError:
             raise
         except Exception as e:  # zarr raises assorted errors on corrupt metadata or chunks
-            raise RunStoreError(self._path, f"{where} is unreadable: {type(e).__name__}: {e}") from None
+            raise RunStoreDamaged(self._path, f"{where} is unreadable: {type(e).__name__}: {e}") from None
         if not intact:
-            raise RunStoreError(self._path, f"{where} fails its sha256 checksum (tampered or truncated data)")
+            raise RunStoreDamaged(self._path, f"{where} fails its sha256 checksum (tampered or truncated data)")
         if attrs.get("seq") != seq:
-            raise RunStoreError(self._path, f"{where} holds seq {attrs.get('seq')}, the pointer says {seq}")
+            raise RunStoreDamaged(self._path, f"{where} holds seq {attrs.get('seq')}, the pointer says {seq}")
         try:
             remaining = instance.decode_work({k: arrays[k] for k in instance.work_arrays})
         except ValueError as e:
-            raise RunStoreError(self._path, f"{where} holds invalid work: {e}") from None
+            raise RunStoreDamaged(self._path, f"{where} holds invalid work: {e}") from None
         try:
             solution = instance.decode_solution(arrays[instance.solution_array])
             problem = instance.incumbent_problem(attrs["incumbent"], solution)
         except ValueError as e:
             problem = str(e)
         if problem is not None:
-            raise RunStoreError(self._path, f"{where} holds incumbent {attrs['incumbent']!r}: {problem}")
+            raise RunStoreDamaged(self._path, f"{where} holds incumbent {attrs['incumbent']!r}: {problem}")
         settled = attrs.get("settled")  # absent in format 2
         if not (settled is None or type(settled) in (int, float) and settled > -math.inf):
-            raise RunStoreError(self._path, f"{where} holds settled {settled!r}, not a number")
+            raise RunStoreDamaged(self._path, f"{where} holds settled {settled!r}, not a number")
         return Checkpoint(
             seq=attrs["seq"], remaining=remaining, incumbent=attrs["incumbent"], solution=solution,
             settled=math.inf if settled is None else float(settled),
@@ -513,12 +502,12 @@ def zarr_module():
 
 def _open_root(path: Path, mode: str = "r") -> zarr.Group:
     if not path.exists():
-        raise RunStoreError(path, "does not exist")
+        raise RunStoreMissing(path, "does not exist")
     _check_metadata(path)
     try:
         return zarr_module().open_group(path, mode=mode, use_consolidated=False)
     except Exception as e:  # GroupNotFoundError, JSON errors, ...
-        raise RunStoreError(path, f"not a pbbflow run store ({type(e).__name__}: {e})") from None
+        raise RunStoreFormatError(path, f"not a pbbflow run store ({type(e).__name__}: {e})") from None
 
 
 def _array(group: zarr.Group, key: str) -> zarr.Array:
@@ -549,7 +538,7 @@ def _check_metadata(path: Path, node: str = "", depth: int = 0) -> None:
         try:
             meta = read_json(file, kind="a metadata file")
         except FileRefused as e:
-            raise RunStoreError(path, f"damaged run store: {file.relative_to(path)}: {e.reason}") from None
+            raise RunStoreDamaged(path, f"damaged run store: {file.relative_to(path)}: {e.reason}") from None
         if name == ".zgroup" or (name == "zarr.json" and isinstance(meta, dict) and meta.get("node_type") == "group"):
             group = True
     if not group or depth == 0:
@@ -567,18 +556,19 @@ def _family_of(path: Path, header: Any) -> str:
     format or an unknown family."""
     kinds = (KIND, *(kind for _, kind in LEGACY))
     if not isinstance(header, dict) or header.get("kind") not in kinds:
-        raise RunStoreError(path, f"not a pbbflow run store (no 'pbbflow' attributes of kind {KIND!r})")
+        raise RunStoreFormatError(path, f"not a pbbflow run store (no 'pbbflow' attributes of kind {KIND!r})")
     legacy = LEGACY.get((header.get("format"), header.get("kind")))
     if legacy is not None:
         return legacy
     if header.get("format") != FORMAT or header.get("kind") != KIND:
         hint = "; format 1 did not checksum the options: solve again into a new store"
-        raise RunStoreError(path, f"unsupported run store format {header.get('format')!r} "
+        raise RunStoreFormatError(path, f"unsupported run store format {header.get('format')!r} "
                                   f"(this pbbflow reads formats 2 and {FORMAT}{hint * (header.get('format') == 1)})")
     kind = header.get("family")
     try:
         family(kind)
     except (ValueError, TypeError):
-        raise RunStoreError(path, f"a run of an unknown family {kind!r} (this pbbflow knows "
-                                  "flowshop and spatial)") from None  # fmt: skip
+        *others, last = known_kinds()
+        raise RunStoreFormatError(path, f"a run of an unknown family {kind!r} (this pbbflow knows "
+                                        f"{', '.join(others)} and {last})") from None  # fmt: skip
     return kind

@@ -3,6 +3,7 @@ work is integer ranges and whose search is an exhaustive minimum of a function o
 through the coordinator's ledger, explorer tasks and a side-heuristic task on a Dask cluster.
 Its node count must equal the size of the space: nothing explored twice, nothing lost."""
 
+import json
 import math
 import sys
 import threading
@@ -13,10 +14,11 @@ import numpy as np
 import pytest
 from distributed import Client, LocalCluster
 
+from pbbflow.cli.main import main
 from pbbflow.storage.runstore import RunStore
-from pbbflow.workflow import family as family_module
+from pbbflow.core import family as family_module
 from pbbflow.workflow.coordinator import Coordinator
-from pbbflow.workflow.family import family, work_space
+from pbbflow.core.family import family, register, work_space
 from pbbflow.workflow.run import create_run, drive, result_of
 from pbbflow.workflow.tasks import explorer_task, heuristic_task
 from pbbflow.core.compiling import CodeLoad
@@ -202,6 +204,9 @@ class ToyRun:
     def client_code(self):
         return CodeLoad(0.0, False)
 
+    def first_run_code(self):
+        return None
+
     def worker_code(self):
         return load_nothing, ()
 
@@ -213,14 +218,34 @@ def toy_family(monkeypatch):
     module.Instance = ToyRun
     module.make_engine = lambda options, *, gpu, threads: ScanEngine()
     module.side_heuristic = side_heuristic
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setitem(family_module.FAMILIES, "toy", module.__name__)
+    monkeypatch.setattr(family_module, "FAMILIES", dict(family_module.FAMILIES))  # registered for this test
+    register("toy", module)
     return module
 
 
 def test_an_unknown_kind_is_refused_in_one_line():
     with pytest.raises(ValueError, match=r"unknown run kind 'toy' \(known: flowshop, spatial\)"):
         family("toy")
+
+
+def test_a_kind_is_registered_once():
+    with pytest.raises(ValueError, match=r"run kind 'spatial' is already registered"):
+        register("spatial", types.ModuleType("another_spatial_family"))
+
+
+def test_a_family_in_another_package_is_found_through_its_entry_point(monkeypatch, tmp_path):
+    """An installed package's ``pbbflow.families`` entry point (here a distribution's metadata on
+    ``sys.path``) is read the first time its kind is asked for; the module is imported then."""
+    module = types.ModuleType("pbbflow_toy_package")
+    module.family = types.SimpleNamespace(Space=RangeSpace, Instance=ToyRun)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    info = tmp_path / "pbbflow_toy_package-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pbbflow-toy-package\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pbbflow.families]\ntoy = pbbflow_toy_package:family\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(family_module, "FAMILIES", dict(family_module.FAMILIES))
+    assert family("toy") is module.family and work_space("toy", {"size": 5}).size == 5
 
 
 def test_a_third_family_runs_on_the_workflow_with_exact_counts(toy_family):
@@ -267,3 +292,23 @@ def test_a_third_familys_run_store_is_driven_stopped_and_resumed_untouched(toy_f
     assert result == result_of(RunStore.open(path))
     assert result["status"] == "optimal" and result["nodes"] == SIZE and result["minimum"] == everything.min()
     assert RunStore.open(path).kind == "toy" and value(np.array([result["k"]]))[0] == everything.min()
+
+
+def test_a_third_familys_run_is_resumed_and_described_by_the_command(toy_family, tmp_path, capsys):
+    """``pbbflow resume`` and ``pbbflow info --json`` on a toy run stopped in its middle: the
+    command drives it on its local cluster (worker threads of this process, where the toy is
+    registered) to the minimum, with every integer counted once."""
+    path = tmp_path / "toy.zarr"
+    create_run(path, ToyRun(SIZE), work=ToyRun(SIZE).space().decode(np.array([[0, SIZE]], dtype="<i8").tobytes())
+               ).release()  # fmt: skip
+    code = main(["resume", str(path), "--node-limit", "1", "--workers", "2", "--threads", "1",
+                 "--heuristic-workers", "1", "--json", "--quiet"])  # fmt: skip
+    stopped = json.loads(capsys.readouterr().out)  # stopped at its first look (or done before: a loaded machine)
+    assert (code, stopped["status"]) in ((3, "limit"), (0, "optimal")) and 0 < stopped["nodes"] <= SIZE
+    assert main(["resume", str(path), "--workers", "2", "--threads", "1", "--json", "--quiet"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    everything = value(np.arange(SIZE))
+    assert result["status"] == "optimal" and result["nodes"] == SIZE and result["minimum"] == everything.min()
+    assert main(["info", str(path), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["nodes"] == SIZE and info["k"] == result["k"] and info["options"] == {"size": SIZE}

@@ -12,7 +12,7 @@ from pbbflow.flowshop.factoradic import factorial
 from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.flowshop.packed import PackedUnit
 from pbbflow.workflow.coordinator import Coordinator
-from pbbflow.workflow.family import work_space
+from pbbflow.core.family import work_space
 from pbbflow.workflow.ledger import CONTINUE, REPLACE, STOP, WAIT, Ledger
 
 N = 6

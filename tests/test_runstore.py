@@ -23,6 +23,7 @@ from pbbflow.flowshop.factoradic import factorial
 from pbbflow.storage import runstore
 from pbbflow.flowshop.family import FlowShopRun
 from pbbflow.flowshop.run_options import check_options, run_options
+from pbbflow.core.errors import PbbflowError, RunStoreDamaged, RunStoreFormatError, RunStoreMissing
 from pbbflow.storage.runstore import Checkpoint, RunStore, RunStoreError
 
 N = 50
@@ -252,6 +253,27 @@ def test_an_incumbent_must_be_its_permutations_makespan(tmp_path):
         store.commit(**{**want, "incumbent": want["incumbent"] - 1})
     with pytest.raises(ValueError, match="it has no permutation"):
         store.commit(**{**want, "solution": None})
+
+
+def test_a_stores_errors_say_whether_it_is_missing_foreign_or_damaged(tmp_path):
+    """The three kinds of a store that cannot be opened, each a RunStoreError (and a PbbflowError:
+    the CLI's one line, exit 2)."""
+    with pytest.raises(RunStoreMissing, match="does not exist"):
+        RunStore.open(tmp_path / "nope.zarr")
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(RunStoreFormatError, match="not a pbbflow run store"):
+        RunStore.open(tmp_path / "plain")
+    path = tmp_path / "run.zarr"
+    make_store(path).commit(**expected(1))
+    zarr.open_group(path, mode="r+").attrs["pbbflow"] = {"format": 3, "kind": "pbbflow-run", "family": "knapsack"}
+    with pytest.raises(RunStoreFormatError, match=r"unknown family 'knapsack' \(this pbbflow knows flowshop and spatial\)"):
+        RunStore.open(path)
+    edit_root(path, lambda attrs: attrs["pbbflow"].update(family="flowshop"))
+    root = zarr.open_group(path, mode="r+")
+    root[root.attrs["current"]].attrs["nodes"] = 7
+    with pytest.raises(RunStoreDamaged, match="checksum") as err:
+        RunStore.open(path).latest()
+    assert isinstance(err.value, RunStoreError) and isinstance(err.value, PbbflowError)
 
 
 def test_tampered_chunk_fails_checksum(tmp_path):

@@ -11,7 +11,8 @@ from pbbflow.flowshop.evaluation import brute_force_optimum, makespan
 from pbbflow.flowshop.instance import FlowShop
 from pbbflow.flowshop.load import load_instance
 from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.flowshop.solve import BOUND_PROVED, LIMIT, OPTIMAL, solve
+from pbbflow.core.status import BOUND_PROVED, LIMIT, OPTIMAL
+from pbbflow.flowshop.solve import solve
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 # Known optima of ta001-020 and ta031-050 (../shared/data/taillard/bounds.csv, all optimal=yes),

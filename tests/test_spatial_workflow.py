@@ -18,7 +18,7 @@ from pbbflow.spatial.boxes import BoxSet
 from pbbflow.spatial.family import BoxSpace, BoxWork, SpatialRun
 from pbbflow.spatial.load import load_problem
 from pbbflow.workflow.coordinator import Coordinator
-from pbbflow.workflow.family import work_space
+from pbbflow.core.family import work_space
 from pbbflow.workflow.ledger import CONTINUE, REPLACE, WAIT, Ledger
 from pbbflow.workflow.tasks import explorer_task, heuristic_task
 from pbbflow.workflow.worker_code import submit_warm_workers

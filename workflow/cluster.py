@@ -27,6 +27,7 @@ from dask.utils import parse_bytes
 from distributed import Client, LocalCluster, Worker
 from distributed.utils import sync
 
+from ..core.errors import ClusterError
 from ..gpu import gpu_count
 
 KINDS = ("local", "address", "slurm")
@@ -49,10 +50,6 @@ logger = logging.getLogger(__name__)
 def dask_environment(config: dict) -> list[str]:
     """``config`` as shell lines exporting Dask's environment variables (``DASK_A__B__C=value``)."""
     return [f"export DASK_{key.upper().replace('.', '__').replace('-', '_')}={value}" for key, value in config.items()]
-
-
-class ClusterError(RuntimeError):
-    """A cluster cannot be opened as asked (one line, meant for the user)."""
 
 
 @dataclass

@@ -16,7 +16,7 @@ import math
 from distributed.diagnostics.plugin import SchedulerPlugin
 from tornado.ioloop import PeriodicCallback
 
-from .family import work_space
+from ..core.family import work_space
 from .history import RunHistory
 from .ledger import REPLACE, Ledger
 

@@ -1,6 +1,6 @@
 """A run's ETA: its family's estimate of the nodes left, divided by the recent node rate.
 
-A family whose run instance has ``estimate_left`` (``family.EstimatesWork``; flow shop: random
+A family whose run instance has ``estimate_left`` (``core.family.EstimatesWork``; flow shop: random
 probes of the explorers' tree, ``flowshop.estimate``) is asked for an estimate of the nodes left in
 the remaining work under the incumbent, on a background thread of the driver, every
 ``REFRESH_SECONDS`` for ``ESTIMATE_SECONDS``: a checkpoint or a poll never waits for it, except
@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from ..core.family import EstimatesWork
 
 ESTIMATE_SECONDS = 0.3  # probing per estimate (one thread, the GIL released)
 REFRESH_SECONDS = 10.0  # a new estimate of the remaining work this often
@@ -141,7 +143,7 @@ class Estimator:
 
     def __init__(self, instance: Any, seconds: float = ESTIMATE_SECONDS, every: float = REFRESH_SECONDS) -> None:
         self.instance, self.seconds, self.every = instance, seconds, every
-        self.enabled = callable(getattr(instance, "estimate_left", None))
+        self.enabled = isinstance(instance, EstimatesWork)
         self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pbbflow-estimate")
         self.pending: Future | None = None
         self.asked = -math.inf  # when the last estimate was asked for (time.monotonic)

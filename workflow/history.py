@@ -35,7 +35,7 @@ def node_rate(t: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 @dataclass
 class RunHistory:
-    """Samples of one run of family ``kind`` (``workflow.family.FAMILIES``): time since opened, nodes,
+    """Samples of one run of family ``kind`` (``core.family.register``): time since opened, nodes,
     remaining share, incumbent, lower bound, open pieces, activity per worker, the estimate of the nodes left."""
 
     label: str

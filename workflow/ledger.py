@@ -24,7 +24,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from .family import WorkSet
+from ..core.family import WorkSet
 
 CONTINUE, REPLACE, WAIT, STOP = "continue", "replace", "wait", "stop"
 

@@ -6,7 +6,7 @@ incumbent as the first checkpoint), held for writing by this process.  ``drive``
 cluster the client reaches, until the search ends, a time limit passes or ``stop`` is set (a
 signal): the explorers are told to stop, and the last state is written as a new checkpoint.
 Checkpoints are written by the client process on a background thread, never on the scheduler's
-event loop.  Nothing here knows a family: the store's instance (``workflow.family.RunInstance``)
+event loop.  Nothing here knows a family: the store's instance (``core.family.RunInstance``)
 gives the work space, the engines' options, the code to load and the result.
 """
 
@@ -25,12 +25,13 @@ from typing import Any
 
 from distributed import Client, wait
 
-from ..gpu import DEFAULT_IVMS, GpuError
+from ..core.errors import GpuError
+from ..core.family import RunInstance, StoredWork
+from ..gpu import DEFAULT_IVMS
 from ..storage.runstore import RunStore, RunStoreError
 from .coordinator import Coordinator
 from .eta import COLUMNS as ESTIMATE_COLUMNS
 from .eta import Estimator, Eta, eta_of, recent_rate
-from .family import RunInstance, StoredWork
 from .history import activity_column
 from .tasks import explorer_task, heuristic_task
 from .worker_code import warm_workers

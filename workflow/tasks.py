@@ -19,8 +19,8 @@ from collections.abc import Callable
 from distributed import get_worker
 from distributed.utils import sync
 
-from ..gpu import GpuError
-from .family import family
+from ..core.errors import GpuError
+from ..core.family import family
 from .ledger import REPLACE, STOP, WAIT
 
 WAIT_SECONDS = 0.05  # between checkpoints of an explorer that has nothing to do

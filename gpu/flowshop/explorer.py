@@ -16,12 +16,13 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda
 
+from ...core.errors import GpuError
 from ...flowshop.bounds import BOUND_NAMES, LB1, head_tail_minima
 from ...flowshop.explorer import ExploreResult, Snapshot
 from ...flowshop.intervals import WorkUnit
 from ...flowshop.ivm import BRANCH_NAMES
 from ...flowshop.packed import PackedUnit, limbs
-from .. import DEFAULT_IVMS, GpuError
+from .. import DEFAULT_IVMS
 from . import kernels as K
 from .factoradic import digits_to_limbs, limbs_to_digits
 from ..warp import WARP, WARPS_PER_BLOCK

@@ -13,21 +13,28 @@ through these protocols and know no family:
 - a :class:`Family` (a module) names its space and its instance, makes engines and runs its side
   heuristic.
 
-A family is found by its run kind in ``FAMILIES`` (a module, imported on first use), so that a
-scheduler or a worker builds what it needs from a message naming the kind and plain parameters
-(``WorkSpace.params``, the run's options).  A third family adds a line there and that module.
+A family is found by its run kind (:func:`family`), so that a scheduler or a worker builds what
+it needs from a message naming the kind and plain parameters (``WorkSpace.params``, the run's
+options).  The two built-in families are named in ``FAMILIES`` and imported on first use.  A third
+family, in a package of its own, declares an entry point of the group ``pbbflow.families``
+(``toy = "toy_package.family"``: the kind, and the module or object that is its :class:`Family`),
+read the first time a kind is not known; or it calls :func:`register` in every process that
+looks it up (the client, the scheduler and the workers).  The built-ins are not entry points: a
+source tree or an editable install whose metadata predates a family still finds them.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, Self, cast
+from types import ModuleType
+from typing import Any, Protocol, Self, cast, runtime_checkable
 
 import numpy as np
 
-# run kind -> the module of its family (a Family)
-FAMILIES = {
+ENTRY_POINTS = "pbbflow.families"  # the entry-point group of families in other packages
+# run kind -> its Family, or where to find it ("module" or "module:object"), imported on first use
+FAMILIES: dict[str, Family | ModuleType | str] = {
     "flowshop": "pbbflow.flowshop.family",
     "spatial": "pbbflow.spatial.family",
 }
@@ -132,7 +139,7 @@ class RunInstance(Protocol):
     ``workflow.run``).  Its arrays and options are everything a result depends on: the store signs
     them and rebuilds the instance from them (``Family.Instance.from_store``)."""
 
-    kind: str  # the family's run kind (``FAMILIES``)
+    kind: str  # the family's run kind (``family``)
     name: str  # the instance's or problem's name
     options: dict  # plain JSON
     work_arrays: tuple[str, ...]  # the names of a checkpoint's work arrays, in order
@@ -187,9 +194,10 @@ class RunInstance(Protocol):
         ``core.compiling.CodeLoad``)."""
 
 
+@runtime_checkable
 class EstimatesWork(Protocol):
-    """A run instance that can estimate its work left (optional: ``workflow.eta`` asks for it where
-    the instance has the method; flow shop: ``flowshop.estimate``)."""
+    """A run instance that can estimate its work left (optional: ``workflow.eta`` estimates where
+    the instance is one; flow shop: ``flowshop.estimate``)."""
 
     def estimate_left(self, work: StoredWork, ub: Any, seconds: float) -> tuple[float, float, float] | None:
         """(nodes, low, high): the nodes explorers would decompose in ``work`` under the incumbent ``ub``
@@ -210,12 +218,43 @@ class Family(Protocol):
         """Look for better solutions until ``stopping()``, each through ``improved(value, solution)``."""
 
 
+def register(kind: str, family: Family | ModuleType | str) -> None:
+    """Make run kind ``kind`` known in this process: its family, or where to find it (``"module"`` or
+    ``"module:object"``, imported on first use); ``ValueError`` where ``kind`` is another family's."""
+    known = FAMILIES.get(kind)
+    if known is not None and known != family:
+        raise ValueError(f"run kind {kind!r} is already registered")
+    FAMILIES[kind] = family
+
+
+def _discover() -> None:
+    """Add the families that installed packages declare (``ENTRY_POINTS``) to the kinds not known."""
+    from importlib.metadata import entry_points  # only here: a module that imports email and zipfile
+
+    for point in entry_points(group=ENTRY_POINTS):
+        FAMILIES.setdefault(point.name, point.value)
+
+
+def known_kinds() -> list[str]:
+    """The run kinds known here, sorted: the built-ins, those registered and those of entry points."""
+    _discover()
+    return sorted(FAMILIES)
+
+
 def family(kind: str) -> Family:
     """The family of run kind ``kind``; ``ValueError`` for an unknown kind."""
-    module = FAMILIES.get(kind)
-    if module is None:
-        raise ValueError(f"unknown run kind {kind!r} (known: {', '.join(sorted(FAMILIES))})")
-    return cast(Family, importlib.import_module(module))
+    if kind not in FAMILIES:
+        _discover()
+    found = FAMILIES.get(kind)
+    if found is None:
+        raise ValueError(f"unknown run kind {kind!r} (known: {', '.join(known_kinds())})")
+    if isinstance(found, str):
+        module, _, name = found.partition(":")
+        found = importlib.import_module(module)
+        for attribute in filter(None, name.split(".")):
+            found = getattr(found, attribute)
+        FAMILIES[kind] = found
+    return cast(Family, found)
 
 
 def work_space(kind: str, params: dict) -> WorkSpace:
