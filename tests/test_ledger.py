@@ -245,3 +245,113 @@ def test_waiting_explorers_never_cut_a_spatial_box_the_explorers_have_not_bounde
     given = ledger.checkpoint("e1", "w1", space.empty())
     assert given.action == REPLACE and len(given.work) == 1
     assert sorted(np.concatenate([reply.work.boxes.lb, given.work.boxes.lb])) == [-5.0, -4.0]
+
+
+# ---------------------------------------------------------------------- late and duplicated reports
+
+BOXES = work_space("spatial", {"lower": [0.0, 0.0], "upper": [4.0, 4.0]})
+
+
+def boxes(*rows):
+    """Boxes ``(x0, x1, y0, y1, lb)`` of [0, 4]^2 as the coordinator's work."""
+    from pbbflow.spatial.boxes import BoxSet
+
+    lo = np.array([[r[0], r[2]] for r in rows], dtype=float).reshape(-1, 2)
+    hi = np.array([[r[1], r[3]] for r in rows], dtype=float).reshape(-1, 2)
+    return BOXES.decode(BoxSet(lo, hi, np.array([r[4] for r in rows], dtype=float)).to_bytes())
+
+
+def rows(work) -> list:
+    b = work.boxes
+    return sorted((*b.lo[i], *b.hi[i], b.lb[i]) for i in range(len(b)))
+
+
+QUARTERS = boxes((0, 2, 0, 2, -4), (2, 4, 0, 2, -3), (0, 2, 2, 4, -2), (2, 4, 2, 4, -1))
+
+
+def test_a_spatial_report_counts_only_the_boxes_inside_the_copy():
+    copy = boxes((0, 2, 0, 4, -5), (2, 4, 0, 4, -4))
+    assert copy.accept(QUARTERS) is QUARTERS  # refined: every box inside one of the copy's
+    shrunk = boxes((0, 1, 0, 1, -5), (2.5, 4, 3, 4, -1))  # contracted, some pruned
+    assert copy.accept(shrunk) is shrunk
+    across = boxes((1, 3, 0, 1, -5), (0, 2, 0, 4, -5), (2, 4, 0, 4.5, -4), (3, 4, 1, 2, -4))
+    assert rows(copy.accept(across)) == rows(boxes((0, 2, 0, 4, -5), (3, 4, 1, 2, -4)))
+    assert len(copy.accept(BOXES.empty())) == 0 and len(BOXES.empty().accept(QUARTERS)) == 0
+
+
+def test_a_spatial_report_delivered_twice_doubles_no_box():
+    """E holds the square; it checkpoints four quarters while another explorer waits: half go to the
+    pool.  The same message again (no generation: unchecked) sets E's copy back to all four quarters
+    unless the report is checked against the copy: the pool's two would then be held twice."""
+    ledger = Ledger(boxes((0, 4, 0, 4, -9)), ub=0.0)
+    ledger.checkpoint("e", "w1", BOXES.empty())
+    assert ledger.checkpoint("idle", "w2", BOXES.empty()).action == WAIT
+    kept = ledger.checkpoint("e", "w1", QUARTERS, nodes=5)
+    assert kept.action == REPLACE and len(kept.work) == 2 and len(ledger.pool) == 1
+    ledger.checkpoint("e", "w1", QUARTERS, nodes=5)  # the same message again
+    assert ledger.pieces() == 4 and ledger.remaining_fraction() == 1.0
+    assert rows(ledger.remaining()) == rows(QUARTERS)
+
+
+def test_a_duplicated_checkpoint_counts_once_and_the_explorer_goes_on_with_its_copy():
+    ledger = Ledger(boxes((0, 4, 0, 4, -9)), ub=0.0)
+    first = ledger.checkpoint("e", "w1", BOXES.empty(), generation=0)
+    assert first.action == REPLACE and ledger.checkpoint("idle", "w2", BOXES.empty(), generation=0).action == WAIT
+    kept = ledger.checkpoint("e", "w1", QUARTERS, nodes=5, generation=first.generation)
+    assert kept.action == REPLACE and len(kept.work) == 2 and kept.generation != first.generation
+    again = ledger.checkpoint("e", "w1", QUARTERS, nodes=5, generation=first.generation)  # a retry
+    assert again.action == REPLACE and rows(again.work) == rows(kept.work) and again.generation == kept.generation
+    assert ledger.nodes == 5 and ledger.pieces() == 4 and rows(ledger.remaining()) == rows(QUARTERS)
+    given = ledger.checkpoint("idle", "w2", BOXES.empty(), generation=0)  # a task that lost its first reply
+    assert given.action == REPLACE and rows(ledger.remaining()) == rows(QUARTERS)
+    assert ledger.checkpoint("e", "w1", kept.work, nodes=1, generation=again.generation).action == CONTINUE
+    assert ledger.nodes == 6
+
+
+def test_a_late_report_resurrects_nothing_and_counts_nothing():
+    """An explorer's earlier report arriving after a later one: today's copy is a refinement of it
+    (a box bisected, a half pruned), so taking it back would explore the pruned half again, and
+    checking it against the copy alone would lose the bisected box's other half."""
+    ledger = Ledger(boxes((0, 4, 0, 4, -9)), ub=0.0)
+    g0 = ledger.checkpoint("e", "w", BOXES.empty(), generation=0).generation
+    halves = boxes((0, 2, 0, 4, -5), (2, 4, 0, 4, -4))
+    early = ledger.checkpoint("e", "w", halves, nodes=1, generation=g0)
+    assert early.action == CONTINUE
+    later = boxes((0, 2, 0, 4, -5), (2, 4, 0, 2, -3))  # the right half bisected, its upper quarter pruned
+    latest = ledger.checkpoint("e", "w", later, nodes=2, generation=early.generation)
+    late = ledger.checkpoint("e", "w", halves, nodes=1, generation=g0)
+    assert late.action == REPLACE and rows(late.work) == rows(later) and late.generation == latest.generation
+    assert ledger.nodes == 3 and ledger.remaining_fraction() == 0.75 and rows(ledger.remaining()) == rows(later)
+
+
+def test_a_task_run_again_takes_over_its_explorers_work_and_the_old_ones_reports_count_for_nothing():
+    ledger = Ledger(FULL, ub=100, pieces=2)
+    g = ledger.checkpoint("a", "w1", EMPTY, generation=0).generation  # [0, 360)
+    ledger.checkpoint("b", "w2", EMPTY, generation=0)
+    held = ledger.checkpoint("a", "w1", unit((100, 360)), nodes=5, generation=g)
+    # the task again (before its worker's loss was seen): it starts empty and takes the copy over
+    again = ledger.checkpoint("a", "w3", EMPTY, generation=0)
+    assert again.action == REPLACE and again.work == unit((100, 360)) and ledger.worker_of["a"] == "w3"
+    late = ledger.checkpoint("a", "w1", unit((200, 360)), nodes=7, generation=held.generation)  # the old task
+    assert late.action == REPLACE and late.work == unit((100, 360)) and ledger.worker_of["a"] == "w3"
+    # its worker lost: the copy returns to the pool; a late report of that task counts for nothing
+    ledger.remove_worker("w3")
+    late = ledger.checkpoint("a", "w3", unit((300, 360)), nodes=7, generation=again.generation)
+    assert late.action == WAIT and "a" not in ledger.worker_of
+    assert ledger.nodes == 5 and ledger.remaining() == unit((100, TOTAL))
+    rerun = ledger.checkpoint("a", "w4", EMPTY, generation=0)
+    assert rerun.action == REPLACE and rerun.work == unit((100, 360)) and ledger.nodes == 5
+    ledger.stop()
+    assert ledger.checkpoint("a", "w4", unit((300, 360)), generation=again.generation).action == STOP
+    assert ledger.remaining() == unit((100, TOTAL))
+
+
+def test_the_plugin_carries_the_generation_and_drops_a_stale_report():
+    coordinator = Coordinator()
+    coordinator.open_run("r", **SPACE, work=unit((0, 100)).to_bytes(), ub=100)
+    first = coordinator.checkpoint("r", "e", "w", b"", generation=0)
+    report = {"remaining": unit((40, 100)).to_bytes(), "nodes": 7, "generation": first["generation"]}
+    assert coordinator.checkpoint("r", "e", "w", **report)["action"] == CONTINUE
+    stale = coordinator.checkpoint("r", "e", "w", **report)
+    assert stale["action"] == REPLACE and PackedUnit.from_bytes(N, stale["work"]) == unit((40, 100))
+    assert coordinator.state("r")["nodes"] == 7

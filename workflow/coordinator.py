@@ -97,17 +97,21 @@ class Coordinator(SchedulerPlugin):
         return {"run": run}
 
     def checkpoint(self, run: str, explorer: str, worker: str, remaining: bytes, nodes: int = 0, leaves: int = 0,
-                   capacity: int = 1, best=None, solution=None, settled: float = math.inf) -> dict:
-        """An explorer's checkpoint (with its best solution, if any; ``settled`` as ``Ledger.checkpoint``):
-        returns action, work (bytes, with REPLACE only) and the UB to prune with."""
+                   capacity: int = 1, best=None, solution=None, settled: float = math.inf,
+                   generation: int | None = None) -> dict:  # fmt: skip
+        """An explorer's checkpoint (with its best solution, if any; ``settled`` and ``generation`` as
+        ``Ledger.checkpoint``): returns action, work (bytes, with REPLACE only), the UB to prune with
+        and the generation to echo."""
         ledger = self.runs.get(run)
         if ledger is None:  # the run was closed (or never opened here): nothing to do
-            return {"action": "stop", "work": None, "ub": 0, "hurry": False}
+            return {"action": "stop", "work": None, "ub": 0, "hurry": False, "generation": 0}
         if best is not None:
             ledger.improve(best, solution)
-        reply = ledger.checkpoint(explorer, worker, ledger.space.decode(remaining), nodes, leaves, capacity, settled)
+        reply = ledger.checkpoint(explorer, worker, ledger.space.decode(remaining), nodes, leaves, capacity, settled,
+                                  generation)  # fmt: skip
         work = reply.work.to_bytes() if reply.action == REPLACE else None
-        return {"action": reply.action, "work": work, "ub": reply.ub, "hurry": reply.hurry, "solution": ledger.solution}
+        return {"action": reply.action, "work": work, "ub": reply.ub, "hurry": reply.hurry, "solution": ledger.solution,
+                "generation": reply.generation}  # fmt: skip
 
     def improve(self, run: str, best, solution) -> dict:
         """A better solution found between checkpoints; returns the run's incumbent value."""

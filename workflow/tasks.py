@@ -6,7 +6,7 @@ checkpoints to the coordinator, and does what the answer says.  Its engine may a
 coordinator at most every 0.2 s.  Its engine comes from the run's family (``family.py``: ``make_engine``, a GPU engine
 on a worker with the resource ``GPU``), and so does the side heuristic (``side_heuristic``).  An
 explorer holds no state the coordinator does not have (as of the last checkpoint), so a re-run
-after a worker death is harmless: it starts empty and asks for work.
+after a worker death is harmless: it starts empty (generation 0) and asks for work.
 """
 
 from __future__ import annotations
@@ -82,9 +82,14 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
     engine = family(kind).make_engine(options, gpu=gpu, threads=worker.state.nthreads)
     call = _coordinator(run)
 
+    generation = 0  # the reply's, echoed in the next checkpoint (``ledger``: stale reports count for nothing)
+
     def checkpoint(remaining: bytes, **progress) -> dict:
-        return call("pbbflow_checkpoint", explorer=explorer, worker=worker.address, remaining=remaining,
-                    capacity=engine.capacity, **progress)  # fmt: skip
+        nonlocal generation
+        reply = call("pbbflow_checkpoint", explorer=explorer, worker=worker.address, remaining=remaining,
+                     capacity=engine.capacity, generation=generation, **progress)  # fmt: skip
+        generation = reply["generation"]
+        return reply
 
     def report(value, solution) -> None:
         call("pbbflow_improve", best=value, solution=solution)
