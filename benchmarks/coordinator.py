@@ -82,9 +82,9 @@ def spatial_checkpoint_ms(k: int, d: int = 4, repeats: int = 7) -> dict:
         coordinator = Coordinator()
         coordinator.open_run("bench", kind="spatial", space={"lower": [0.0] * d, "upper": [1.0] * d},
                              work=copy.to_bytes(), ub=0.0)  # fmt: skip
-        coordinator.checkpoint("bench", "e", "w", b"")  # hands the whole copy out
+        coordinator.checkpoint("bench", "e", "w", b"", capacity=len(copy))  # hands the whole copy out
         started = time.perf_counter()
-        reply = coordinator.checkpoint("bench", "e", "w", report.to_bytes(), nodes=len(copy))
+        reply = coordinator.checkpoint("bench", "e", "w", report.to_bytes(), nodes=len(copy), capacity=len(copy))
         times.append((time.perf_counter() - started) * 1e3)
         assert reply["action"] == "continue"
     return {"boxes": len(report), "copy_boxes": len(copy), "d": d, "message_bytes": len(report.to_bytes()),
