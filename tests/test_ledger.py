@@ -13,7 +13,10 @@ from pbbflow.search.intervals import WorkUnit
 from pbbflow.search.packed import PackedUnit
 from pbbflow.workflow.coordinator import Coordinator
 from pbbflow.workflow.family import work_space
-from pbbflow.workflow.ledger import CONTINUE, REPLACE, STOP, WAIT, Ledger
+from pbbflow.workflow.ledger import Ledger
+from pbbflow.workflow.protocol import Action, Route, RunClosed, RunHandle, closed_reply
+
+CONTINUE, REPLACE, STOP, WAIT = Action.CONTINUE, Action.REPLACE, Action.STOP, Action.WAIT
 
 N = 6
 TOTAL = int(factorial(N))  # 720
@@ -355,3 +358,58 @@ def test_the_plugin_carries_the_generation_and_drops_a_stale_report():
     stale = coordinator.checkpoint("r", "e", "w", **report)
     assert stale["action"] == REPLACE and PackedUnit.from_bytes(N, stale["work"]) == unit((40, 100))
     assert coordinator.state("r")["nodes"] == 7
+
+
+# ---------------------------------------------------------------------- the routes of a run that is over
+
+ROUTE_CALLS = {  # every route but open, with its arguments
+    Route.CHECKPOINT: {"explorer": "e", "worker": "w", "remaining": b"", "generation": 0},
+    Route.IMPROVE: {"best": 90, "solution": [0, 1, 2, 3, 4, 5]},
+    Route.WAITING: {"explorer": "e"},
+    Route.STATUS: {},
+    Route.STATE: {"intervals": True},
+    Route.STOP: {},
+    Route.CLOSE: {},
+    Route.ESTIMATE: {"nodes": 10, "estimate": [100.0, 50.0, 200.0]},
+}
+
+
+def test_every_route_answers_a_closed_or_unknown_run_as_over():
+    assert set(ROUTE_CALLS) == set(Route) - {Route.OPEN}
+    coordinator = Coordinator()
+    handlers = {h.route: h for h in coordinator.route_handlers()}
+    assert set(handlers) == set(ROUTE_CALLS)
+    coordinator.open_run("r", **SPACE, work=unit((0, 100)).to_bytes(), ub=100)
+    coordinator.close_run("r")
+    for run in ("r", "never-opened"):
+        for route, kwargs in ROUTE_CALLS.items():
+            assert handlers[route](run, **kwargs) == closed_reply(route, run), route
+    assert closed_reply(Route.CHECKPOINT, "r")["action"] == STOP and closed_reply(Route.WAITING, "r")["stopping"]
+    assert closed_reply(Route.STATE, "r") == {"closed": True}
+    with pytest.raises(ValueError, match="answers no closed run"):
+        closed_reply(Route.OPEN, "r")
+
+
+@gen_cluster(client=True, nthreads=[("127.0.0.1", 1)])
+async def test_a_run_handle_calls_every_route_and_raises_a_closed_runs_state(c, s, a):
+    """Through the scheduler (the wire: routes and actions travel as strings), from a client's thread."""
+    await c.register_plugin(Coordinator())
+    assert set(Route) <= set(s.handlers)
+
+    def calls() -> None:
+        handle = RunHandle("r", c.scheduler, c.loop, timeout=30)
+        assert handle.call(Route.OPEN, **SPACE, work=unit((0, 100)).to_bytes(), ub=100) == {"run": "r"}
+        reply = handle.call(Route.CHECKPOINT, **ROUTE_CALLS[Route.CHECKPOINT])
+        assert reply["action"] == REPLACE and reply["generation"] == 1
+        assert handle.call(Route.STATE)["nodes"] == 0
+        for route, kwargs in ROUTE_CALLS.items():  # the run open, then closed (by the CLOSE route itself)
+            if route is not Route.STATE:
+                handle.call(route, **kwargs)
+        for route, kwargs in ROUTE_CALLS.items():
+            if route is Route.STATE:
+                with pytest.raises(RunClosed, match="run r is not open"):
+                    handle.call(route, **kwargs)
+            else:
+                assert handle.call(route, **kwargs) == closed_reply(route, "r"), route
+
+    await asyncio.get_running_loop().run_in_executor(None, calls)

@@ -32,15 +32,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from .family import WorkSet
-
-CONTINUE, REPLACE, WAIT, STOP = "continue", "replace", "wait", "stop"
+from .protocol import Action
 
 
 @dataclass(frozen=True)
 class Reply:
     """What the coordinator tells an explorer after a checkpoint."""
 
-    action: str  # CONTINUE, REPLACE (explore ``work`` instead), WAIT (ask again soon), STOP
+    action: Action
     work: WorkSet | None
     ub: Any  # the incumbent's value (or the initial pruning bound): prune what cannot beat it
     hurry: bool = False  # others wait for work: checkpoint again soon, so that they can get some
@@ -163,7 +162,7 @@ class Ledger:
         if self.stopping:
             self._hold(explorer, left)
             self.stopped.add(explorer)
-            return Reply(STOP, None, self.ub, generation=current)
+            return Reply(Action.STOP, None, self.ub, generation=current)
         if left:
             if self.waiting - {explorer} and not self.pool:
                 if capacity > 1 and len(left) > 1:  # many pieces (a GPU's IVMs): give half the work
@@ -174,16 +173,16 @@ class Ledger:
                     self.pool.append(given)
             self._hold(explorer, left)
             hurry = len(self.waiting - {explorer}) > len(self.pool)  # waiters the pool cannot serve
-            return Reply(CONTINUE if left == remaining else REPLACE, left, self.ub, hurry, current)
+            return Reply(Action.CONTINUE if left == remaining else Action.REPLACE, left, self.ub, hurry, current)
         self._hold(explorer, left)
         if self.pool:
             work = self._take_from_pool(capacity, len(self.waiting - {explorer}))
             self._hold(explorer, work)
-            return Reply(REPLACE, work, self.ub, generation=current)
+            return Reply(Action.REPLACE, work, self.ub, generation=current)
         if self.finished:
-            return Reply(STOP, None, self.ub, generation=current)
+            return Reply(Action.STOP, None, self.ub, generation=current)
         self.waiting.add(explorer)
-        return Reply(WAIT, None, self.ub, generation=current)
+        return Reply(Action.WAIT, None, self.ub, generation=current)
 
     def _stale(self, explorer: str, current: int) -> Reply:
         """The answer to a report of another generation, which counts for nothing: go on with the
@@ -191,11 +190,11 @@ class Ledger:
         copy = self.active.get(explorer)
         if self.stopping:
             self.stopped.add(explorer)
-            return Reply(STOP, None, self.ub, generation=current)
+            return Reply(Action.STOP, None, self.ub, generation=current)
         if copy is not None:
             hurry = len(self.waiting - {explorer}) > len(self.pool)
-            return Reply(REPLACE, copy, self.ub, hurry, current)
-        return Reply(STOP if self.finished else WAIT, None, self.ub, generation=current)
+            return Reply(Action.REPLACE, copy, self.ub, hurry, current)
+        return Reply(Action.STOP if self.finished else Action.WAIT, None, self.ub, generation=current)
 
     def remove_worker(self, worker: str) -> None:
         """A worker is gone: its explorers' work (as of their last checkpoint) returns to the pool,

@@ -17,11 +17,10 @@ import traceback
 from collections.abc import Callable
 
 from distributed import get_worker
-from distributed.utils import sync
 
 from ..gpu import GpuError
 from .family import family
-from .ledger import REPLACE, STOP, WAIT
+from .protocol import Action, Route, RunHandle
 
 WAIT_SECONDS = 0.05  # between checkpoints of an explorer that has nothing to do
 HURRY = 0.05  # fraction of the budget to explore before the next checkpoint when others wait
@@ -47,15 +46,10 @@ def _reporting_errors(task):
     return wrapper
 
 
-def _coordinator(run: str) -> Callable[..., dict]:
-    """In a task: a call of the coordinator's handlers for ``run`` (through the worker's scheduler
-    connection)."""
+def _coordinator(run: str) -> RunHandle:
+    """In a task: run ``run`` on the coordinator, through the worker's scheduler connection."""
     worker = get_worker()
-
-    def call(handler: str, **kwargs) -> dict:
-        return sync(worker.loop, getattr(worker.scheduler, handler), run=run, **kwargs)
-
-    return call
+    return RunHandle(run, worker.scheduler, worker.loop)
 
 
 def _at_most_every(seconds: float, ask: Callable[[], bool]) -> Callable[[], bool]:
@@ -80,22 +74,22 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
     worker = get_worker()
     gpu = worker.state.total_resources.get("GPU", 0) > 0
     engine = family(kind).make_engine(options, gpu=gpu, threads=worker.state.nthreads)
-    call = _coordinator(run)
+    call = _coordinator(run).call
 
     generation = 0  # the reply's, echoed in the next checkpoint (``ledger``: stale reports count for nothing)
 
     def checkpoint(remaining: bytes, **progress) -> dict:
         nonlocal generation
-        reply = call("pbbflow_checkpoint", explorer=explorer, worker=worker.address, remaining=remaining,
+        reply = call(Route.CHECKPOINT, explorer=explorer, worker=worker.address, remaining=remaining,
                      capacity=engine.capacity, generation=generation, **progress)  # fmt: skip
         generation = reply["generation"]
         return reply
 
     def report(value, solution) -> None:
-        call("pbbflow_improve", best=value, solution=solution)
+        call(Route.IMPROVE, best=value, solution=solution)
 
     def others_wait_or_stop() -> bool:
-        answer = call("pbbflow_waiting", explorer=explorer)
+        answer = call(Route.WAITING, explorer=explorer)
         return answer["waiting"] > 0 or answer["stopping"]
 
     waiting = _at_most_every(POLL_SECONDS, others_wait_or_stop)
@@ -103,12 +97,12 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
     totals = {"nodes": 0, "leaves": 0, "explorations": 0}
     reply = checkpoint(b"")
     budget = budget_s
-    while reply["action"] != STOP:
-        if reply["action"] == WAIT:
+    while reply["action"] != Action.STOP:
+        if reply["action"] == Action.WAIT:
             time.sleep(WAIT_SECONDS)
             reply = checkpoint(engine.remaining())
             continue
-        if reply["action"] == REPLACE:
+        if reply["action"] == Action.REPLACE:
             engine.load(reply["work"])
         if offer is not None and reply.get("solution") is not None:
             offer(reply["ub"], reply["solution"])
@@ -127,10 +121,10 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
 def heuristic_task(run: str, kind: str, options: dict, seed: int) -> dict:
     """Family ``kind``'s side heuristic beside the search until the run stops; every improvement
     goes to the coordinator at once (it forwards the new UB to the explorers at their next checkpoint)."""
-    call = _coordinator(run)
+    call = _coordinator(run).call
 
     def improved(value, solution) -> None:
-        call("pbbflow_improve", best=value, solution=solution)
+        call(Route.IMPROVE, best=value, solution=solution)
 
-    stopping = _at_most_every(POLL_SECONDS, lambda: call("pbbflow_status")["stopping"])
+    stopping = _at_most_every(POLL_SECONDS, lambda: call(Route.STATUS)["stopping"])
     return family(kind).side_heuristic(options, seed, improved, stopping)
