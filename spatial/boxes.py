@@ -68,9 +68,9 @@ def _holds(outer_lo, outer_hi, lo, hi) -> bool:
 @njit(cache=True)
 def _inside_any(outer_lo, outer_hi, lo, hi):
     """Which boxes ``[lo[i], hi[i]]`` lie inside some box of ``outer`` (k >= 1 boxes; exact float
-    comparisons): a tree of the outer boxes (halved at the median centre of the side where the centres
-    spread most, down to ``_LEAF`` boxes), searched down the nodes whose bounding box holds the box.
-    Building it costs O(k log^2 k), a search O(log k) where the outer boxes barely overlap."""
+    comparisons): a tree of the outer boxes (cut at the middle of their centres' range on the side
+    where it is widest, down to ``_LEAF`` boxes), searched down the nodes whose bounding box holds
+    the box.  Building it costs O(k) per level, a search O(depth) where the outer boxes barely overlap."""
     k, d = outer_lo.shape
     order = np.arange(k)
     cap = 2 * k + 1
@@ -83,7 +83,7 @@ def _inside_any(outer_lo, outer_hi, lo, hi):
         top -= 1
         node = stack[top]
         s, e = start[node], end[node]
-        widest, spread = 0, -1.0
+        widest, spread, low_of_widest = 0, -1.0, 0.0
         for j in range(d):
             node_lo[node, j], node_hi[node, j] = np.inf, -np.inf
             low, high = np.inf, -np.inf
@@ -94,14 +94,19 @@ def _inside_any(outer_lo, outer_hi, lo, hi):
                 centre = 0.5 * outer_lo[i, j] + 0.5 * outer_hi[i, j]
                 low, high = min(low, centre), max(high, centre)
             if high - low > spread:
-                widest, spread = j, high - low
-        if e - s <= _LEAF:
+                widest, spread, low_of_widest = j, high - low, low
+        if e - s <= _LEAF or spread <= 0.0:
             continue
-        centres = np.empty(e - s)
-        for t in range(s, e):
-            centres[t - s] = 0.5 * outer_lo[order[t], widest] + 0.5 * outer_hi[order[t], widest]
-        order[s:e] = order[s:e][np.argsort(centres)]
-        middle = (s + e) // 2
+        cut, middle, last = low_of_widest + 0.5 * spread, s, e - 1  # below the cut to the left, in place
+        while middle <= last:
+            i = order[middle]
+            if 0.5 * outer_lo[i, widest] + 0.5 * outer_hi[i, widest] < cut:
+                middle += 1
+            else:
+                order[middle], order[last] = order[last], i
+                last -= 1
+        if middle == s or middle == e:  # the cut rounded to an end of the range: a leaf
+            continue
         first_child[node] = count
         start[count], end[count], start[count + 1], end[count + 1] = s, middle, middle, e
         stack[top], stack[top + 1] = count, count + 1

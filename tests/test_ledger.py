@@ -282,6 +282,31 @@ def test_a_spatial_report_counts_only_the_boxes_inside_the_copy():
     assert len(copy.accept(BOXES.empty())) == 0 and len(BOXES.empty().accept(QUARTERS)) == 0
 
 
+def test_the_check_of_many_boxes_is_the_brute_force_one():
+    """Thousands of boxes at many scales (bisected around a point, as a search closes in on its
+    minimum), contracted, moved, flat: ``BoxSet.inside`` (a tree) agrees with comparing every pair."""
+    from pbbflow.spatial.boxes import BoxSet, bisect_many
+
+    rng = np.random.default_rng(7)
+    lo, hi, scale = np.zeros((1, 3)), np.ones((1, 3)), np.ones(3)
+    for _ in range(40):
+        near = np.all((lo <= 0.3) & (0.3 <= hi), axis=1) | (rng.random(len(lo)) < 0.15)
+        halves_lo, halves_hi, _ = bisect_many(lo[near], hi[near], scale)
+        lo, hi = np.concatenate([lo[~near], halves_lo]), np.concatenate([hi[~near], halves_hi])
+    copy = BoxSet(lo, hi, np.zeros(len(lo)))
+    width = hi - lo
+    shift = rng.choice([0.0, 0.0, 0.2, -0.2], size=lo.shape) * width
+    flat = rng.random(len(lo)) < 0.1
+    rep_lo = lo + 0.25 * width * rng.random(lo.shape) + shift
+    rep_hi = np.where(flat[:, None], rep_lo, hi - 0.25 * width * rng.random(lo.shape) + shift)
+    report = BoxSet(rep_lo, np.maximum(rep_lo, rep_hi), np.zeros(len(lo)))
+    brute = [bool(np.any(np.all(lo <= report.lo[i], axis=1) & np.all(report.hi[i] <= hi, axis=1)))
+             for i in range(len(report))]  # fmt: skip
+    assert len(copy) > 100 and 0.2 < np.mean(brute) < 0.9
+    assert report.inside(copy).tolist() == brute
+    assert copy.inside(copy).all() and not BoxSet.empty(3).inside(copy).size
+
+
 def test_a_spatial_report_delivered_twice_doubles_no_box():
     """E holds the square; it checkpoints four quarters while another explorer waits: half go to the
     pool.  The same message again (no generation: unchecked) sets E's copy back to all four quarters
@@ -413,3 +438,4 @@ async def test_a_run_handle_calls_every_route_and_raises_a_closed_runs_state(c, 
                 assert handle.call(route, **kwargs) == closed_reply(route, "r"), route
 
     await asyncio.get_running_loop().run_in_executor(None, calls)
+
