@@ -14,7 +14,8 @@ from pbbflow.search.packed import PackedUnit
 from pbbflow.workflow.coordinator import Coordinator
 from pbbflow.workflow.family import work_space
 from pbbflow.workflow.ledger import Ledger
-from pbbflow.workflow.protocol import Action, Route, RunClosed, RunHandle, closed_reply
+from pbbflow.workflow.protocol import (Action, Checkpoint, CheckpointReply, Route, RunClosed, RunHandle,
+                                       closed_reply)  # fmt: skip
 
 CONTINUE, REPLACE, STOP, WAIT = Action.CONTINUE, Action.REPLACE, Action.STOP, Action.WAIT
 
@@ -439,3 +440,13 @@ async def test_a_run_handle_calls_every_route_and_raises_a_closed_runs_state(c, 
 
     await asyncio.get_running_loop().run_in_executor(None, calls)
 
+
+def test_checkpoint_messages_travel_as_plain_dicts():
+    coordinator = Coordinator()
+    coordinator.open_run("r", **SPACE, work=unit((0, 100)).to_bytes(), ub=100)
+    reply = CheckpointReply.from_wire(coordinator.checkpoint("r", **Checkpoint("e", "w", b"", 0).to_wire()))
+    assert reply.action is REPLACE and reply.generation == 1 and PackedUnit.from_bytes(N, reply.work) == unit((0, 100))
+    report = Checkpoint("e", "w", unit((50, 100)).to_bytes(), reply.generation, nodes=3, best=90, solution=[0, 1])
+    assert CheckpointReply.from_wire(coordinator.checkpoint("r", **report.to_wire())) == CheckpointReply(
+        CONTINUE, 90, solution=[0, 1], generation=2)
+    assert CheckpointReply.from_wire(closed_reply(Route.CHECKPOINT, "r")) == CheckpointReply(STOP, 0)

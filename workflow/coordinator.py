@@ -21,7 +21,7 @@ from tornado.ioloop import PeriodicCallback
 from .family import work_space
 from .history import RunHistory
 from .ledger import Ledger
-from .protocol import Action, Route, closed_reply
+from .protocol import Action, CheckpointReply, Route, closed_reply
 
 PLUGIN_NAME = "pbbflow-coordinator"
 SAMPLE_MS = 1000  # the histories' sampling period
@@ -112,17 +112,14 @@ class Coordinator(SchedulerPlugin):
     def checkpoint(self, run: str, explorer: str, worker: str, remaining: bytes, nodes: int = 0, leaves: int = 0,
                    capacity: int = 1, best=None, solution=None, settled: float = math.inf,
                    generation: int | None = None) -> dict:  # fmt: skip
-        """An explorer's checkpoint (with its best solution, if any; ``settled`` and ``generation`` as
-        ``Ledger.checkpoint``): returns action, work (bytes, with REPLACE only), the UB to prune with
-        and the generation to echo."""
+        """An explorer's checkpoint (``protocol.Checkpoint``); returns a ``protocol.CheckpointReply``."""
         ledger = self.runs[run]
         if best is not None:
             ledger.improve(best, solution)
         reply = ledger.checkpoint(explorer, worker, ledger.space.decode(remaining), nodes, leaves, capacity, settled,
                                   generation)  # fmt: skip
         work = reply.work.to_bytes() if reply.action == Action.REPLACE else None
-        return {"action": reply.action, "work": work, "ub": reply.ub, "hurry": reply.hurry, "solution": ledger.solution,
-                "generation": reply.generation}  # fmt: skip
+        return CheckpointReply(reply.action, reply.ub, work, reply.hurry, ledger.solution, reply.generation).to_wire()
 
     @_of_open_run(Route.IMPROVE)
     def improve(self, run: str, best, solution) -> dict:

@@ -4,8 +4,8 @@ scheduler plugin): the routes, the explorers' actions, and the answer for a run 
 Routes (:class:`Route`: scheduler handlers, each called with the run's id ``run``):
 
 - ``pbbflow_open``: start a run's ledger (the driver);
-- ``pbbflow_checkpoint``: an explorer's report; the reply's ``action`` (:class:`Action`) says what it does
-  next, and its ``generation`` is echoed in the next report (``ledger``);
+- ``pbbflow_checkpoint``: an explorer's report (:class:`Checkpoint`); the reply (:class:`CheckpointReply`)
+  says what it does next, and its ``generation`` is echoed in the next report (``ledger``);
 - ``pbbflow_improve``: a better solution found between checkpoints (explorers, heuristics);
 - ``pbbflow_waiting``: whether other explorers wait for work, or the run stops (explorers, between launches);
 - ``pbbflow_status``: whether the run is over, and its incumbent (heuristics);
@@ -24,9 +24,11 @@ wire (``StrEnum``).  The driver and the tasks call the routes through a :class:`
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
 
 
 class Route(StrEnum):
@@ -52,6 +54,44 @@ class Action(StrEnum):
     STOP = "stop"
 
 
+@dataclass(frozen=True)
+class Checkpoint:
+    """An explorer's report (the keywords of ``Route.CHECKPOINT``; see ``Ledger.checkpoint``)."""
+
+    explorer: str
+    worker: str  # its worker's address
+    remaining: bytes  # the work it has left, in its family's wire format
+    generation: int | None  # that of the last reply it got (0: none yet)
+    capacity: int = 1  # the pieces it works on at once
+    nodes: int = 0  # decomposed since its last checkpoint
+    leaves: int = 0
+    settled: float = math.inf  # a lower bound of what it discarded unexplored since then
+    best: Any = None  # its best value and solution, if it found one better than the run's
+    solution: Any = None
+
+    def to_wire(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class CheckpointReply:
+    """The coordinator's answer to a :class:`Checkpoint`."""
+
+    action: Action
+    ub: Any  # prune what cannot beat it: the incumbent's value, or the initial bound
+    work: bytes | None = None  # with REPLACE: what to explore instead
+    hurry: bool = False  # others wait for work: checkpoint again soon
+    solution: Any = None  # the incumbent, if the run has one
+    generation: int = 0  # what the next checkpoint echoes
+
+    def to_wire(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_wire(cls, message: dict) -> Self:
+        return cls(**{**message, "action": Action(message["action"])})
+
+
 class RunClosed(RuntimeError):
     """The coordinator holds no such run (closed, or never opened there)."""
 
@@ -59,7 +99,7 @@ class RunClosed(RuntimeError):
 def closed_reply(route: Route, run: str) -> dict:
     """Route ``route``'s answer for ``run`` when the coordinator does not hold it (see the module)."""
     if route is Route.CHECKPOINT:
-        return {"action": Action.STOP, "work": None, "ub": 0, "hurry": False, "solution": None, "generation": 0}
+        return CheckpointReply(Action.STOP, 0).to_wire()
     if route is Route.IMPROVE:
         return {"ub": 0}
     if route is Route.WAITING:

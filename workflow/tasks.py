@@ -20,7 +20,7 @@ from distributed import get_worker
 
 from ..gpu import GpuError
 from .family import family
-from .protocol import Action, Route, RunHandle
+from .protocol import Action, Checkpoint, CheckpointReply, Route, RunHandle
 
 WAIT_SECONDS = 0.05  # between checkpoints of an explorer that has nothing to do
 HURRY = 0.05  # fraction of the budget to explore before the next checkpoint when others wait
@@ -76,14 +76,10 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
     engine = family(kind).make_engine(options, gpu=gpu, threads=worker.state.nthreads)
     call = _coordinator(run).call
 
-    generation = 0  # the reply's, echoed in the next checkpoint (``ledger``: stale reports count for nothing)
-
-    def checkpoint(remaining: bytes, **progress) -> dict:
-        nonlocal generation
-        reply = call(Route.CHECKPOINT, explorer=explorer, worker=worker.address, remaining=remaining,
-                     capacity=engine.capacity, generation=generation, **progress)  # fmt: skip
-        generation = reply["generation"]
-        return reply
+    def checkpoint(remaining: bytes, generation: int, **progress) -> CheckpointReply:
+        """Report; ``generation``: the last reply's (``ledger``: other reports count for nothing)."""
+        report = Checkpoint(explorer, worker.address, remaining, generation, engine.capacity, **progress)
+        return CheckpointReply.from_wire(call(Route.CHECKPOINT, **report.to_wire()))
 
     def report(value, solution) -> None:
         call(Route.IMPROVE, best=value, solution=solution)
@@ -95,24 +91,25 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
     waiting = _at_most_every(POLL_SECONDS, others_wait_or_stop)
     offer = getattr(engine, "offer", None)  # the run's incumbent, for engines that use its solution
     totals = {"nodes": 0, "leaves": 0, "explorations": 0}
-    reply = checkpoint(b"")
+    reply = checkpoint(b"", 0)
     budget = budget_s
-    while reply["action"] != Action.STOP:
-        if reply["action"] == Action.WAIT:
+    while reply.action != Action.STOP:
+        if reply.action == Action.WAIT:
             time.sleep(WAIT_SECONDS)
-            reply = checkpoint(engine.remaining())
+            reply = checkpoint(engine.remaining(), reply.generation)
             continue
-        if reply["action"] == Action.REPLACE:
-            engine.load(reply["work"])
-        if offer is not None and reply.get("solution") is not None:
-            offer(reply["ub"], reply["solution"])
-        nodes, leaves, best = engine.run(reply["ub"], budget * HURRY if reply["hurry"] else budget, report, waiting)
+        if reply.action == Action.REPLACE:
+            engine.load(reply.work)
+        if offer is not None and reply.solution is not None:
+            offer(reply.ub, reply.solution)
+        nodes, leaves, best = engine.run(reply.ub, budget * HURRY if reply.hurry else budget, report, waiting)
         totals["nodes"] += nodes
         totals["leaves"] += leaves
         totals["explorations"] += 1
         improvement = {} if best is None else {"best": best[0], "solution": best[1]}
         began = time.monotonic()
-        reply = checkpoint(engine.remaining(), nodes=nodes, leaves=leaves, **engine.extras(), **improvement)
+        reply = checkpoint(engine.remaining(), reply.generation, nodes=nodes, leaves=leaves, **engine.extras(),
+                           **improvement)  # fmt: skip
         budget = max(budget_s, (time.monotonic() - began) / CHECKPOINT_SHARE)
     return totals
 
