@@ -5,6 +5,9 @@
    coordinator's copy, deciding, encoding the reply - by the plugin's handler called
    directly (answering "continue", and splitting for a waiting explorer), and as a
    scheduler RPC from a worker (in-process cluster, round trip).
+   The same for a spatial explorer's K boxes in d = 4 (a grid of the unit box, every second box
+   bisected since the last checkpoint): the report is checked against the coordinator's copy
+   (``BoxWork.accept``).
 2. Many fake explorers (tasks on worker threads) checkpointing as fast as they can with
    1-interval and 16,384-interval work units: handler calls per second sustained.
 
@@ -21,11 +24,13 @@ import json
 import statistics
 import time
 
+import numpy as np
 from distributed import Client, LocalCluster, get_worker
 from distributed.utils import sync
 
 from pbbflow.flowshop.factoradic import factorial
 from pbbflow.flowshop.intervals import WorkUnit
+from pbbflow.spatial.boxes import BoxSet, bisect_many
 from pbbflow.workflow.coordinator import Coordinator
 
 N = 50
@@ -61,6 +66,29 @@ def handler_checkpoint_ms(k: int, repeats: int = 7) -> dict:
             assert reply["action"] == ("continue" if case == "continue" else "replace")
     return {"intervals": k, "message_bytes": len(message),
             **{f"handler_ms_median_{case}": round(statistics.median(t), 3) for case, t in times.items()}}
+
+
+def spatial_checkpoint_ms(k: int, d: int = 4, repeats: int = 7) -> dict:
+    """The handler for a spatial checkpoint of about ``k`` boxes that refines a copy of ``k / 1.5``."""
+    lo, hi, scale = np.zeros((1, d)), np.ones((1, d)), np.ones(d)
+    while len(lo) < k / 1.5:
+        lo, hi, _ = bisect_many(lo, hi, scale)
+    copy = BoxSet(lo, hi, np.zeros(len(lo)))
+    half_lo, half_hi, _ = bisect_many(lo[1::2], hi[1::2], scale)
+    report = BoxSet(np.concatenate([lo[0::2], half_lo]), np.concatenate([hi[0::2], half_hi]),
+                    np.zeros(len(lo[0::2]) + len(half_lo)))  # fmt: skip
+    times = []
+    for _ in range(repeats):
+        coordinator = Coordinator()
+        coordinator.open_run("bench", kind="spatial", space={"lower": [0.0] * d, "upper": [1.0] * d},
+                             work=copy.to_bytes(), ub=0.0)  # fmt: skip
+        coordinator.checkpoint("bench", "e", "w", b"", capacity=len(copy))  # hands the whole copy out
+        started = time.perf_counter()
+        reply = coordinator.checkpoint("bench", "e", "w", report.to_bytes(), nodes=len(copy), capacity=len(copy))
+        times.append((time.perf_counter() - started) * 1e3)
+        assert reply["action"] == "continue"
+    return {"boxes": len(report), "copy_boxes": len(copy), "d": d, "message_bytes": len(report.to_bytes()),
+            "handler_ms_median_continue": round(statistics.median(times), 3)}
 
 
 def rpc_checkpoint_ms(client: Client, k: int, repeats: int = 5) -> float:
@@ -117,6 +145,8 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", type=int, default=[1, 256, 4096, 16384])
     args = parser.parse_args()
     rows = [handler_checkpoint_ms(k) for k in args.sizes]
+    spatial_checkpoint_ms(2)  # numba's code of the check loaded (or compiled) first
+    spatial = [spatial_checkpoint_ms(k) for k in args.sizes]
     with LocalCluster(n_workers=1, threads_per_worker=8, processes=False, dashboard_address=None) as cluster, \
             Client(cluster) as client:  # fmt: skip
         client.register_plugin(Coordinator())
@@ -129,6 +159,7 @@ def main() -> None:
         "benchmark": "coordinator",
         "n": N,
         "checkpoint_cost": rows,
+        "spatial_checkpoint_cost": spatial,
         "message_rate": rates,
         "scheduler_busy_share_at_goal_load_from_rate": round(needed / rates[-1]["calls_per_s"], 3),
         "goal": {"ms_per_16384_interval_checkpoint": 5.0, "messages_per_s_for_1000_gpu_workers": needed},

@@ -181,9 +181,17 @@ def _options(args: argparse.Namespace, subdomains: int):
                            parallel=not args.serial)  # fmt: skip
 
 
+def _client_code(instance) -> CodeLoad:
+    """Load the code of a new run's client: its first work's (``minimize``'s) and its coordinator's."""
+    from ..spatial.bnb import load_code
+
+    seconds, compiled = load_code(instance.problem, instance.minimize_options())
+    coordinator = instance.client_code()
+    return CodeLoad(seconds + coordinator.seconds, compiled or coordinator.compiled)
+
+
 def _run_on_cluster(args: argparse.Namespace, problem) -> int:
     """A run store of ``problem``, driven on the cluster the options name (as ``solve``)."""
-    from ..spatial.bnb import load_code
     from ..spatial.family import SpatialRun, first_work
 
     if args.serial and args.gpus not in (None, 0):
@@ -195,7 +203,7 @@ def _run_on_cluster(args: argparse.Namespace, problem) -> int:
     with StopSignals() as signals, reserved(args.run, overwrite=args.overwrite), \
             Startup(lambda: run_cluster(args, no_gpu), instance.worker_code(), dashboard_after=args.dashboard_after,
                     notice=first_run_notice(args, first_run)) as startup:  # fmt: skip
-        startup.load_client_code(lambda: CodeLoad(*load_code(problem, instance.minimize_options())))
+        startup.load_client_code(lambda: _client_code(instance))
         with startup.phase("initial_heuristic_s"):
             first = first_work(instance)  # the root bounded, a local solve from its best point
         startup.opened()  # a cluster that cannot open leaves no run store behind

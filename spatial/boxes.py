@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from .problem import Problem
 
@@ -51,6 +52,83 @@ def bisect_many(lo: np.ndarray, hi: np.ndarray, scale: np.ndarray) -> tuple[np.n
     halves_hi[lower, side] = cut
     halves_lo[upper, side] = cut
     return halves_lo, halves_hi, split
+
+
+_LEAF = 8  # outer boxes per leaf of ``_inside_any``'s tree
+
+
+@njit(cache=True)
+def _holds(outer_lo, outer_hi, lo, hi) -> bool:
+    for j in range(len(lo)):
+        if lo[j] < outer_lo[j] or hi[j] > outer_hi[j]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _inside_any(outer_lo, outer_hi, lo, hi):
+    """Which boxes ``[lo[i], hi[i]]`` lie inside some box of ``outer`` (k >= 1 boxes; exact float
+    comparisons): a tree of the outer boxes (cut at the middle of their centres' range on the side
+    where it is widest, down to ``_LEAF`` boxes), searched down the nodes whose bounding box holds
+    the box.  Building it costs O(k) per level, a search O(depth) where the outer boxes barely overlap."""
+    k, d = outer_lo.shape
+    order = np.arange(k)
+    cap = 2 * k + 1
+    node_lo, node_hi = np.empty((cap, d)), np.empty((cap, d))
+    start, end = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
+    first_child = np.full(cap, -1, np.int64)  # the second is the next node
+    stack = np.empty(cap, np.int64)
+    end[0], count, stack[0], top = k, 1, 0, 1
+    while top:
+        top -= 1
+        node = stack[top]
+        s, e = start[node], end[node]
+        widest, spread, low_of_widest = 0, -1.0, 0.0
+        for j in range(d):
+            node_lo[node, j], node_hi[node, j] = np.inf, -np.inf
+            low, high = np.inf, -np.inf
+            for t in range(s, e):
+                i = order[t]
+                node_lo[node, j] = min(node_lo[node, j], outer_lo[i, j])
+                node_hi[node, j] = max(node_hi[node, j], outer_hi[i, j])
+                centre = 0.5 * outer_lo[i, j] + 0.5 * outer_hi[i, j]
+                low, high = min(low, centre), max(high, centre)
+            if high - low > spread:
+                widest, spread, low_of_widest = j, high - low, low
+        if e - s <= _LEAF or spread <= 0.0:
+            continue
+        cut, middle, last = low_of_widest + 0.5 * spread, s, e - 1  # below the cut to the left, in place
+        while middle <= last:
+            i = order[middle]
+            if 0.5 * outer_lo[i, widest] + 0.5 * outer_hi[i, widest] < cut:
+                middle += 1
+            else:
+                order[middle], order[last] = order[last], i
+                last -= 1
+        if middle == s or middle == e:  # the cut rounded to an end of the range: a leaf
+            continue
+        first_child[node] = count
+        start[count], end[count], start[count + 1], end[count + 1] = s, middle, middle, e
+        stack[top], stack[top + 1] = count, count + 1
+        top += 2
+        count += 2
+    inside = np.zeros(len(lo), np.bool_)
+    for r in range(len(lo)):
+        stack[0], top = 0, 1
+        while top and not inside[r]:
+            top -= 1
+            node = stack[top]
+            if not _holds(node_lo[node], node_hi[node], lo[r], hi[r]):
+                continue
+            if first_child[node] < 0:
+                for t in range(start[node], end[node]):
+                    if _holds(outer_lo[order[t]], outer_hi[order[t]], lo[r], hi[r]):
+                        inside[r] = True
+                        break
+            else:
+                stack[top], stack[top + 1] = first_child[node], first_child[node] + 1
+                top += 2
+    return inside
 
 
 def _read_only(values, shape: tuple[int, ...], name: str) -> np.ndarray:
@@ -127,6 +205,12 @@ class BoxSet:
         scale = np.asarray(scale, dtype=np.float64)
         ratios = np.where(scale > 0, (self.hi - self.lo) / np.where(scale > 0, scale, 1.0), 1.0)
         return float(np.prod(ratios, axis=1).sum())
+
+    def inside(self, outer: BoxSet) -> np.ndarray:
+        """Which of these boxes lie inside a box of ``outer`` (exactly, no tolerance), as booleans."""
+        if not len(self) or not len(outer):
+            return np.zeros(len(self), dtype=bool)
+        return _inside_any(outer.lo, outer.hi, self.lo, self.hi)
 
     def split(self, scale: np.ndarray) -> tuple[BoxSet, BoxSet]:
         """About half the work each: the boxes sorted by bound, alternate ones to each side (the

@@ -8,8 +8,8 @@ checkpoint's work is its open boxes as float64 arrays ``lo``, ``hi``, ``lb``, an
 point ``x`` with its value.
 
 Work is a set of boxes with their certified lower bounds (:class:`.boxes.BoxSet`, its wire format
-on the wire).  An explorer refines the boxes it was given, so the coordinator accepts its report as
-it is (no intersection as for flow shop); what it discarded without splitting to the end (pruned
+on the wire).  An explorer refines the boxes it was given, so the coordinator accepts of its report
+the boxes that lie inside a box of its copy (exactly, ``BoxSet.inside``); what it discarded without splitting to the end (pruned
 within the tolerance, cut away, too small to split) goes to the ledger as ``settled``, the lowest
 bound of all of it, so that the run's certified lower bound is ``min(settled, every open box's
 bound)``.  The work left is measured by volume, as a share of the domain (a side of zero width
@@ -132,8 +132,13 @@ class BoxWork:
         return [BoxWork(BoxSet(b.lo[i : i + 1], b.hi[i : i + 1], b.lb[i : i + 1]), self.space) for i in range(len(b))]
 
     def accept(self, reported: BoxWork) -> BoxWork:
-        """The explorer's report as it is: it refines the boxes it was given."""
-        return reported
+        """The reported boxes that lie inside a box of this copy (an explorer only refines the boxes
+        it was given): the report itself when all do, as on every normal checkpoint."""
+        keep = reported.boxes.inside(self.boxes)
+        if keep.all():
+            return reported
+        b = reported.boxes
+        return BoxWork(BoxSet(b.lo[keep], b.hi[keep], b.lb[keep]), self.space)
 
 
 def _problem_and_options(options: dict) -> tuple[Problem, MinimizeOptions]:
@@ -393,14 +398,19 @@ class SpatialRun:
         }
 
     def client_code(self):
-        from ..core.compiling import CodeLoad
+        """The coordinator's check of reports (``BoxWork.accept``)."""
+        from ..core.compiling import CodeLoad, recording
 
-        return CodeLoad(0.0, False)  # the coordinator's box sets are numpy, no numba
+        with recording() as outcome:
+            BoxSet.root(self.problem).inside(BoxSet.root(self.problem))
+        return CodeLoad(outcome["seconds"], outcome["compiled"])
 
     def first_run_code(self):
+        from ..core.compiling import in_cache
         from .bnb import FIRST_RUN, code_cached
+        from .boxes import _inside_any
 
-        return None if code_cached(self.minimize_options()) else FIRST_RUN
+        return None if code_cached(self.minimize_options()) and in_cache(_inside_any) else FIRST_RUN
 
     def worker_code(self):
         return warm_worker, (self.problem.source, self.options)

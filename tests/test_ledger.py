@@ -13,7 +13,11 @@ from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.flowshop.packed import PackedUnit
 from pbbflow.workflow.coordinator import Coordinator
 from pbbflow.core.family import work_space
-from pbbflow.workflow.ledger import CONTINUE, REPLACE, STOP, WAIT, Ledger
+from pbbflow.workflow.ledger import Ledger
+from pbbflow.workflow.protocol import (Action, Checkpoint, CheckpointReply, Route, RunClosed, RunHandle,
+                                       closed_reply)  # fmt: skip
+
+CONTINUE, REPLACE, STOP, WAIT = Action.CONTINUE, Action.REPLACE, Action.STOP, Action.WAIT
 
 N = 6
 TOTAL = int(factorial(N))  # 720
@@ -245,3 +249,204 @@ def test_waiting_explorers_never_cut_a_spatial_box_the_explorers_have_not_bounde
     given = ledger.checkpoint("e1", "w1", space.empty())
     assert given.action == REPLACE and len(given.work) == 1
     assert sorted(np.concatenate([reply.work.boxes.lb, given.work.boxes.lb])) == [-5.0, -4.0]
+
+
+# ---------------------------------------------------------------------- late and duplicated reports
+
+BOXES = work_space("spatial", {"lower": [0.0, 0.0], "upper": [4.0, 4.0]})
+
+
+def boxes(*rows):
+    """Boxes ``(x0, x1, y0, y1, lb)`` of [0, 4]^2 as the coordinator's work."""
+    from pbbflow.spatial.boxes import BoxSet
+
+    lo = np.array([[r[0], r[2]] for r in rows], dtype=float).reshape(-1, 2)
+    hi = np.array([[r[1], r[3]] for r in rows], dtype=float).reshape(-1, 2)
+    return BOXES.decode(BoxSet(lo, hi, np.array([r[4] for r in rows], dtype=float)).to_bytes())
+
+
+def rows(work) -> list:
+    b = work.boxes
+    return sorted((*b.lo[i], *b.hi[i], b.lb[i]) for i in range(len(b)))
+
+
+QUARTERS = boxes((0, 2, 0, 2, -4), (2, 4, 0, 2, -3), (0, 2, 2, 4, -2), (2, 4, 2, 4, -1))
+
+
+def test_a_spatial_report_counts_only_the_boxes_inside_the_copy():
+    copy = boxes((0, 2, 0, 4, -5), (2, 4, 0, 4, -4))
+    assert copy.accept(QUARTERS) is QUARTERS  # refined: every box inside one of the copy's
+    shrunk = boxes((0, 1, 0, 1, -5), (2.5, 4, 3, 4, -1))  # contracted, some pruned
+    assert copy.accept(shrunk) is shrunk
+    across = boxes((1, 3, 0, 1, -5), (0, 2, 0, 4, -5), (2, 4, 0, 4.5, -4), (3, 4, 1, 2, -4))
+    assert rows(copy.accept(across)) == rows(boxes((0, 2, 0, 4, -5), (3, 4, 1, 2, -4)))
+    assert len(copy.accept(BOXES.empty())) == 0 and len(BOXES.empty().accept(QUARTERS)) == 0
+
+
+def test_the_check_of_many_boxes_is_the_brute_force_one():
+    """Thousands of boxes at many scales (bisected around a point, as a search closes in on its
+    minimum), contracted, moved, flat: ``BoxSet.inside`` (a tree) agrees with comparing every pair."""
+    from pbbflow.spatial.boxes import BoxSet, bisect_many
+
+    rng = np.random.default_rng(7)
+    lo, hi, scale = np.zeros((1, 3)), np.ones((1, 3)), np.ones(3)
+    for _ in range(40):
+        near = np.all((lo <= 0.3) & (0.3 <= hi), axis=1) | (rng.random(len(lo)) < 0.15)
+        halves_lo, halves_hi, _ = bisect_many(lo[near], hi[near], scale)
+        lo, hi = np.concatenate([lo[~near], halves_lo]), np.concatenate([hi[~near], halves_hi])
+    copy = BoxSet(lo, hi, np.zeros(len(lo)))
+    width = hi - lo
+    shift = rng.choice([0.0, 0.0, 0.2, -0.2], size=lo.shape) * width
+    flat = rng.random(len(lo)) < 0.1
+    rep_lo = lo + 0.25 * width * rng.random(lo.shape) + shift
+    rep_hi = np.where(flat[:, None], rep_lo, hi - 0.25 * width * rng.random(lo.shape) + shift)
+    report = BoxSet(rep_lo, np.maximum(rep_lo, rep_hi), np.zeros(len(lo)))
+    brute = [bool(np.any(np.all(lo <= report.lo[i], axis=1) & np.all(report.hi[i] <= hi, axis=1)))
+             for i in range(len(report))]  # fmt: skip
+    assert len(copy) > 100 and 0.2 < np.mean(brute) < 0.9
+    assert report.inside(copy).tolist() == brute
+    assert copy.inside(copy).all() and not BoxSet.empty(3).inside(copy).size
+
+
+def test_a_spatial_report_delivered_twice_doubles_no_box():
+    """E holds the square; it checkpoints four quarters while another explorer waits: half go to the
+    pool.  The same message again (no generation: unchecked) sets E's copy back to all four quarters
+    unless the report is checked against the copy: the pool's two would then be held twice."""
+    ledger = Ledger(boxes((0, 4, 0, 4, -9)), ub=0.0)
+    ledger.checkpoint("e", "w1", BOXES.empty())
+    assert ledger.checkpoint("idle", "w2", BOXES.empty()).action == WAIT
+    kept = ledger.checkpoint("e", "w1", QUARTERS, nodes=5)
+    assert kept.action == REPLACE and len(kept.work) == 2 and len(ledger.pool) == 1
+    ledger.checkpoint("e", "w1", QUARTERS, nodes=5)  # the same message again
+    assert ledger.pieces() == 4 and ledger.remaining_fraction() == 1.0
+    assert rows(ledger.remaining()) == rows(QUARTERS)
+
+
+def test_a_duplicated_checkpoint_counts_once_and_the_explorer_goes_on_with_its_copy():
+    ledger = Ledger(boxes((0, 4, 0, 4, -9)), ub=0.0)
+    first = ledger.checkpoint("e", "w1", BOXES.empty(), generation=0)
+    assert first.action == REPLACE and ledger.checkpoint("idle", "w2", BOXES.empty(), generation=0).action == WAIT
+    kept = ledger.checkpoint("e", "w1", QUARTERS, nodes=5, generation=first.generation)
+    assert kept.action == REPLACE and len(kept.work) == 2 and kept.generation != first.generation
+    again = ledger.checkpoint("e", "w1", QUARTERS, nodes=5, generation=first.generation)  # a retry
+    assert again.action == REPLACE and rows(again.work) == rows(kept.work) and again.generation == kept.generation
+    assert ledger.nodes == 5 and ledger.pieces() == 4 and rows(ledger.remaining()) == rows(QUARTERS)
+    given = ledger.checkpoint("idle", "w2", BOXES.empty(), generation=0)  # a task that lost its first reply
+    assert given.action == REPLACE and rows(ledger.remaining()) == rows(QUARTERS)
+    assert ledger.checkpoint("e", "w1", kept.work, nodes=1, generation=again.generation).action == CONTINUE
+    assert ledger.nodes == 6
+
+
+def test_a_late_report_resurrects_nothing_and_counts_nothing():
+    """An explorer's earlier report arriving after a later one: today's copy is a refinement of it
+    (a box bisected, a half pruned), so taking it back would explore the pruned half again, and
+    checking it against the copy alone would lose the bisected box's other half."""
+    ledger = Ledger(boxes((0, 4, 0, 4, -9)), ub=0.0)
+    g0 = ledger.checkpoint("e", "w", BOXES.empty(), generation=0).generation
+    halves = boxes((0, 2, 0, 4, -5), (2, 4, 0, 4, -4))
+    early = ledger.checkpoint("e", "w", halves, nodes=1, generation=g0)
+    assert early.action == CONTINUE
+    later = boxes((0, 2, 0, 4, -5), (2, 4, 0, 2, -3))  # the right half bisected, its upper quarter pruned
+    latest = ledger.checkpoint("e", "w", later, nodes=2, generation=early.generation)
+    late = ledger.checkpoint("e", "w", halves, nodes=1, generation=g0)
+    assert late.action == REPLACE and rows(late.work) == rows(later) and late.generation == latest.generation
+    assert ledger.nodes == 3 and ledger.remaining_fraction() == 0.75 and rows(ledger.remaining()) == rows(later)
+
+
+def test_a_task_run_again_takes_over_its_explorers_work_and_the_old_ones_reports_count_for_nothing():
+    ledger = Ledger(FULL, ub=100, pieces=2)
+    g = ledger.checkpoint("a", "w1", EMPTY, generation=0).generation  # [0, 360)
+    ledger.checkpoint("b", "w2", EMPTY, generation=0)
+    held = ledger.checkpoint("a", "w1", unit((100, 360)), nodes=5, generation=g)
+    # the task again (before its worker's loss was seen): it starts empty and takes the copy over
+    again = ledger.checkpoint("a", "w3", EMPTY, generation=0)
+    assert again.action == REPLACE and again.work == unit((100, 360)) and ledger.worker_of["a"] == "w3"
+    late = ledger.checkpoint("a", "w1", unit((200, 360)), nodes=7, generation=held.generation)  # the old task
+    assert late.action == REPLACE and late.work == unit((100, 360)) and ledger.worker_of["a"] == "w3"
+    # its worker lost: the copy returns to the pool; a late report of that task counts for nothing
+    ledger.remove_worker("w3")
+    late = ledger.checkpoint("a", "w3", unit((300, 360)), nodes=7, generation=again.generation)
+    assert late.action == WAIT and "a" not in ledger.worker_of
+    assert ledger.nodes == 5 and ledger.remaining() == unit((100, TOTAL))
+    rerun = ledger.checkpoint("a", "w4", EMPTY, generation=0)
+    assert rerun.action == REPLACE and rerun.work == unit((100, 360)) and ledger.nodes == 5
+    ledger.stop()
+    assert ledger.checkpoint("a", "w4", unit((300, 360)), generation=again.generation).action == STOP
+    assert ledger.remaining() == unit((100, TOTAL))
+
+
+def test_the_plugin_carries_the_generation_and_drops_a_stale_report():
+    coordinator = Coordinator()
+    coordinator.open_run("r", **SPACE, work=unit((0, 100)).to_bytes(), ub=100)
+    first = coordinator.checkpoint("r", "e", "w", b"", generation=0)
+    report = {"remaining": unit((40, 100)).to_bytes(), "nodes": 7, "generation": first["generation"]}
+    assert coordinator.checkpoint("r", "e", "w", **report)["action"] == CONTINUE
+    stale = coordinator.checkpoint("r", "e", "w", **report)
+    assert stale["action"] == REPLACE and PackedUnit.from_bytes(N, stale["work"]) == unit((40, 100))
+    assert coordinator.state("r")["nodes"] == 7
+
+
+# ---------------------------------------------------------------------- the routes of a run that is over
+
+ROUTE_CALLS = {  # every route but open, with its arguments
+    Route.CHECKPOINT: {"explorer": "e", "worker": "w", "remaining": b"", "generation": 0},
+    Route.IMPROVE: {"best": 90, "solution": [0, 1, 2, 3, 4, 5]},
+    Route.WAITING: {"explorer": "e"},
+    Route.STATUS: {},
+    Route.STATE: {"intervals": True},
+    Route.STOP: {},
+    Route.CLOSE: {},
+    Route.ESTIMATE: {"nodes": 10, "estimate": [100.0, 50.0, 200.0]},
+}
+
+
+def test_every_route_answers_a_closed_or_unknown_run_as_over():
+    assert set(ROUTE_CALLS) == set(Route) - {Route.OPEN}
+    coordinator = Coordinator()
+    handlers = {h.route: h for h in coordinator.route_handlers()}
+    assert set(handlers) == set(ROUTE_CALLS)
+    coordinator.open_run("r", **SPACE, work=unit((0, 100)).to_bytes(), ub=100)
+    coordinator.close_run("r")
+    for run in ("r", "never-opened"):
+        for route, kwargs in ROUTE_CALLS.items():
+            assert handlers[route](run, **kwargs) == closed_reply(route, run), route
+    assert closed_reply(Route.CHECKPOINT, "r")["action"] == STOP and closed_reply(Route.WAITING, "r")["stopping"]
+    assert closed_reply(Route.STATE, "r") == {"closed": True}
+    with pytest.raises(ValueError, match="answers no closed run"):
+        closed_reply(Route.OPEN, "r")
+
+
+@gen_cluster(client=True, nthreads=[("127.0.0.1", 1)])
+async def test_a_run_handle_calls_every_route_and_raises_a_closed_runs_state(c, s, a):
+    """Through the scheduler (the wire: routes and actions travel as strings), from a client's thread."""
+    await c.register_plugin(Coordinator())
+    assert set(Route) <= set(s.handlers)
+
+    def calls() -> None:
+        handle = RunHandle("r", c.scheduler, c.loop, timeout=30)
+        assert handle.call(Route.OPEN, **SPACE, work=unit((0, 100)).to_bytes(), ub=100) == {"run": "r"}
+        reply = handle.call(Route.CHECKPOINT, **ROUTE_CALLS[Route.CHECKPOINT])
+        assert reply["action"] == REPLACE and reply["generation"] == 1
+        assert handle.call(Route.STATE)["nodes"] == 0
+        for route, kwargs in ROUTE_CALLS.items():  # the run open, then closed (by the CLOSE route itself)
+            if route is not Route.STATE:
+                handle.call(route, **kwargs)
+        for route, kwargs in ROUTE_CALLS.items():
+            if route is Route.STATE:
+                with pytest.raises(RunClosed, match="run r is not open"):
+                    handle.call(route, **kwargs)
+            else:
+                assert handle.call(route, **kwargs) == closed_reply(route, "r"), route
+
+    await asyncio.get_running_loop().run_in_executor(None, calls)
+
+
+def test_checkpoint_messages_travel_as_plain_dicts():
+    coordinator = Coordinator()
+    coordinator.open_run("r", **SPACE, work=unit((0, 100)).to_bytes(), ub=100)
+    reply = CheckpointReply.from_wire(coordinator.checkpoint("r", **Checkpoint("e", "w", b"", 0).to_wire()))
+    assert reply.action is REPLACE and reply.generation == 1 and PackedUnit.from_bytes(N, reply.work) == unit((0, 100))
+    report = Checkpoint("e", "w", unit((50, 100)).to_bytes(), reply.generation, nodes=3, best=90, solution=[0, 1])
+    assert CheckpointReply.from_wire(coordinator.checkpoint("r", **report.to_wire())) == CheckpointReply(
+        CONTINUE, 90, solution=[0, 1], generation=2)
+    assert CheckpointReply.from_wire(closed_reply(Route.CHECKPOINT, "r")) == CheckpointReply(STOP, 0)

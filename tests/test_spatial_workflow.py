@@ -19,7 +19,10 @@ from pbbflow.spatial.family import BoxSpace, BoxWork, SpatialRun
 from pbbflow.spatial.load import load_problem
 from pbbflow.workflow.coordinator import Coordinator
 from pbbflow.core.family import work_space
-from pbbflow.workflow.ledger import CONTINUE, REPLACE, WAIT, Ledger
+from pbbflow.workflow.ledger import Ledger
+from pbbflow.workflow.protocol import Action
+
+CONTINUE, REPLACE, WAIT = Action.CONTINUE, Action.REPLACE, Action.WAIT
 from pbbflow.workflow.tasks import explorer_task, heuristic_task
 from pbbflow.workflow.worker_code import submit_warm_workers
 

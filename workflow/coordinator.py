@@ -1,8 +1,8 @@
 """The coordinator: a Dask scheduler plugin holding one ``Ledger`` per run.
 
-Explorer tasks and the client call its ``pbbflow_*`` handlers through the scheduler
-connection.  Handlers run on the scheduler's event loop: they only touch the in-memory
-ledger (no disk, no blocking).  A run is opened with its kind and its work space's
+Explorer tasks and the client call its handlers (``protocol.Route``) through the scheduler
+connection; a run it does not hold is answered as ``protocol.closed_reply`` says.  Handlers run on
+the scheduler's event loop: they only touch the in-memory ledger (no disk, no blocking).  A run is opened with its kind and its work space's
 parameters (``family.py``); work travels as the family's bytes (flow shop: packed big-endian
 intervals, since msgpack refuses ints above 64 bits), decoded by the run's space; every message
 names its run, so runs do not mix.  The incumbent is a value and a solution (a makespan and a
@@ -11,22 +11,41 @@ permutation; an objective and a point).
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 
 from distributed.diagnostics.plugin import SchedulerPlugin
 from tornado.ioloop import PeriodicCallback
 
 from ..core.family import work_space
 from .history import RunHistory
-from .ledger import REPLACE, Ledger
+from .ledger import Ledger
+from .protocol import Action, CheckpointReply, Route, closed_reply
 
 PLUGIN_NAME = "pbbflow-coordinator"
 SAMPLE_MS = 1000  # the histories' sampling period
 KEPT_HISTORIES = 8  # closed runs whose history stays for the dashboard
 
 
+def _of_open_run(route: Route) -> Callable:
+    """A handler of ``route`` for the runs this coordinator holds; others get ``closed_reply``."""
+
+    def wrap(handler: Callable[..., dict]) -> Callable[..., dict]:
+        @functools.wraps(handler)
+        def handle(self: Coordinator, run: str, *args, **kwargs) -> dict:
+            if run not in self.runs:
+                return closed_reply(route, run)
+            return handler(self, run, *args, **kwargs)
+
+        handle.route = route
+        return handle
+
+    return wrap
+
+
 class Coordinator(SchedulerPlugin):
-    """Registers the ``pbbflow_*`` handlers; keeps the ledgers of the runs on this cluster."""
+    """Registers the handlers of ``protocol.Route``; keeps the ledgers of the runs on this cluster."""
 
     name = PLUGIN_NAME
     idempotent = True  # registering again keeps the running coordinator (and its ledgers)
@@ -38,19 +57,7 @@ class Coordinator(SchedulerPlugin):
         self.sampler: PeriodicCallback | None = None
 
     async def start(self, scheduler) -> None:
-        scheduler.handlers.update(
-            {
-                "pbbflow_open": self.open_run,
-                "pbbflow_checkpoint": self.checkpoint,
-                "pbbflow_improve": self.improve,
-                "pbbflow_waiting": self.waiting,
-                "pbbflow_status": self.status,
-                "pbbflow_state": self.state,
-                "pbbflow_stop": self.stop_run,
-                "pbbflow_close": self.close_run,
-                "pbbflow_estimate": self.estimate,
-            }
-        )
+        scheduler.handlers.update({Route.OPEN: self.open_run, **{h.route: h for h in self.route_handlers()}})
         self.sampler = PeriodicCallback(self.sample, SAMPLE_MS)
         self.sampler.start()
 
@@ -78,6 +85,11 @@ class Coordinator(SchedulerPlugin):
         for run in [run for run, owner in self.clients.items() if owner == client]:
             self.close_run(run)
 
+    def route_handlers(self) -> list[Callable[..., dict]]:
+        """The handlers of every route but ``open``, each with its ``route``."""
+        return [self.checkpoint, self.improve, self.waiting, self.status, self.state, self.stop_run, self.close_run,
+                self.estimate]  # fmt: skip
+
     # ------------------------------------------------------------------ handlers
     def open_run(self, run: str, kind: str, space: dict, work: bytes, ub, solution=None, nodes: int = 0,
                  leaves: int = 0, settled: float = math.inf, pieces: int = 1, min_split: int = 2, label: str = "",
@@ -96,42 +108,40 @@ class Coordinator(SchedulerPlugin):
         self.histories[run].record(self.runs[run])
         return {"run": run}
 
+    @_of_open_run(Route.CHECKPOINT)
     def checkpoint(self, run: str, explorer: str, worker: str, remaining: bytes, nodes: int = 0, leaves: int = 0,
-                   capacity: int = 1, best=None, solution=None, settled: float = math.inf) -> dict:
-        """An explorer's checkpoint (with its best solution, if any; ``settled`` as ``Ledger.checkpoint``):
-        returns action, work (bytes, with REPLACE only) and the UB to prune with."""
-        ledger = self.runs.get(run)
-        if ledger is None:  # the run was closed (or never opened here): nothing to do
-            return {"action": "stop", "work": None, "ub": 0, "hurry": False}
+                   capacity: int = 1, best=None, solution=None, settled: float = math.inf,
+                   generation: int | None = None) -> dict:  # fmt: skip
+        """An explorer's checkpoint (``protocol.Checkpoint``); returns a ``protocol.CheckpointReply``."""
+        ledger = self.runs[run]
         if best is not None:
             ledger.improve(best, solution)
-        reply = ledger.checkpoint(explorer, worker, ledger.space.decode(remaining), nodes, leaves, capacity, settled)
-        work = reply.work.to_bytes() if reply.action == REPLACE else None
-        return {"action": reply.action, "work": work, "ub": reply.ub, "hurry": reply.hurry, "solution": ledger.solution}
+        reply = ledger.checkpoint(explorer, worker, ledger.space.decode(remaining), nodes, leaves, capacity, settled,
+                                  generation)  # fmt: skip
+        work = reply.work.to_bytes() if reply.action == Action.REPLACE else None
+        return CheckpointReply(reply.action, reply.ub, work, reply.hurry, ledger.solution, reply.generation).to_wire()
 
+    @_of_open_run(Route.IMPROVE)
     def improve(self, run: str, best, solution) -> dict:
         """A better solution found between checkpoints; returns the run's incumbent value."""
-        ledger = self.runs.get(run)
-        if ledger is None:
-            return {"ub": 0}
+        ledger = self.runs[run]
         ledger.improve(best, solution)
         return {"ub": ledger.ub}
 
+    @_of_open_run(Route.WAITING)
     def waiting(self, run: str, explorer: str) -> dict:
         """How many other explorers of the run wait for work, and whether the run stops (cheap: asked
         between GPU launches)."""
-        ledger = self.runs.get(run)
-        if ledger is None:
-            return {"waiting": 0, "stopping": True}
+        ledger = self.runs[run]
         return {"waiting": len(ledger.waiting - {explorer}), "stopping": ledger.stopping}
 
+    @_of_open_run(Route.STATUS)
     def status(self, run: str) -> dict:
         """Whether the run is over (stopping, finished or closed) and its incumbent: for heuristic tasks."""
-        ledger = self.runs.get(run)
-        if ledger is None:
-            return {"stopping": True, "ub": 0}
+        ledger = self.runs[run]
         return {"stopping": ledger.stopping or ledger.finished, "ub": ledger.ub}
 
+    @_of_open_run(Route.STATE)
     def state(self, run: str, intervals: bool = False) -> dict:
         """Counters, incumbent and the exact remaining fraction; with ``intervals`` the remainder too."""
         ledger = self.runs[run]
@@ -153,25 +163,25 @@ class Coordinator(SchedulerPlugin):
             "remaining": ledger.remaining().to_bytes() if intervals else None,
         }
 
+    @_of_open_run(Route.ESTIMATE)
     def estimate(self, run: str, nodes: int, estimate) -> dict:
         """The driver's latest estimate of the nodes left (and its low and high ends), made when
         ``nodes`` were done (``workflow.eta``): for the dashboard page."""
-        history = self.histories.get(run)
-        if history is not None:
-            history.estimate = (int(nodes), tuple(float(v) for v in estimate))
+        self.histories[run].estimate = (int(nodes), tuple(float(v) for v in estimate))
         return {"run": run}
 
+    @_of_open_run(Route.STOP)
     def stop_run(self, run: str) -> dict:
         self.runs[run].stop()
         return {"run": run}
 
+    @_of_open_run(Route.CLOSE)
     def close_run(self, run: str) -> dict:
-        ledger = self.runs.pop(run, None)
+        ledger = self.runs.pop(run)
         self.clients.pop(run, None)
-        history = self.histories.get(run)
-        if ledger is not None and history is not None:
-            history.record(ledger)
-            history.closed = True
+        history = self.histories[run]
+        history.record(ledger)
+        history.closed = True
         closed = [r for r, h in self.histories.items() if h.closed]
         for old in closed[: max(0, len(closed) - KEPT_HISTORIES)]:
             del self.histories[old]

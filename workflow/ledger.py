@@ -9,12 +9,19 @@ unassigned pool is a short list of work sets, handed out in order.
 Protocol (PBB@Cluster section 4, adapted): an explorer checkpoints with the work it has left
 and the nodes it decomposed since its previous checkpoint.  The ledger keeps a copy of every
 explorer's work; a report counts as far as the copy accepts it (flow shop: its intersection
-with the copy, so a late report from a task whose work was re-assigned after a worker loss
-counts for nothing).  Work is never taken from an explorer between its checkpoints: when
+with the copy; spatial: the reported boxes that lie inside a box of the copy), so that nothing
+outside the copy comes back.  Work is never taken from an explorer between its checkpoints: when
 others are waiting, part of a reporting explorer's work moves to the pool (``split_piece``: the
 right half of its largest interval; half its boxes, never part of a single box), or from an
 explorer of many pieces such as a GPU's every second piece by size (``split_half``), and the
 explorer is told to go on with the rest, so no part is explored twice and node counts stay exact.
+
+Every reply carries the explorer's generation, a number the ledger raises at each report it counts;
+the explorer echoes it in its next checkpoint (0 in a task's first: it holds nothing yet).  A report
+of another generation (a message delivered twice, or a late one of an earlier task under the same
+explorer id, e.g. one whose worker was removed) counts for nothing, nodes included: the explorer is
+told to go on with what the ledger holds for it (its copy; to wait when it holds none; to stop when
+the run does).  A task's first checkpoint takes over its explorer's copy, if the ledger holds one.
 """
 
 from __future__ import annotations
@@ -25,18 +32,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.family import WorkSet
-
-CONTINUE, REPLACE, WAIT, STOP = "continue", "replace", "wait", "stop"
+from .protocol import Action
 
 
 @dataclass(frozen=True)
 class Reply:
     """What the coordinator tells an explorer after a checkpoint."""
 
-    action: str  # CONTINUE, REPLACE (explore ``work`` instead), WAIT (ask again soon), STOP
+    action: Action
     work: WorkSet | None
     ub: Any  # the incumbent's value (or the initial pruning bound): prune what cannot beat it
     hurry: bool = False  # others wait for work: checkpoint again soon, so that they can get some
+    generation: int = 0  # what the explorer's next checkpoint echoes
 
 
 class Ledger:
@@ -60,6 +67,7 @@ class Ledger:
         self.worker_of: dict[str, str] = {}  # explorer id -> worker address
         self.capacity_of: dict[str, int] = {}  # explorer id -> intervals it works on at once
         self.waiting: set[str] = set()  # explorers with nothing to do
+        self.generations: dict[str, int] = {}  # explorer id -> the generation its next report must carry
         self.ub = ub  # the incumbent's value, or the initial pruning bound
         self.solution = solution  # the incumbent (a schedule, a point) found below the initial bound, if any
         self.nodes = nodes
@@ -126,13 +134,20 @@ class Ledger:
         leaves: int = 0,
         capacity: int = 1,
         settled: float = math.inf,
+        generation: int | None = None,
     ) -> Reply:
         """Record an explorer's progress and decide what it does next.
 
         ``capacity``: how many pieces the explorer can work on at once (its threads or IVMs);
         ``settled``: a lower bound of what it discarded since its last checkpoint without exploring
-        it to the end (spatial B&B: boxes pruned within the tolerance; +inf where a family has none).
+        it to the end (spatial B&B: boxes pruned within the tolerance; +inf where a family has none);
+        ``generation``: that of the last reply it got (0: a task's first checkpoint; None: not
+        checked), see the module.
         """
+        current = self.generations.get(explorer, 0)
+        if generation is not None and generation not in (0, current):
+            return self._stale(explorer, current)
+        self.generations[explorer] = current = current + 1
         self.checkpoints += 1
         self.nodes += nodes
         self.leaves += leaves
@@ -140,11 +155,14 @@ class Ledger:
         self.worker_of[explorer] = worker
         self.capacity_of[explorer] = max(1, capacity)
         copy = self.active.get(explorer)
-        left = self.space.empty() if copy is None else copy.accept(remaining)
+        if copy is None:
+            left = self.space.empty()
+        else:  # a task's first checkpoint takes the copy over (its explorer's earlier task is gone)
+            left = copy if generation == 0 else copy.accept(remaining)
         if self.stopping:
             self._hold(explorer, left)
             self.stopped.add(explorer)
-            return Reply(STOP, None, self.ub)
+            return Reply(Action.STOP, None, self.ub, generation=current)
         if left:
             if self.waiting - {explorer} and not self.pool:
                 if capacity > 1 and len(left) > 1:  # many pieces (a GPU's IVMs): give half the work
@@ -155,20 +173,34 @@ class Ledger:
                     self.pool.append(given)
             self._hold(explorer, left)
             hurry = len(self.waiting - {explorer}) > len(self.pool)  # waiters the pool cannot serve
-            return Reply(CONTINUE if left == remaining else REPLACE, left, self.ub, hurry)
+            return Reply(Action.CONTINUE if left == remaining else Action.REPLACE, left, self.ub, hurry, current)
         self._hold(explorer, left)
         if self.pool:
             work = self._take_from_pool(capacity, len(self.waiting - {explorer}))
             self._hold(explorer, work)
-            return Reply(REPLACE, work, self.ub)
+            return Reply(Action.REPLACE, work, self.ub, generation=current)
         if self.finished:
-            return Reply(STOP, None, self.ub)
+            return Reply(Action.STOP, None, self.ub, generation=current)
         self.waiting.add(explorer)
-        return Reply(WAIT, None, self.ub)
+        return Reply(Action.WAIT, None, self.ub, generation=current)
+
+    def _stale(self, explorer: str, current: int) -> Reply:
+        """The answer to a report of another generation, which counts for nothing: go on with the
+        copy the ledger holds (wait when it holds none; stop when the run stops or is over)."""
+        copy = self.active.get(explorer)
+        if self.stopping:
+            self.stopped.add(explorer)
+            return Reply(Action.STOP, None, self.ub, generation=current)
+        if copy is not None:
+            hurry = len(self.waiting - {explorer}) > len(self.pool)
+            return Reply(Action.REPLACE, copy, self.ub, hurry, current)
+        return Reply(Action.STOP if self.finished else Action.WAIT, None, self.ub, generation=current)
 
     def remove_worker(self, worker: str) -> None:
-        """A worker is gone: its explorers' work (as of their last checkpoint) returns to the pool."""
+        """A worker is gone: its explorers' work (as of their last checkpoint) returns to the pool,
+        and their generations move on (a late report of theirs counts for nothing)."""
         for explorer in [e for e, w in self.worker_of.items() if w == worker]:
+            self.generations[explorer] += 1
             copy = self.active.pop(explorer, None)
             if copy is not None:
                 self.pool.extend(copy.pieces())

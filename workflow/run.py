@@ -33,6 +33,7 @@ from .coordinator import Coordinator
 from .eta import COLUMNS as ESTIMATE_COLUMNS
 from .eta import Estimator, Eta, eta_of, recent_rate
 from .history import activity_column
+from .protocol import Route, RunHandle
 from .tasks import explorer_task, heuristic_task
 from .worker_code import warm_workers
 
@@ -112,6 +113,9 @@ class _Session:
         self.store, self.client = store, client
         self.start = store.latest()
         self.run = uuid.uuid4().hex
+        # the coordinator's answers for this run; TimeoutError after CALL_SECONDS (a scheduler that
+        # stopped answering must not hold the driver for ever)
+        self.call = RunHandle(self.run, client.scheduler, client.loop, CALL_SECONDS).call
         self.started = time.monotonic()
         self.ended: float | None = None  # when the explorers stopped (the final checkpoint)
         self.series = {k: list(v) for k, v in self.start.series.items()} or {k: [] for k in SERIES}
@@ -126,7 +130,7 @@ class _Session:
         info = client.scheduler_info()["workers"]
         space = instance.space()
         self.kind = space.kind
-        self.call("pbbflow_open", kind=space.kind, space=space.params(), work=self.start.remaining.to_bytes(), ub=ub,
+        self.call(Route.OPEN, kind=space.kind, space=space.params(), work=self.start.remaining.to_bytes(), ub=ub,
                   solution=solution, nodes=self.start.nodes, leaves=self.start.leaves, settled=self.start.settled,
                   pieces=max(1, len(info)), label=instance.name, client=client.id)  # fmt: skip
         self.budget_s, self.ivms = budget_s, ivms
@@ -182,12 +186,6 @@ class _Session:
         """The run's options for its family's engines and side heuristic."""
         return self.store.instance.engine_options(ivms=self.ivms)
 
-    def call(self, op: str, **kwargs) -> dict:
-        """The coordinator's ``op`` for this run; TimeoutError after ``CALL_SECONDS`` (a scheduler
-        that stopped answering must not hold the driver for ever)."""
-        return self.client.sync(getattr(self.client.scheduler, op), run=self.run, callback_timeout=CALL_SECONDS,
-                                **kwargs)  # fmt: skip
-
     def elapsed(self) -> float:
         """The run's search seconds: until now, or until its explorers stopped (``ended``)."""
         return self.start.elapsed_s + (self.ended or time.monotonic()) - self.started
@@ -241,10 +239,10 @@ class _Session:
         """Ask for a new estimate of the work left when one is due; send a new one to the coordinator
         (for the dashboard page)."""
         if self.estimator.due(now):
-            self.estimator.refresh(now, self.call("pbbflow_state", intervals=True))
+            self.estimator.refresh(now, self.call(Route.STATE, intervals=True))
         fresh = self.estimator.fresh()
         if fresh is not None:
-            self.call("pbbflow_estimate", nodes=fresh[0], estimate=list(fresh[1]))
+            self.call(Route.ESTIMATE, nodes=fresh[0], estimate=list(fresh[1]))
 
     def nap(self, seconds: float) -> None:
         """Sleep ``seconds``, or less when a task ends (explorers end when the run does, or fail)."""
@@ -261,7 +259,7 @@ class _Session:
         self.writer.shutdown(wait=True)
         self.estimator.close()
         try:
-            self.call("pbbflow_close")
+            self.call(Route.CLOSE)
         except Exception:
             if not after_error:
                 raise
@@ -325,7 +323,7 @@ def _search(session: _Session, stop: threading.Event, time_limit: float | None, 
     last_checkpoint = last_sample = time.monotonic()
     try:
         while True:
-            state = session.call("pbbflow_state")
+            state = session.call(Route.STATE)
             now = time.monotonic()
             session.estimate(now)
             if on_progress is not None:
@@ -342,7 +340,7 @@ def _search(session: _Session, stop: threading.Event, time_limit: float | None, 
             if state["finished"] or stop.is_set() or out_of_time or out_of_nodes:
                 return None
             if now - last_checkpoint >= checkpoint_every:
-                session.checkpoint(session.call("pbbflow_state", intervals=True))
+                session.checkpoint(session.call(Route.STATE, intervals=True))
                 last_checkpoint = now
             failed = _failed_task(session.futures)
             if failed is not None:
@@ -381,16 +379,16 @@ def _final_checkpoint(session: _Session, hurry: threading.Event,
     did not answer, or failed, keeps its work there as of its last checkpoint.  Returns the first
     failed task, if any.  ``timings`` receives ``search_s`` (until the explorers stopped) and
     ``final_checkpoint_s``."""
-    session.call("pbbflow_stop")
+    session.call(Route.STOP)
     deadline = time.monotonic() + STOP_SECONDS
     while not hurry.is_set() and time.monotonic() < deadline:
         running = [f for f in session.futures if not f.done()]
-        if not running or session.call("pbbflow_state")["stopped"]:
+        if not running or session.call(Route.STATE)["stopped"]:
             break
         with contextlib.suppress(TimeoutError):
             wait(running, timeout=POLL_SECONDS, return_when="FIRST_COMPLETED")
     failed = _failed_task(session.futures)
-    state = session.call("pbbflow_state", intervals=True)
+    state = session.call(Route.STATE, intervals=True)
     searched = session.ended = time.monotonic()  # the search's clock stops here, not after the estimate
     if not hurry.is_set():  # a second signal wants the checkpoint now: the last estimate stands
         session.estimator.final(state)

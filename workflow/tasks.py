@@ -6,7 +6,7 @@ checkpoints to the coordinator, and does what the answer says.  Its engine may a
 coordinator at most every 0.2 s.  Its engine comes from the run's family (``family.py``: ``make_engine``, a GPU engine
 on a worker with the resource ``GPU``), and so does the side heuristic (``side_heuristic``).  An
 explorer holds no state the coordinator does not have (as of the last checkpoint), so a re-run
-after a worker death is harmless: it starts empty and asks for work.
+after a worker death is harmless: it starts empty (generation 0) and asks for work.
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ import traceback
 from collections.abc import Callable
 
 from distributed import get_worker
-from distributed.utils import sync
 
 from ..core.errors import GpuError
 from ..core.family import family
-from .ledger import REPLACE, STOP, WAIT
+from .protocol import Action, Checkpoint, CheckpointReply, Route, RunHandle
 
 WAIT_SECONDS = 0.05  # between checkpoints of an explorer that has nothing to do
 HURRY = 0.05  # fraction of the budget to explore before the next checkpoint when others wait
@@ -47,15 +46,10 @@ def _reporting_errors(task):
     return wrapper
 
 
-def _coordinator(run: str) -> Callable[..., dict]:
-    """In a task: a call of the coordinator's handlers for ``run`` (through the worker's scheduler
-    connection)."""
+def _coordinator(run: str) -> RunHandle:
+    """In a task: run ``run`` on the coordinator, through the worker's scheduler connection."""
     worker = get_worker()
-
-    def call(handler: str, **kwargs) -> dict:
-        return sync(worker.loop, getattr(worker.scheduler, handler), run=run, **kwargs)
-
-    return call
+    return RunHandle(run, worker.scheduler, worker.loop)
 
 
 def _at_most_every(seconds: float, ask: Callable[[], bool]) -> Callable[[], bool]:
@@ -80,40 +74,42 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
     worker = get_worker()
     gpu = worker.state.total_resources.get("GPU", 0) > 0
     engine = family(kind).make_engine(options, gpu=gpu, threads=worker.state.nthreads)
-    call = _coordinator(run)
+    call = _coordinator(run).call
 
-    def checkpoint(remaining: bytes, **progress) -> dict:
-        return call("pbbflow_checkpoint", explorer=explorer, worker=worker.address, remaining=remaining,
-                    capacity=engine.capacity, **progress)  # fmt: skip
+    def checkpoint(remaining: bytes, generation: int, **progress) -> CheckpointReply:
+        """Report; ``generation``: the last reply's (``ledger``: other reports count for nothing)."""
+        report = Checkpoint(explorer, worker.address, remaining, generation, engine.capacity, **progress)
+        return CheckpointReply.from_wire(call(Route.CHECKPOINT, **report.to_wire()))
 
     def report(value, solution) -> None:
-        call("pbbflow_improve", best=value, solution=solution)
+        call(Route.IMPROVE, best=value, solution=solution)
 
     def others_wait_or_stop() -> bool:
-        answer = call("pbbflow_waiting", explorer=explorer)
+        answer = call(Route.WAITING, explorer=explorer)
         return answer["waiting"] > 0 or answer["stopping"]
 
     waiting = _at_most_every(POLL_SECONDS, others_wait_or_stop)
     offer = getattr(engine, "offer", None)  # the run's incumbent, for engines that use its solution
     totals = {"nodes": 0, "leaves": 0, "explorations": 0}
-    reply = checkpoint(b"")
+    reply = checkpoint(b"", 0)
     budget = budget_s
-    while reply["action"] != STOP:
-        if reply["action"] == WAIT:
+    while reply.action != Action.STOP:
+        if reply.action == Action.WAIT:
             time.sleep(WAIT_SECONDS)
-            reply = checkpoint(engine.remaining())
+            reply = checkpoint(engine.remaining(), reply.generation)
             continue
-        if reply["action"] == REPLACE:
-            engine.load(reply["work"])
-        if offer is not None and reply.get("solution") is not None:
-            offer(reply["ub"], reply["solution"])
-        nodes, leaves, best = engine.run(reply["ub"], budget * HURRY if reply["hurry"] else budget, report, waiting)
+        if reply.action == Action.REPLACE:
+            engine.load(reply.work)
+        if offer is not None and reply.solution is not None:
+            offer(reply.ub, reply.solution)
+        nodes, leaves, best = engine.run(reply.ub, budget * HURRY if reply.hurry else budget, report, waiting)
         totals["nodes"] += nodes
         totals["leaves"] += leaves
         totals["explorations"] += 1
         improvement = {} if best is None else {"best": best[0], "solution": best[1]}
         began = time.monotonic()
-        reply = checkpoint(engine.remaining(), nodes=nodes, leaves=leaves, **engine.extras(), **improvement)
+        reply = checkpoint(engine.remaining(), reply.generation, nodes=nodes, leaves=leaves, **engine.extras(),
+                           **improvement)  # fmt: skip
         budget = max(budget_s, (time.monotonic() - began) / CHECKPOINT_SHARE)
     return totals
 
@@ -122,10 +118,10 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
 def heuristic_task(run: str, kind: str, options: dict, seed: int) -> dict:
     """Family ``kind``'s side heuristic beside the search until the run stops; every improvement
     goes to the coordinator at once (it forwards the new UB to the explorers at their next checkpoint)."""
-    call = _coordinator(run)
+    call = _coordinator(run).call
 
     def improved(value, solution) -> None:
-        call("pbbflow_improve", best=value, solution=solution)
+        call(Route.IMPROVE, best=value, solution=solution)
 
-    stopping = _at_most_every(POLL_SECONDS, lambda: call("pbbflow_status")["stopping"])
+    stopping = _at_most_every(POLL_SECONDS, lambda: call(Route.STATUS)["stopping"])
     return family(kind).side_heuristic(options, seed, improved, stopping)
