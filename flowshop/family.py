@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,6 +30,10 @@ from .intervals import WorkUnit
 from .packed import PackedUnit, PermutationSpace
 from .run_options import check_options, run_options
 from .solve import classify
+
+if TYPE_CHECKING:
+    from ..storage.runstore import RunStore
+    from ..viz.dashboard import View
 
 Space = PermutationSpace
 CHUNK_SECONDS = 0.02  # explorer threads share the GIL with the worker's own threads: visit Python less
@@ -113,6 +119,20 @@ def side_heuristic(options: dict, seed: int, improved: Callable[[int, list[int]]
     result = iterated_greedy(options["p"], seconds=math.inf, seed=seed, on_improvement=on_improvement,
                              should_stop=stopping)  # fmt: skip
     return {"makespan": result.makespan, "iterations": result.iterations}
+
+
+def plot_run(store: RunStore, out: Path) -> list[Path]:
+    """Write the run's pictures into ``out`` (``gantt.png`` of its schedule, ``history.png``; ``flowshop.plots``, matplotlib loads only here)."""
+    from . import plots
+
+    return plots.plot_run(store, out)
+
+
+def dashboard_view() -> type[View]:
+    """Its runs' view on the dashboard page (``flowshop.dashboard``, Bokeh loads only here)."""
+    from .dashboard import FlowShopView
+
+    return FlowShopView
 
 
 def initial_seconds(n: int, m: int) -> float:
