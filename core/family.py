@@ -176,7 +176,8 @@ class RunInstance(Protocol):
         """The value the search prunes with from the start (without an incumbent)."""
 
     def engine_options(self, **settings: Any) -> dict:
-        """The options its engines and side heuristic get (``settings``: the session's, e.g. ``ivms``)."""
+        """The options its engines and side heuristic get (``settings``: the session's, e.g. ``ivms``;
+        one not given: the family's default)."""
 
     def result(self, remaining: StoredWork, incumbent: Any, solution: Any, settled: float, nodes: int,
                leaves: int, elapsed_s: float) -> dict:  # fmt: skip
@@ -192,6 +193,9 @@ class RunInstance(Protocol):
     def worker_code(self) -> tuple[Callable[..., Any], tuple]:
         """``(function, arguments)``: the task that loads a worker's code for this run (it returns a
         ``core.compiling.CodeLoad``)."""
+
+    # Optional: ``no_gpu() -> str | None``, why its engines cannot run on a GPU (None: they can;
+    # flow shop: a bound other than lb1); a run without it may use every GPU.
 
 
 @runtime_checkable

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..gpu import DEFAULT_IVMS
 from .evaluation import makespan, neh
 from .instance import FlowShop
 from .iterated_greedy import iterated_greedy
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 Space = PermutationSpace
 CHUNK_SECONDS = 0.02  # explorer threads share the GIL with the worker's own threads: visit Python less
 PROGRESS_SECONDS = 0.2  # how often the CPU explorer looks whether others wait, and then checkpoints early
+GPU_BOUND = "lb1"  # the GPU explorer's only bound
 
 
 def make_engine(options: dict, *, gpu: bool, threads: int) -> CpuEngine | GpuEngine:
@@ -133,6 +135,11 @@ def dashboard_view() -> type[View]:
     from .dashboard import FlowShopView
 
     return FlowShopView
+
+
+def no_gpu(bound: str) -> str | None:
+    """Why a run with ``bound`` cannot use GPUs, if it cannot."""
+    return None if bound == GPU_BOUND else f"the GPU explorer bounds with {GPU_BOUND} only (this run uses {bound})"
 
 
 def initial_seconds(n: int, m: int) -> float:
@@ -247,7 +254,7 @@ class FlowShopRun:
     def search_ub(self) -> int:
         return self.options["search_ub"]
 
-    def engine_options(self, *, ivms: int, **_settings) -> dict:
+    def engine_options(self, *, ivms: int = DEFAULT_IVMS, **_settings) -> dict:
         return {"p": self.p, "bound": self.options["bound"], "branch": self.options["branch"], "ivms": ivms}
 
     def result(self, remaining: WorkUnit, incumbent, solution, settled, nodes, leaves, elapsed_s) -> dict:
@@ -295,6 +302,9 @@ class FlowShopRun:
         from .warmup import warm_worker
 
         return warm_worker, (self.p, self.options["bound"], self.options["branch"])
+
+    def no_gpu(self) -> str | None:
+        return no_gpu(self.options["bound"])
 
 
 Instance = FlowShopRun
