@@ -124,14 +124,15 @@ def side_heuristic(options: dict, seed: int, improved: Callable[[int, list[int]]
 
 
 def plot_run(store: RunStore, out: Path) -> list[Path]:
-    """Write the run's pictures into ``out`` (``gantt.png`` of its schedule, ``history.png``; ``flowshop.plots``, matplotlib loads only here)."""
+    """Write the run's pictures into ``out``: ``gantt.png`` of its schedule, ``history.png``
+    (``flowshop.plots``: matplotlib loads only here)."""
     from . import plots
 
     return plots.plot_run(store, out)
 
 
 def dashboard_view() -> type[View]:
-    """Its runs' view on the dashboard page (``flowshop.dashboard``, Bokeh loads only here)."""
+    """Its runs' view on the dashboard page (``flowshop.dashboard``: Bokeh loads only here)."""
     from .dashboard import FlowShopView
 
     return FlowShopView

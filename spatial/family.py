@@ -231,14 +231,15 @@ def side_heuristic(options: dict, seed: int, improved: Callable[[float, list[flo
 
 
 def plot_run(store: RunStore, out: Path) -> list[Path]:
-    """Write the run's pictures into ``out`` (``boxes.png`` of a problem of two variables, ``history.png``; ``spatial.plots``, matplotlib loads only here)."""
+    """Write the run's pictures into ``out``: ``boxes.png`` of a problem of two variables,
+    ``history.png`` (``spatial.plots``: matplotlib loads only here)."""
     from . import plots
 
     return plots.plot_run(store, out)
 
 
 def dashboard_view() -> type[View]:
-    """Its runs' view on the dashboard page (``spatial.dashboard``, Bokeh loads only here)."""
+    """Its runs' view on the dashboard page (``spatial.dashboard``: Bokeh loads only here)."""
     from .dashboard import SpatialView
 
     return SpatialView

@@ -274,9 +274,10 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
 
     ``time_limit`` counts this session's seconds; ``node_limit`` the run's total nodes (checked
     between explorer checkpoints, so it is a soft limit).  ``ivms``: IVMs per GPU worker (workers
-    with the Dask resource ``GPU``) of a family whose engines have them (None: the family's default).  ``heuristics``: iterated greedy tasks that send improvements
-    to the coordinator during the search (default: the family's ``side_heuristics_per_gpu`` beside
-    each GPU worker; 0: none).
+    with the Dask resource ``GPU``), for a family whose engines have them (None: the family's
+    default).  ``heuristics``: iterated greedy tasks that send improvements to the coordinator
+    during the search (default: the family's ``side_heuristics_per_gpu`` beside each GPU worker;
+    0: none).
     The workers load their numba code before the session's clock starts (``warm_workers``).
     ``timings``, if given, receives this session's ``search_s`` and ``final_checkpoint_s``.
     Once stopped, the explorers get ``STOP_SECONDS`` to send their last checkpoints, or until
