@@ -11,7 +11,7 @@ through these protocols and know no family:
 - a :class:`RunInstance` is what a run solves, with its options, as the run store and the driver
   see it: its arrays on disk, its work and incumbent there, its result, its code to warm up;
 - a :class:`Family` (a module) names its space and its instance, makes engines and runs its side
-  heuristic.
+  heuristic; it may draw its runs' pictures and its view on the dashboard page.
 
 A family is found by its run kind (:func:`family`), so that a scheduler or a worker builds what
 it needs from a message naming the kind and plain parameters (``WorkSpace.params``, the run's
@@ -176,7 +176,8 @@ class RunInstance(Protocol):
         """The value the search prunes with from the start (without an incumbent)."""
 
     def engine_options(self, **settings: Any) -> dict:
-        """The options its engines and side heuristic get (``settings``: the session's, e.g. ``ivms``)."""
+        """The options its engines and side heuristic get (``settings``: the session's, e.g. ``ivms``;
+        one not given: the family's default)."""
 
     def result(self, remaining: StoredWork, incumbent: Any, solution: Any, settled: float, nodes: int,
                leaves: int, elapsed_s: float) -> dict:  # fmt: skip
@@ -192,6 +193,9 @@ class RunInstance(Protocol):
     def worker_code(self) -> tuple[Callable[..., Any], tuple]:
         """``(function, arguments)``: the task that loads a worker's code for this run (it returns a
         ``core.compiling.CodeLoad``)."""
+
+    # Optional: ``no_gpu() -> str | None``, why its engines cannot run on a GPU (None: they can;
+    # flow shop: a bound other than lb1); a run without it may use every GPU.
 
 
 @runtime_checkable
@@ -216,6 +220,13 @@ class Family(Protocol):
     def side_heuristic(self, options: dict, seed: int, improved: Callable[[Any, Any], None],
                        stopping: Callable[[], bool]) -> dict:  # fmt: skip
         """Look for better solutions until ``stopping()``, each through ``improved(value, solution)``."""
+
+    # Optional, each importing its drawing code only when called (a worker never loads it):
+    # ``plot_run(store, out) -> list[Path]``: write the pictures of a run store (``storage.RunStore``)
+    # into the folder ``out``, which exists, and return their paths (``pbbflow plot``; without it,
+    # ``viz.plots.history`` of the series every run records);
+    # ``dashboard_view() -> type``: the ``viz.dashboard.View`` of its runs on the dashboard page
+    # (without it, ``viz.dashboard.HistoryView``).
 
 
 def register(kind: str, family: Family | ModuleType | str) -> None:

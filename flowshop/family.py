@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..gpu import DEFAULT_IVMS
 from .evaluation import makespan, neh
 from .instance import FlowShop
 from .iterated_greedy import iterated_greedy
@@ -29,9 +32,14 @@ from .packed import PackedUnit, PermutationSpace
 from .run_options import check_options, run_options
 from .solve import classify
 
+if TYPE_CHECKING:
+    from ..storage.runstore import RunStore
+    from ..viz.dashboard import View
+
 Space = PermutationSpace
 CHUNK_SECONDS = 0.02  # explorer threads share the GIL with the worker's own threads: visit Python less
 PROGRESS_SECONDS = 0.2  # how often the CPU explorer looks whether others wait, and then checkpoints early
+GPU_BOUND = "lb1"  # the GPU explorer's only bound
 
 
 def make_engine(options: dict, *, gpu: bool, threads: int) -> CpuEngine | GpuEngine:
@@ -113,6 +121,26 @@ def side_heuristic(options: dict, seed: int, improved: Callable[[int, list[int]]
     result = iterated_greedy(options["p"], seconds=math.inf, seed=seed, on_improvement=on_improvement,
                              should_stop=stopping)  # fmt: skip
     return {"makespan": result.makespan, "iterations": result.iterations}
+
+
+def plot_run(store: RunStore, out: Path) -> list[Path]:
+    """Write the run's pictures into ``out``: ``gantt.png`` of its schedule, ``history.png``
+    (``flowshop.plots``: matplotlib loads only here)."""
+    from . import plots
+
+    return plots.plot_run(store, out)
+
+
+def dashboard_view() -> type[View]:
+    """Its runs' view on the dashboard page (``flowshop.dashboard``: Bokeh loads only here)."""
+    from .dashboard import FlowShopView
+
+    return FlowShopView
+
+
+def no_gpu(bound: str) -> str | None:
+    """Why a run with ``bound`` cannot use GPUs, if it cannot."""
+    return None if bound == GPU_BOUND else f"the GPU explorer bounds with {GPU_BOUND} only (this run uses {bound})"
 
 
 def initial_seconds(n: int, m: int) -> float:
@@ -227,7 +255,7 @@ class FlowShopRun:
     def search_ub(self) -> int:
         return self.options["search_ub"]
 
-    def engine_options(self, *, ivms: int, **_settings) -> dict:
+    def engine_options(self, *, ivms: int = DEFAULT_IVMS, **_settings) -> dict:
         return {"p": self.p, "bound": self.options["bound"], "branch": self.options["branch"], "ivms": ivms}
 
     def result(self, remaining: WorkUnit, incumbent, solution, settled, nodes, leaves, elapsed_s) -> dict:
@@ -275,6 +303,9 @@ class FlowShopRun:
         from .warmup import warm_worker
 
         return warm_worker, (self.p, self.options["bound"], self.options["branch"])
+
+    def no_gpu(self) -> str | None:
+        return no_gpu(self.options["bound"])
 
 
 Instance = FlowShopRun

@@ -29,6 +29,7 @@ import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -45,6 +46,8 @@ from .problem import Problem, ProblemError
 
 if TYPE_CHECKING:
     from ..gpu.spatial.bnb import GpuExploration
+    from ..storage.runstore import RunStore
+    from ..viz.dashboard import View
 
 
 class BoxSpace:
@@ -225,6 +228,21 @@ def side_heuristic(options: dict, seed: int, improved: Callable[[float, list[flo
             time.sleep(min(pause, PAUSE_STEP_S))
             pause -= PAUSE_STEP_S
     return {"objective": None if incumbent.x is None else incumbent.value, "local_solves": local.count}
+
+
+def plot_run(store: RunStore, out: Path) -> list[Path]:
+    """Write the run's pictures into ``out``: ``boxes.png`` of a problem of two variables,
+    ``history.png`` (``spatial.plots``: matplotlib loads only here)."""
+    from . import plots
+
+    return plots.plot_run(store, out)
+
+
+def dashboard_view() -> type[View]:
+    """Its runs' view on the dashboard page (``spatial.dashboard``: Bokeh loads only here)."""
+    from .dashboard import SpatialView
+
+    return SpatialView
 
 
 HEURISTIC_DUTY = 0.25  # the share of its thread's time a side heuristic's local solves take at most

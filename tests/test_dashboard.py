@@ -20,7 +20,8 @@ from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.boxes import BoxSet
 from pbbflow.spatial.family import BoxSpace, SpatialRun, first_work
 from pbbflow.spatial.load import load_problem
-from pbbflow.viz.dashboard import RunPage, SpatialView, page_url, pbbflow_doc
+from pbbflow.spatial.dashboard import SpatialView
+from pbbflow.viz.dashboard import RunPage, page_url, pbbflow_doc
 from pbbflow.workflow.cluster import SlurmOptions, attach_dashboard, dashboard_link, gpu_count, open_cluster
 from pbbflow.workflow.coordinator import PLUGIN_NAME
 from pbbflow.workflow.history import RunHistory

@@ -124,7 +124,7 @@ def test_the_progress_bar_shows_the_eta(monkeypatch):
 
 def test_the_dashboard_shows_the_eta():
     from pbbflow.flowshop.packed import PackedUnit
-    from pbbflow.viz.dashboard import FlowShopView
+    from pbbflow.flowshop.dashboard import FlowShopView
     from pbbflow.workflow.history import RunHistory
     from pbbflow.workflow.ledger import Ledger
 

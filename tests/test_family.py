@@ -17,11 +17,14 @@ from distributed import Client, LocalCluster
 from pbbflow.cli.main import main
 from pbbflow.storage.runstore import RunStore
 from pbbflow.core import family as family_module
-from pbbflow.workflow.coordinator import Coordinator
+from pbbflow.workflow.coordinator import PLUGIN_NAME, Coordinator
 from pbbflow.core.family import family, register, work_space
 from pbbflow.workflow.run import create_run, drive, result_of
 from pbbflow.workflow.tasks import explorer_task, heuristic_task
 from pbbflow.core.compiling import CodeLoad
+from pbbflow.viz.dashboard import HistoryView, RunPage
+from pbbflow.workflow.history import RunHistory
+from pbbflow.workflow.ledger import Ledger
 
 SIZE = 200_000
 
@@ -312,3 +315,22 @@ def test_a_third_familys_run_is_resumed_and_described_by_the_command(toy_family,
     assert main(["info", str(path), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["nodes"] == SIZE and info["k"] == result["k"] and info["options"] == {"size": SIZE}
+
+
+def test_a_third_familys_run_is_plotted_and_shown_on_the_dashboard_page(toy_family, tmp_path, capsys):
+    """A family without pictures or a view of its own gets those of the series every run records:
+    ``pbbflow plot`` writes its ``history.png``, the dashboard page draws it with the common view."""
+    path, whole = tmp_path / "toy.zarr", RangeSpace(SIZE).decode(np.array([[0, SIZE]], dtype="<i8").tobytes())
+    create_run(path, ToyRun(SIZE), work=whole).release()
+    assert main(["plot", str(path), "--out", str(tmp_path / "plots")]) == 0
+    assert capsys.readouterr().out.split() == [str(tmp_path / "plots" / "history.png")]
+    assert (tmp_path / "plots" / "history.png").stat().st_size > 10_000
+    ledger, history = Ledger(whole, ub=math.inf), RunHistory("toy", kind="toy")
+    for step in range(3):
+        ledger.nodes = 1000 * step
+        history.record(ledger, now=history.opened + step)
+    coordinator = type("Coordinator", (), {"latest_history": lambda self: history})()
+    page = RunPage(type("Scheduler", (), {"plugins": {PLUGIN_NAME: coordinator}})())
+    page.update()
+    assert type(page.view) is HistoryView and page.layout.children == [page.header, page.view.layout]
+    assert "toy (live)" in page.header.text and "2,000 nodes" in page.header.text

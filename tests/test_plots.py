@@ -17,7 +17,7 @@ from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.boxes import BoxSet
 from pbbflow.spatial.family import SpatialRun, first_work
 from pbbflow.spatial.load import load_problem
-from pbbflow.viz.spatial_plots import boxes
+from pbbflow.spatial.plots import boxes
 from pbbflow.workflow.run import create_run, drive
 
 

@@ -1,10 +1,10 @@
 """The pbbflow page of the Dask dashboard (Bokeh), served by the scheduler at ``/pbbflow``.
 
 It shows the run opened last on the cluster, from the coordinator's history (sampled on the
-scheduler every second), as its family's view: for a flow-shop run the remaining share of
-[0, n!) on a log scale, nodes/s and the incumbent; for a spatial run the certified lower bound
-and the incumbent on one figure, the open boxes and boxes/s; for both the busy share of each
-worker's explorers (threads or IVMs) over time.
+scheduler every second), as its family's :class:`View` (``Family.dashboard_view``: flow shop's in
+``flowshop.dashboard``, spatial's in ``spatial.dashboard``, built of the figures here); a family
+without one gets :class:`HistoryView`: the remaining share of the space on a log scale, nodes/s,
+the incumbent, the ETA and the busy share of each worker's explorers (threads or IVMs) over time.
 
 The page must be registered before the scheduler's dashboard starts, in the scheduler's
 process: :func:`register_page` does it for the clusters pbbflow starts (their schedulers run in
@@ -16,6 +16,7 @@ An external scheduler gets it with ``dask scheduler --preload pbbflow.viz.preloa
 from __future__ import annotations
 
 import math
+from typing import Any, Protocol
 
 import numpy as np
 from bokeh.layouts import column, gridplot
@@ -23,10 +24,10 @@ from bokeh.models import ColorBar, ColumnDataSource, Div, FixedTicker, LinearCol
 from bokeh.palettes import Viridis256
 from bokeh.plotting import figure
 
+from ..core.family import family
 from ..workflow.coordinator import PLUGIN_NAME
 from ..workflow.eta import Eta, eta_curve, recent_rate
 from ..workflow.history import RunHistory, node_rate
-from .summary import bounds_text
 
 ROUTE = "/pbbflow"
 UPDATE_MS = 1000
@@ -56,6 +57,25 @@ def pbbflow_doc(scheduler, extra: dict, doc) -> None:
     doc.add_periodic_callback(page.update, UPDATE_MS)
 
 
+class View(Protocol):
+    """The figures of one family's runs on the page."""
+
+    layout: Any  # its Bokeh layout, below the page's header
+
+    def draw(self, history: RunHistory) -> str:
+        """Draw ``history``; returns the header's HTML."""
+
+
+def view_class(kind: str) -> type[View]:
+    """The view of run kind ``kind``: its family's, else (none, or a kind not known in this
+    process) :class:`HistoryView`."""
+    try:
+        own = getattr(family(kind), "dashboard_view", None)
+    except ValueError:
+        return HistoryView
+    return HistoryView if own is None else own()
+
+
 class RunPage:
     """The header and the figures of one browser session, drawn by the view of the shown run's
     family (a new view when the cluster's latest run is of another family)."""
@@ -64,7 +84,7 @@ class RunPage:
         self.scheduler = scheduler
         self.shown: tuple | None = None  # (history, generation, samples, closed) last drawn
         self.header = Div(text="", name="pbbflow-header", sizing_mode="stretch_width")
-        self.view: FlowShopView | SpatialView = FlowShopView()
+        self.view: View = HistoryView()
         self.layout = column(self.header, self.view.layout, sizing_mode="stretch_width")
 
     def history(self) -> RunHistory | None:
@@ -81,30 +101,24 @@ class RunPage:
         if key == self.shown:
             return
         self.shown = key
-        view = VIEWS.get(history.kind, FlowShopView)
-        if not isinstance(self.view, view):
+        view = view_class(history.kind)
+        if type(self.view) is not view:
             self.view = view()
             self.layout.children = [self.header, self.view.layout]
         self.header.text = self.view.draw(history)
 
 
-def _common() -> dict:
+def figure_options() -> dict:
     """The options of every figure of the page."""
     return {"height": 260, "sizing_mode": "stretch_width", "tools": "pan,wheel_zoom,box_zoom,reset,save",
             "x_axis_label": "elapsed (s)"}  # fmt: skip
-
-
-def _finite(values: list[float]) -> np.ndarray:
-    """NaN where a value is infinite (no incumbent yet, nothing left to bound): not drawn."""
-    a = np.asarray(values, dtype=float)
-    return np.where(np.isfinite(a), a, np.nan)
 
 
 def _nan_none(value: float) -> float | None:
     return None if math.isnan(value) else float(value)
 
 
-def _positive(values: list[float]) -> np.ndarray:
+def positive(values: list[float]) -> np.ndarray:
     """NaN where a value is not positive: a log axis draws no 0."""
     a = np.asarray(values, dtype=float)
     return np.where(a > 0, a, np.nan)
@@ -115,7 +129,7 @@ class ActivityFigure:
 
     def __init__(self, name: str) -> None:
         self.source = ColumnDataSource({"image": [], "dw": [], "dh": []}, name=name)
-        self.figure = figure(title="busy share of each worker's explorers", y_axis_label="worker", **_common())
+        self.figure = figure(title="busy share of each worker's explorers", y_axis_label="worker", **figure_options())
         mapper = LinearColorMapper(palette=Viridis256, low=0.0, high=1.0, nan_color=(0, 0, 0, 0))
         self.figure.image(image="image", x=0, y=0, dw="dw", dh="dh", source=self.source, color_mapper=mapper)
         self.figure.add_layout(ColorBar(color_mapper=mapper, width=10), "right")
@@ -135,25 +149,28 @@ class ActivityFigure:
             self.figure.yaxis.major_label_overrides = {i + 0.5: w for i, w in enumerate(workers)}
 
 
-class FlowShopView:
-    """A flow-shop run: the remaining share of [0, n!) on a log scale, nodes/s, the incumbent, the
-    activity, and the ETA with its range (the driver's estimate of the nodes left at the recent
-    node rate, ``workflow.eta``)."""
+class HistoryView:
+    """A run of a family without a view of its own, and the base of flow shop's: the remaining
+    share of its space on a log scale, nodes/s, the incumbent, the activity, and the ETA with its
+    range (the driver's estimate of the nodes left at the recent node rate, ``workflow.eta``)."""
+
+    remaining_title = "remaining share of the space"
+    incumbent_title = "incumbent"
 
     def __init__(self) -> None:
         self.series = ColumnDataSource({"t": [], "remaining": [], "incumbent": []}, name="pbbflow-series")
         self.rates = ColumnDataSource({"t": [], "rate": []}, name="pbbflow-rates")
         self.activity = ActivityFigure("pbbflow-activity")
         self.etas = ColumnDataSource({"t": [], "eta": [], "low": [], "high": []}, name="pbbflow-eta")
-        eta = figure(title="estimated time left (s), with its range", y_axis_type="log", **_common())
+        eta = figure(title="estimated time left (s), with its range", y_axis_type="log", **figure_options())
         eta.varea("t", "low", "high", source=self.etas, color="seagreen", alpha=0.2)
         eta.line("t", "eta", source=self.etas, line_width=2, color="seagreen")
-        remaining = figure(title="remaining share of [0, n!)", y_axis_type="log", **_common())
+        remaining = figure(title=self.remaining_title, y_axis_type="log", **figure_options())
         remaining.step("t", "remaining", source=self.series, mode="after", line_width=2)
-        rate = figure(title="nodes / s", **_common())
+        rate = figure(title="nodes / s", **figure_options())
         rate.step("t", "rate", source=self.rates, mode="before", line_width=2, color="darkorange")
         rate.yaxis.formatter = NumeralTickFormatter(format="0.0a")
-        incumbent = figure(title="incumbent (makespan)", **_common())
+        incumbent = figure(title=self.incumbent_title, **figure_options())
         incumbent.step("t", "incumbent", source=self.series, mode="after", line_width=2, color="firebrick")
         self.layout = gridplot([[remaining, rate], [incumbent, self.activity.figure], [eta, None]],
                                sizing_mode="stretch_width")  # fmt: skip
@@ -164,9 +181,9 @@ class FlowShopView:
         nodes = np.asarray(history.nodes, dtype=float)
         left = (history.estimate_nodes, history.estimate_low, history.estimate_high)
         eta, low, high = eta_curve(t, nodes, *left)
-        self.etas.data = {"t": t, "eta": _positive(eta), "low": _positive(low), "high": _positive(high)}
+        self.etas.data = {"t": t, "eta": positive(eta), "low": positive(low), "high": positive(high)}
         eta_text = Eta(*(_nan_none(v[-1]) for v in left), recent_rate(t, nodes)).text()
-        self.series.data = {"t": t, "remaining": _positive(history.remaining_fraction),
+        self.series.data = {"t": t, "remaining": positive(history.remaining_fraction),
                             "incumbent": np.asarray(history.incumbent, dtype=float)}  # fmt: skip
         rate_t, rate = node_rate(t, nodes)
         self.rates.data = {"t": rate_t, "rate": rate}
@@ -179,42 +196,3 @@ class FlowShopView:
         return (f"<h3>pbbflow: {history.label} ({state})</h3><p>{history.t[-1]:.0f} s, "
                 f"{history.nodes[-1]:,} nodes, {speed}, {history.remaining_fraction[-1]:.6%} of the space left, "
                 f"{eta_text}, incumbent {history.incumbent[-1]}</p>")  # fmt: skip
-
-
-class SpatialView:
-    """A spatial run: the certified lower bound and the incumbent (the gap between them shaded),
-    open boxes on a log scale, boxes/s, the activity."""
-
-    def __init__(self) -> None:
-        self.bounds = ColumnDataSource({"t": [], "lower": [], "upper": []}, name="pbbflow-bounds")
-        self.boxes = ColumnDataSource({"t": [], "boxes": []}, name="pbbflow-boxes")
-        self.rates = ColumnDataSource({"t": [], "rate": []}, name="pbbflow-box-rates")
-        self.activity = ActivityFigure("pbbflow-box-activity")
-        bounds = figure(title="certified lower bound (LB) and incumbent (UB)", **_common())
-        bounds.varea_step("t", "lower", "upper", source=self.bounds, step_mode="after", color="purple", alpha=0.15)
-        bounds.step("t", "upper", source=self.bounds, mode="after", line_width=2, color="firebrick", legend_label="UB")
-        bounds.step("t", "lower", source=self.bounds, mode="after", line_width=2, legend_label="LB")
-        bounds.legend.location = "bottom_right"
-        boxes = figure(title="open boxes", y_axis_type="log", **_common())
-        boxes.step("t", "boxes", source=self.boxes, mode="after", line_width=2)
-        rate = figure(title="boxes / s", **_common())
-        rate.step("t", "rate", source=self.rates, mode="before", line_width=2, color="darkorange")
-        rate.yaxis.formatter = NumeralTickFormatter(format="0.0a")
-        self.layout = gridplot([[bounds, boxes], [rate, self.activity.figure]], sizing_mode="stretch_width")
-
-    def draw(self, history: RunHistory) -> str:
-        """Draw ``history``; returns the header's HTML."""
-        t = np.asarray(history.t, dtype=float)
-        self.bounds.data = {"t": t, "lower": _finite(history.lower_bound), "upper": _finite(history.incumbent)}
-        self.boxes.data = {"t": t, "boxes": _positive(history.pieces)}
-        rate_t, rate = node_rate(t, np.asarray(history.nodes, dtype=float))
-        self.rates.data = {"t": rate_t, "rate": rate}
-        self.activity.draw(history, t)
-        state = "closed" if history.closed else "live"
-        speed = f"{rate[-1]:,.0f} boxes/s" if rate.size else "no rate yet"
-        return (f"<h3>pbbflow: {history.label} ({state})</h3><p>{history.t[-1]:.0f} s, "
-                f"{bounds_text(history.lower_bound[-1], history.incumbent[-1])}, "
-                f"{history.pieces[-1]:,} open boxes, {speed}, {history.nodes[-1]:,} boxes bounded</p>")  # fmt: skip
-
-
-VIEWS = {"flowshop": FlowShopView, "spatial": SpatialView}  # run kind -> its view; others: flow shop's

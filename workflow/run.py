@@ -27,7 +27,6 @@ from distributed import Client, wait
 
 from ..core.errors import GpuError
 from ..core.family import RunInstance, StoredWork
-from ..gpu import DEFAULT_IVMS
 from ..storage.runstore import RunStore, RunStoreError
 from .coordinator import Coordinator
 from .eta import COLUMNS as ESTIMATE_COLUMNS
@@ -109,7 +108,8 @@ def _is_gpu(worker_info: dict) -> bool:
 class _Session:
     """One ``drive`` call: the run id, the task futures, the series, the writer thread."""
 
-    def __init__(self, store: RunStore, client: Client, budget_s: float, ivms: int, heuristics: int | None) -> None:
+    def __init__(self, store: RunStore, client: Client, budget_s: float, ivms: int | None,
+                 heuristics: int | None) -> None:
         self.store, self.client = store, client
         self.start = store.latest()
         self.run = uuid.uuid4().hex
@@ -184,7 +184,7 @@ class _Session:
 
     def engine_options(self) -> dict:
         """The run's options for its family's engines and side heuristic."""
-        return self.store.instance.engine_options(ivms=self.ivms)
+        return self.store.instance.engine_options(**({} if self.ivms is None else {"ivms": self.ivms}))
 
     def elapsed(self) -> float:
         """The run's search seconds: until now, or until its explorers stopped (``ended``)."""
@@ -267,16 +267,17 @@ class _Session:
 
 def drive(store: RunStore, client: Client, *, time_limit: float | None = None, node_limit: int | None = None,
           checkpoint_every: float = 60.0, budget_s: float = 2.0, stop: threading.Event | None = None,
-          on_progress: Callable[[Progress], None] | None = None, ivms: int = DEFAULT_IVMS,
+          on_progress: Callable[[Progress], None] | None = None, ivms: int | None = None,
           heuristics: int | None = None, timings: dict[str, float] | None = None,
           hurry: threading.Event | None = None) -> dict:
     """Continue the run in ``store`` until it ends, a limit is reached or ``stop`` is set.
 
     ``time_limit`` counts this session's seconds; ``node_limit`` the run's total nodes (checked
     between explorer checkpoints, so it is a soft limit).  ``ivms``: IVMs per GPU worker (workers
-    with the Dask resource ``GPU``).  ``heuristics``: iterated greedy tasks that send improvements
-    to the coordinator during the search (default: the family's ``side_heuristics_per_gpu`` beside
-    each GPU worker; 0: none).
+    with the Dask resource ``GPU``), for a family whose engines have them (None: the family's
+    default).  ``heuristics``: iterated greedy tasks that send improvements to the coordinator
+    during the search (default: the family's ``side_heuristics_per_gpu`` beside each GPU worker;
+    0: none).
     The workers load their numba code before the session's clock starts (``warm_workers``).
     ``timings``, if given, receives this session's ``search_s`` and ``final_checkpoint_s``.
     Once stopped, the explorers get ``STOP_SECONDS`` to send their last checkpoints, or until

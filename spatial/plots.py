@@ -17,12 +17,12 @@ from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch, Rectangle  # noqa: E402
 
-from ..spatial.boxes import BoxSet  # noqa: E402
-from ..spatial.problem import Problem  # noqa: E402
 from ..storage.runstore import RunStore  # noqa: E402
+from ..viz import panels  # noqa: E402
 from ..workflow.history import node_rate  # noqa: E402
-from . import panels  # noqa: E402
-from .summary import bounds_text  # noqa: E402
+from .boxes import BoxSet  # noqa: E402
+from .problem import Problem  # noqa: E402
+from .summary import bounds_text, finite  # noqa: E402
 
 SETTLED = "0.82"  # the colour of the domain outside the open boxes: pruned or settled
 ZOOM = 0.25  # a second panel zooms on the open boxes when they span less than this share of a side
@@ -31,7 +31,7 @@ INCUMBENT = {"marker": "*", "markerfacecolor": "none", "markeredgecolor": "red",
              "linestyle": "none"}  # fmt: skip
 
 
-def plot_spatial_run(store: RunStore, out: Path) -> list[Path]:
+def plot_run(store: RunStore, out: Path) -> list[Path]:
     """Write ``boxes.png`` (a problem of two variables) and ``history.png`` into ``out``."""
     latest, run = store.latest(), store.instance
     lower = run.lower_bound(latest.remaining, latest.settled)
@@ -49,18 +49,13 @@ def history(series: dict[str, np.ndarray], path: Path, title: str) -> Path:
     each worker over time."""
     t = panels.column(series, "t")
     fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True, layout="constrained")
-    _bounds(axes[0, 0], t, _finite(panels.column(series, "lower_bound")), _finite(panels.column(series, "incumbent")))
+    _bounds(axes[0, 0], t, finite(panels.column(series, "lower_bound")), finite(panels.column(series, "incumbent")))
     panels.line(axes[0, 1], t, panels.column(series, "pieces"), "open boxes", log=True)
     panels.line(axes[1, 0], *node_rate(t, panels.column(series, "nodes")), "boxes / s")
     panels.workers(axes[1, 1], t, series)
     for ax in axes[1]:
         ax.set_xlabel("elapsed (s)")
     return panels.save(fig, path, title)
-
-
-def _finite(y: np.ndarray) -> np.ndarray:
-    """NaN where ``y`` is infinite (no incumbent yet, nothing left to bound): not drawn."""
-    return np.where(np.isfinite(y), y, np.nan)
 
 
 def _bounds(ax, t: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:

@@ -1,8 +1,11 @@
-"""One-line texts of a run's state, shared by the pictures and the dashboard page."""
+"""A spatial run's state as one line of text and its bounds as drawn, shared by its pictures and its
+dashboard view."""
 
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 
 def bounds_text(lower: float, upper: float | None) -> str:
@@ -11,3 +14,9 @@ def bounds_text(lower: float, upper: float | None) -> str:
     if upper is None or not math.isfinite(upper):
         return f"LB {lower:.7g}, UB none, gap none"
     return f"LB {lower:.7g}, UB {upper:.7g}, gap {upper - lower:.7g}"
+
+
+def finite(values: np.ndarray | list[float]) -> np.ndarray:
+    """NaN where a value is infinite (no incumbent yet, nothing left to bound): not drawn."""
+    a = np.asarray(values, dtype=float)
+    return np.where(np.isfinite(a), a, np.nan)
