@@ -113,7 +113,7 @@ def test_improvements_found_by_explorers_reach_the_result(tmp_path):
     assert result["status"] == "optimal" and result["makespan"] == 1235 and result["leaves"] > 0
 
 
-def test_killing_a_worker_loses_no_interval(tmp_path):
+def test_killing_a_worker_loses_no_interval(tmp_path, patience):
     """SIGKILL one worker process mid-run: its work returns to the pool, the proof completes."""
     with cluster(2, processes=True) as c, Client(c) as client:
         store = create_flowshop_run(tmp_path / "run.zarr", taillard_instance(17), ub=1484, bound="lb1", branch="minmin")
@@ -124,6 +124,9 @@ def test_killing_a_worker_loses_no_interval(tmp_path):
                 os.kill(victims.pop(), signal.SIGKILL)
 
         result = drive(store, client, checkpoint_every=1, on_progress=searching)
+        # the nanny restarts the killed worker: let it come up before the cluster closes, or
+        # closing stops a worker mid-start, which a loaded machine cannot do within the nanny's 5 s
+        client.wait_for_workers(2, timeout=patience(60))
     assert result["status"] == "bound_proved" and result["remaining_fraction"] == 0.0
     assert result["nodes"] >= TA017_NODES  # the lost worker's last seconds are explored again
 
