@@ -8,7 +8,7 @@ import pytest
 
 from pbbflow.flowshop.evaluation import brute_force_optimum, makespan, neh
 
-TAILLARD_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "taillard"
+TAILLARD_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "taillard"
 
 
 def ref_makespan(p, perm):

@@ -44,7 +44,7 @@ BRANCHES = ("forward", "backward", "minmin", "minbranch")
 # itself (not the NEH incumbent) has to find the optimal schedule.
 TINY = [[9, 7, 9], [4, 5, 5], [8, 9, 7], [1, 8, 4]]
 
-VFR_SMALL = Path(__file__).resolve().parents[2] / "shared" / "data" / "vfr" / "small"
+VFR_SMALL = Path(__file__).resolve().parents[3] / "shared" / "data" / "vfr" / "small"
 
 
 # --------------------------------------------------------------------------- helpers

@@ -14,7 +14,7 @@ takes at a point of the box that is a combination of its ends, special points an
 - the contractor: every such feasible point stays in the contracted box;
 - the point evaluation that verifies incumbents: it encloses the value, and is EMPTY exactly where
   the operation is undefined;
-- the GPU twins of all three, which must also agree with the CPU (``tests/test_spatial_edges.py``
+- the GPU twins of all three, which must also agree with the CPU (``tests/spatial/test_edges.py``
   runs them under the CUDA simulator in CI).
 
 A constant c of a constraint op(x) <= c travels as an extra variable whose box is the point [c, c],

@@ -11,7 +11,7 @@ import pytest
 from pbbflow.spatial import Op, Problem, ProblemError, builtin_names, evaluate_float, load_problem
 from pbbflow.core.files import MAX_FILE_BYTES
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "spatial"
 PROBLEM_FILES = sorted(DATA.glob("[BC]*.json"))
 ANN_FILE = DATA / "peaks-ann-2-10-8-1.json"
 needs_data = pytest.mark.skipif(not PROBLEM_FILES, reason="../shared/data/spatial not present")

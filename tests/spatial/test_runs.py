@@ -226,7 +226,7 @@ def test_the_progress_bar_of_a_spatial_run_shows_its_bounds_and_open_boxes():
 @pytest.mark.slurm
 def test_minimize_on_slurm_workers_proves_the_problem(tmp_path, capsys):
     """`pbbflow minimize --run --cluster slurm`: explorer tasks on SLURMCluster workers prove it."""
-    from test_cluster import slurm_idle
+    from slurm import slurm_idle
 
     reason = slurm_idle()
     if reason:

@@ -239,7 +239,7 @@ def test_unused_undefined_slots_prove_nothing():
 
 # ---------------------------------------------------------------- branch and bound
 
-SPATIAL_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial"
+SPATIAL_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "spatial"
 PROBLEMS = sorted(p.name for p in SPATIAL_DATA.glob("[BC]*.json")) if SPATIAL_DATA.exists() else []
 
 

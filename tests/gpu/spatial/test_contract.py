@@ -36,7 +36,7 @@ from pbbflow.spatial.tape import Op, TapeBuilder
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("simulated_libdevice")]
 
-SPATIAL_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial"
+SPATIAL_DATA = Path(__file__).resolve().parents[4] / "shared" / "data" / "spatial"
 CONSTRAINED = ("C1-g06-cec2006-g06-floudas-pardalos", "C3-g11-cec2006-g11", "C9-st-e01-globallib",
                "C17-hs071-hock-schittkowski-71")
 FEAS_TOL = 1e-6

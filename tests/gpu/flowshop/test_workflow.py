@@ -1,5 +1,5 @@
 """The workflow with GPU explorer tasks: workers with the Dask resource GPU run the GPU
-explorer (under the CUDA simulator in CI, like tests/test_gpu.py), beside CPU workers."""
+explorer (under the CUDA simulator in CI, like tests/gpu/flowshop/test_explorer.py), beside CPU workers."""
 
 import numpy as np
 import pytest

@@ -14,7 +14,7 @@ from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.core.status import BOUND_PROVED, LIMIT, OPTIMAL
 from pbbflow.flowshop.solve import solve
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 # Known optima of ta001-020 and ta031-050 (../shared/data/taillard/bounds.csv, all optimal=yes),
 # embedded so that the test does not depend on the shared folder.
 TAILLARD_OPTIMA = {

@@ -3,7 +3,7 @@
 import importlib.util
 from pathlib import Path
 
-SCRIPT = Path(__file__).parents[1] / "benchmarks" / "solve_sweep.py"
+SCRIPT = Path(__file__).parents[2] / "benchmarks" / "solve_sweep.py"
 SPEC = importlib.util.spec_from_file_location("solve_sweep", SCRIPT)
 sweep = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(sweep)

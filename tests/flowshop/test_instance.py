@@ -10,7 +10,7 @@ from pbbflow.flowshop.instance import FlowShop, InstanceError, read_taillard_fil
 from pbbflow.flowshop.load import load_instance
 from pbbflow.flowshop.taillard import TAILLARD_SEEDS, TAILLARD_SIZES, taillard_instance
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 TAILLARD_DIR = DATA / "taillard"
 VFR_DIR = DATA / "vfr" / "small"
 needs_taillard = pytest.mark.skipif(

@@ -22,7 +22,7 @@ from pbbflow.spatial.tape import Op, TapeBuilder
 
 from spatial_helpers import random_expression
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "spatial"
 PROBLEM_FILES = sorted(DATA.glob("[BC]*.json"))
 needs_data = pytest.mark.skipif(not PROBLEM_FILES, reason="../shared/data/spatial not present")
 BUILTINS = ["peaks", "peaks-ann", "peaks-ann-error-min", "peaks-ann-error-max"]

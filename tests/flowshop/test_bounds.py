@@ -16,7 +16,7 @@ from pbbflow.flowshop.bounds import (
 from pbbflow.flowshop.evaluation import makespan
 from pbbflow.flowshop.taillard import taillard_instance
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 BOUNDS = ("lb1", "lb2", "lb1+lb2")
 
 

@@ -12,7 +12,7 @@ from pbbflow.spatial.bnb import minimize
 from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.surrogate import surrogate_error_problem
 
-DATA = Path(__file__).resolve().parents[1] / "spatial" / "data"
+DATA = Path(__file__).resolve().parents[2] / "spatial" / "data"
 NAMES = ("peaks-ann-error-min", "peaks-ann-error-max")
 
 

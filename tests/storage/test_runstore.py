@@ -477,7 +477,7 @@ def test_without_flock_support_the_store_is_still_claimed(tmp_path, monkeypatch)
     assert second.commit(**expected(1)) == 1
 
 
-FORMAT_2 = Path(__file__).parent / "data" / "format2-ta021-stopped.zarr"
+FORMAT_2 = Path(__file__).parents[1] / "data" / "format2-ta021-stopped.zarr"
 
 
 def test_a_format_2_store_of_the_previous_release_is_read_as_a_flow_shop_run(tmp_path):

@@ -30,7 +30,7 @@ from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.storage.runstore import RunStore
 from pbbflow.workflow.run import create_run, drive
 
-from test_cluster import slurm_idle
+from slurm import slurm_idle
 
 
 def full_ledger(n: int = 6) -> Ledger:

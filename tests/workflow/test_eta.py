@@ -19,7 +19,7 @@ from pbbflow.storage.runstore import RunStore
 from pbbflow.workflow.eta import COLUMNS, Eta, Estimator, duration, eta_curve, eta_of, left_after, recent_rate
 from pbbflow.workflow.run import Progress, _Session, result_of
 
-FORMAT_2 = Path(__file__).parent / "data" / "format2-ta021-stopped.zarr"
+FORMAT_2 = Path(__file__).parents[1] / "data" / "format2-ta021-stopped.zarr"
 FIELDS = {"estimated_nodes_left", "estimated_nodes_low", "estimated_nodes_high", "nodes_per_s", "eta_s", "eta_low_s",
           "eta_high_s"}  # fmt: skip
 

@@ -10,7 +10,7 @@ from pbbflow.flowshop.evaluation import neh
 from pbbflow.flowshop.estimate import Prober
 from pbbflow.flowshop.intervals import WorkUnit
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))  # an importable module: numba caches its code
+sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))  # an importable module: numba caches its code
 
 import eta_wbe as wbe  # noqa: E402
 
