@@ -17,7 +17,7 @@ from typing import NoReturn
 from ..core.errors import PbbflowError
 from ..core.text import printable
 from ..flowshop.bounds import BOUND_NAMES
-from ..flowshop.family import create_flowshop_run, first_schedule
+from ..flowshop.family import create_flowshop_run, first_schedule, no_gpu_for
 from ..flowshop.instance import FORMATS, ORIENTATIONS
 from ..flowshop.iterated_greedy import iterated_greedy
 from ..flowshop.ivm import BRANCH_NAMES
@@ -34,9 +34,6 @@ from .runs import (EXIT_DONE, EXIT_INTERNAL, EXIT_LIMIT, EXIT_USAGE, drive_run, 
                    prepare_cluster, report_internal_error, reserved, resume_command, run_cluster, slurm_options)
 from .signals import StopSignals
 from .startup import Startup
-
-GPU_BOUND = "lb1"  # the GPU explorer's only bound
-
 
 class _Parser(argparse.ArgumentParser):
     """Usage errors in one line: the error and where the help is, not the whole usage."""
@@ -97,11 +94,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _no_gpu(bound: str) -> str | None:
-    """Why a flow-shop run with ``bound`` cannot use GPUs, if it cannot."""
-    return None if bound == GPU_BOUND else f"the GPU explorer bounds with {GPU_BOUND} only (this run uses {bound})"
-
-
 def _solve(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(slurm_job_script(slurm_options(args)))
@@ -109,7 +101,7 @@ def _solve(args: argparse.Namespace) -> int:
     instance = load_instance(args.instance, fmt=args.format, orientation=args.orientation)
     workers_here = args.cluster == "local" and not args.scheduler
     if workers_here:  # refuse a bad GPU request before creating the run store
-        workers_here = local_gpus(args, _no_gpu(args.bound)) == 0  # the CPU workers are this process's threads
+        workers_here = local_gpus(args, no_gpu_for(args.bound)) == 0  # the CPU workers are this process's threads
     path = args.run
     if path is None:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
@@ -123,7 +115,7 @@ def _solve(args: argparse.Namespace) -> int:
     with StopSignals() as signals, reserved(path, overwrite=args.overwrite):
         if first_run and workers_here:
             start_worker_code_apart(args.bound, args.branch)
-        with Startup(lambda: run_cluster(args, _no_gpu(args.bound)), worker_code,
+        with Startup(lambda: run_cluster(args, no_gpu_for(args.bound)), worker_code,
                      dashboard_after=args.dashboard_after, notice=first_run_notice(args, first_run)) as startup:
             return _start_solve(args, startup, signals, instance, initial, ub)
 
@@ -152,7 +144,7 @@ def _resume(args: argparse.Namespace) -> int:
     store.claim()  # refused here when another run holds it or it cannot be written
     args.store_written = True
     instance = store.instance
-    no_gpu = _no_gpu(instance.options["bound"]) if instance.kind == "flowshop" else None
+    no_gpu = instance.no_gpu()
     prepare_cluster(args)  # in this thread: start-up's opens the cluster
     first_run = instance.first_run_code()
     with StopSignals() as signals, Startup(lambda: run_cluster(args, no_gpu), instance.worker_code(),
@@ -201,16 +193,14 @@ def _info(args: argparse.Namespace) -> int:
     store = RunStore.open(args.run)
     result = result_of(store)
     latest = store.latest()
-    result["options"] = store.options
-    result["checkpoint"] = latest.seq
-    result["history"] = history_summary(latest.series)
+    history = history_summary(latest.series)
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps({**result.to_dict(), "options": store.options, "checkpoint": latest.seq, "history": history}))
     else:
-        print_result(result, store.kind)
-        print(f"checkpoint   {result['checkpoint']}")
+        print_result(result)
+        print(f"checkpoint   {latest.seq}")
         print(f"options      {json.dumps(store.options)}")
-        print_history(result["history"], store.kind)
+        print_history(history, store.kind)
     return EXIT_DONE
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..core.compiling import CodeLoad, compiled_line
+from ..core.result import Result, Status
 from ..core.text import printable
 from ..spatial.defaults import CPU_SUBDOMAINS, GPU_SUBDOMAINS
 from ..spatial.load import BUILTINS, ERROR_BUILTINS
@@ -103,25 +104,25 @@ class ProgressLine:
             self.stream.flush()
 
 
-def _print_result(out: dict, problem, lower_bound: float) -> None:
+def _print_result(result: Result, problem) -> None:
     def number(value) -> str:
         return "-" if value is None else repr(value)
 
     tape = problem.tape
-    x = out["x"]
+    x = result.solution
     lines = [
-        f"problem      {out['problem']} ({problem.dimension} variables, {tape.n_ineq} inequalities, "
+        f"problem      {result.name} ({problem.dimension} variables, {tape.n_ineq} inequalities, "
         f"{tape.n_eq} equalities)",
-        f"status       {out['status']}",
-        f"objective    {number(out['objective'])}",
+        f"status       {result.status}",
+        f"objective    {number(result.value)}",
         f"x            {'-' if x is None else ' '.join(repr(v) for v in x)}",
-        f"lower bound  {lower_bound!r}",  # inf: infeasible; -inf: unbounded below so far
-        f"gap          {number(out['gap_abs'])} (relative {number(out['gap_rel'])})",
-        f"nodes        {out['nodes']:,} boxes of {out['subdomains']:,} subdomains, {out['elapsed_s']:.2f} s "
-        f"on the {out['backend'].upper()}",
+        f"lower bound  {result.lower_bound!r}",  # inf: infeasible; -inf: unbounded below so far
+        f"gap          {number(result.gap_abs)} (relative {number(result.gap_rel)})",
+        f"nodes        {result.nodes:,} boxes of {result.subdomains:,} subdomains, {result.elapsed_s:.2f} s "
+        f"on the {result.backend.upper()}",
     ]
     if tape.n_eq:
-        lines.append(f"feasibility  equalities within {out['feas_tol']:g}")
+        lines.append(f"feasibility  equalities within {result.feas_tol:g}")
     print("\n".join(map(printable, lines)))  # the name is the file's
 
 
@@ -237,9 +238,8 @@ def _run_here(args: argparse.Namespace, problem) -> int:
         finally:
             if line is not None:
                 line.close()
-    out = result.to_json()
     if args.json:
-        print(json.dumps(out))
+        print(json.dumps(result.to_dict()))
     else:
-        _print_result(out, problem, result.lower_bound)
-    return EXIT_LIMIT if result.status == "limit" else EXIT_DONE
+        _print_result(result, problem)
+    return EXIT_LIMIT if result.status == Status.LIMIT else EXIT_DONE

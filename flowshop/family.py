@@ -19,19 +19,27 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..core.result import Result
 from .evaluation import makespan, neh
 from .instance import FlowShop
 from .iterated_greedy import iterated_greedy
 from .estimate import Prober
 from .explorer import explore
 from .intervals import WorkUnit
+from .describe import history_text, result_fields, result_lines  # noqa: F401 (the family describes its results)
 from .packed import PackedUnit, PermutationSpace
 from .run_options import check_options, run_options
-from .solve import classify
+from .solve import classify, flowshop_result
 
 Space = PermutationSpace
 CHUNK_SECONDS = 0.02  # explorer threads share the GIL with the worker's own threads: visit Python less
 PROGRESS_SECONDS = 0.2  # how often the CPU explorer looks whether others wait, and then checkpoints early
+GPU_BOUND = "lb1"  # the GPU explorer's only bound
+
+
+def no_gpu_for(bound: str) -> str | None:
+    """Why a run with ``bound`` cannot use GPUs, if it cannot."""
+    return None if bound == GPU_BOUND else f"the GPU explorer bounds with {GPU_BOUND} only (this run uses {bound})"
 
 
 def make_engine(options: dict, *, gpu: bool, threads: int) -> CpuEngine | GpuEngine:
@@ -230,23 +238,14 @@ class FlowShopRun:
     def engine_options(self, *, ivms: int, **_settings) -> dict:
         return {"p": self.p, "bound": self.options["bound"], "branch": self.options["branch"], "ivms": ivms}
 
-    def result(self, remaining: WorkUnit, incumbent, solution, settled, nodes, leaves, elapsed_s) -> dict:
+    def result(self, remaining: WorkUnit, incumbent, solution, settled, nodes, leaves, elapsed_s) -> Result:
         status, proved = classify(not remaining, incumbent, self.options["search_ub"],
                                   self.options["root_lower_bound"])  # fmt: skip
-        return {
-            "instance": self.name,
-            "n": self.n,
-            "m": int(self.p.shape[1]),
-            "status": status,
-            "makespan": incumbent,
-            "permutation": None if solution is None else [int(j) for j in solution],
-            "lower_bound": proved,
-            "nodes": nodes,
-            "leaves": leaves,
-            "elapsed_s": round(elapsed_s, 6),
-            "remaining_fraction": remaining.fraction_of_space(),
-            "remaining_log10": remaining.log10_fraction(),
-        }
+        return flowshop_result(self.name, self.n, int(self.p.shape[1]), status, incumbent, solution, proved, nodes,
+                               leaves, elapsed_s, remaining)  # fmt: skip
+
+    def no_gpu(self) -> str | None:
+        return no_gpu_for(self.options["bound"])
 
     def estimate_left(self, work: WorkUnit, ub: int, seconds: float) -> tuple[float, float, float] | None:
         """Random probes of the explorers' tree in ``work`` under ``ub`` (``flowshop.estimate``), for
