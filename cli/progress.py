@@ -39,8 +39,8 @@ class ProgressBar:
     estimate (``workflow.eta``), rate, the pruning UB, elapsed, the explorers and the dashboard's
     link, in one line that never reaches the terminal's last column: the link goes first where it
     does not fit, then the explorers, the bar, the clock, the ETA, the rate and the UB.  A run
-    whose work holds bounds (spatial) shows its certified lower bound,
-    its incumbent and its open boxes instead of the bar and the share."""
+    whose work holds bounds (spatial, and ``minimize`` in its process) shows its certified lower
+    bound, its incumbent and its open boxes instead of the bar and the share."""
 
     def __init__(self, stream: TextIO = sys.stderr, dashboard: str | None = None, every: float = 0.5) -> None:
         self.stream, self.dashboard, self.every = stream, dashboard, every  # the link may be set later
