@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.compiling import CodeLoad, compiled_line
-from ..core.result import Result, Status
+from ..core.result import Status
 from ..core.text import printable
 from ..spatial.defaults import CPU_SUBDOMAINS, GPU_SUBDOMAINS
+from ..spatial.describe import search_lines
 from ..spatial.load import BUILTINS, ERROR_BUILTINS
 from ..spatial.problem import ProblemError
 from ..workflow.cluster import slurm_job_script
@@ -83,28 +84,6 @@ def _drawn_by(bar: ProgressBar) -> Callable[[SpatialProgress], None]:
                      active_explorers=1, lower_bound=progress.lower_bound, pieces=progress.open_boxes))  # fmt: skip
 
     return draw
-
-
-def _print_result(result: Result, problem) -> None:
-    def number(value) -> str:
-        return "-" if value is None else repr(value)
-
-    tape = problem.tape
-    x = result.solution
-    lines = [
-        f"problem      {result.name} ({problem.dimension} variables, {tape.n_ineq} inequalities, "
-        f"{tape.n_eq} equalities)",
-        f"status       {result.status}",
-        f"objective    {number(result.value)}",
-        f"x            {'-' if x is None else ' '.join(repr(v) for v in x)}",
-        f"lower bound  {result.lower_bound!r}",  # inf: infeasible; -inf: unbounded below so far
-        f"gap          {number(result.gap_abs)} (relative {number(result.gap_rel)})",
-        f"nodes        {result.nodes:,} boxes of {result.subdomains:,} subdomains, {result.elapsed_s:.2f} s "
-        f"on the {result.backend.upper()}",
-    ]
-    if tape.n_eq:
-        lines.append(f"feasibility  equalities within {result.feas_tol:g}")
-    print("\n".join(map(printable, lines)))  # the name is the file's
 
 
 def _gpus_for(args: argparse.Namespace, problem) -> int:
@@ -223,5 +202,5 @@ def _run_here(args: argparse.Namespace, problem) -> int:
     if args.json:
         print(json.dumps(result.to_dict()))
     else:
-        _print_result(result, problem)
+        print("\n".join(map(printable, search_lines(result, problem))))  # the name is the file's
     return EXIT_LIMIT if result.status == Status.LIMIT else EXIT_DONE

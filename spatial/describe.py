@@ -1,11 +1,16 @@
-"""How a spatial result reads: its JSON fields (``core.result.Result.to_dict``), its lines and a row
-of its history, for the command line (``core.family.Family``)."""
+"""How a spatial result reads: its JSON fields (``core.result.Result.to_dict``), its lines (a run's,
+and ``minimize``'s in its process) and a row of its history, for the command line
+(``core.family.Family``)."""
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from ..core.result import Result
+
+if TYPE_CHECKING:
+    from .problem import Problem
 
 # ``pbbflow minimize --json``'s first fields, in order ("key=field": the shared field ``field`` as
 # ``key``); the extras follow (options, and a search's own counters)
@@ -30,6 +35,26 @@ def result_lines(result: Result) -> list[str]:
         f"nodes        {result.nodes:,} boxes bounded, {result.open_boxes:,} open, {result.elapsed_s:.2f} s "
         f"({result.nodes_per_s:,.0f} boxes/s)",
     ]
+
+
+def search_lines(result: Result, problem: Problem) -> list[str]:
+    """The result of ``minimize`` in this process on ``problem``, a line for each of its parts."""
+    tape = problem.tape
+    x = result.solution
+    lines = [
+        f"problem      {result.name} ({problem.dimension} variables, {tape.n_ineq} inequalities, "
+        f"{tape.n_eq} equalities)",
+        f"status       {result.status}",
+        f"objective    {_number(result.value)}",
+        f"x            {'-' if x is None else ' '.join(repr(v) for v in x)}",
+        f"lower bound  {result.lower_bound!r}",  # inf: infeasible; -inf: unbounded below so far
+        f"gap          {_number(result.gap_abs)} (relative {_number(result.gap_rel)})",
+        f"nodes        {result.nodes:,} boxes of {result.subdomains:,} subdomains, {result.elapsed_s:.2f} s "
+        f"on the {result.backend.upper()}",
+    ]
+    if tape.n_eq:
+        lines.append(f"feasibility  equalities within {result.feas_tol:g}")
+    return lines
 
 
 def history_text(history: dict[str, list], i: int) -> str:
