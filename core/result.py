@@ -5,12 +5,13 @@
 ``extras`` (as scipy's ``OptimizeResult`` is one type for many solvers).  Its JSON
 (:meth:`Result.to_dict`) names them as the family does (``Family.result_fields``); a field reads
 by its shared name, by its family's, or as JSON (``result.value``, ``result.makespan``,
-``result["makespan"]``).
+``result["makespan"]``: a result is also a read-only mapping, its JSON).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -26,7 +27,7 @@ class Status(StrEnum):
 
 
 @dataclass(frozen=True)
-class Result:
+class Result(Mapping):
     """The outcome of a search of family ``kind`` on the instance or problem ``name``.
 
     ``value`` and ``solution``: the best found (None: none); ``lower_bound``: the one proved (a
@@ -66,6 +67,12 @@ class Result:
     def __getitem__(self, key: str) -> Any:
         """A field of its JSON (``result["makespan"]``), as ``to_dict`` writes it."""
         return self.to_dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_dict())
+
+    def __len__(self) -> int:
+        return len(self.to_dict())
 
     @property
     def nodes_per_s(self) -> float:

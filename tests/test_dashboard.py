@@ -173,7 +173,7 @@ def live_page(client, store: RunStore, check, patience, samples: int = 4) -> Non
     and its node count grew, while it is live, ``check(url)``.  ``patience``: conftest's fixture."""
     stop, outcome = threading.Event(), {}
     limit = patience(120)  # outlasts the wait below
-    thread = threading.Thread(target=lambda: outcome.update(drive(store, client, stop=stop, time_limit=limit).to_dict()))
+    thread = threading.Thread(target=lambda: outcome.update(drive(store, client, stop=stop, time_limit=limit)))
     thread.start()
     try:
         coordinator = None
