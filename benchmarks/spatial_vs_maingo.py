@@ -48,7 +48,7 @@ def _pbbflow(problem, subdomains: int, time_limit: float, parallel: bool = False
     started = time.perf_counter()
     result = solve(problem, options)
     seconds = time.perf_counter() - started
-    return {**result.to_json(), "seconds": seconds}
+    return {**result.to_dict(), "seconds": seconds}
 
 
 def _ours(runs: list[dict], optimum: float | None) -> dict:

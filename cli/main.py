@@ -145,7 +145,7 @@ def _resume(args: argparse.Namespace) -> int:
     store.claim()  # refused here when another run holds it or it cannot be written
     args.store_written = True
     instance = store.instance
-    refusal = instance.no_gpu() if hasattr(instance, "no_gpu") else None  # optional (core.family.RunInstance)
+    refusal = instance.no_gpu()
     prepare_cluster(args)  # in this thread: start-up's opens the cluster
     first_run = instance.first_run_code()
     with StopSignals() as signals, Startup(lambda: run_cluster(args, refusal), instance.worker_code(),
@@ -194,16 +194,14 @@ def _info(args: argparse.Namespace) -> int:
     store = RunStore.open(args.run)
     result = result_of(store)
     latest = store.latest()
-    result["options"] = store.options
-    result["checkpoint"] = latest.seq
-    result["history"] = history_summary(latest.series)
+    history = history_summary(latest.series)
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps({**result.to_dict(), "options": store.options, "checkpoint": latest.seq, "history": history}))
     else:
-        print_result(result, store.kind)
-        print(f"checkpoint   {result['checkpoint']}")
+        print_result(result)
+        print(f"checkpoint   {latest.seq}")
         print(f"options      {json.dumps(store.options)}")
-        print_history(result["history"], store.kind)
+        print_history(history, store.kind)
     return EXIT_DONE
 
 

@@ -10,23 +10,28 @@ import argparse
 import json
 import math
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING
 
 from ..core.compiling import CodeLoad, compiled_line
+from ..core.result import Status
 from ..core.text import printable
 from ..spatial.defaults import CPU_SUBDOMAINS, GPU_SUBDOMAINS
+from ..spatial.describe import search_lines
 from ..spatial.load import BUILTINS, ERROR_BUILTINS
 from ..spatial.problem import ProblemError
 from ..workflow.cluster import slurm_job_script
-from ..workflow.run import create_run
+from ..workflow.run import Progress, create_run
 from .arguments import SPATIAL, add_run_options, positive_int
-from .progress import clock, fit_fields, terminal_columns
+from .progress import ProgressBar
 from .runs import (EXIT_DONE, EXIT_LIMIT, drive_run, first_run_notice, prepare_cluster, reserved, run_cluster,
                    slurm_options)
 from .signals import StopSignals
 from .startup import Startup
+
+if TYPE_CHECKING:
+    from ..spatial.options import Progress as SpatialProgress
 
 BUILTIN_NAMES = (*BUILTINS, *ERROR_BUILTINS)  # load_problem's built-in names, in its docstring's order
 # options that only a run on a cluster (--run) takes, with their defaults
@@ -68,61 +73,17 @@ def add_parser(commands) -> None:
     add_run_options(m, SPATIAL)
 
 
-class ProgressLine:
-    """One terminal line: certified LB, UB, gap, open boxes, boxes/s, elapsed."""
+def _drawn_by(bar: ProgressBar) -> Callable[[SpatialProgress], None]:
+    """The progress of a search in this process (``spatial.options.Progress``) as ``bar`` draws a
+    run's: one explorer, its certified lower bound, incumbent and open boxes."""
 
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.shown = 0
-        self.last = (time.monotonic(), 0)
+    def draw(progress: SpatialProgress) -> None:
+        ub = math.inf if progress.objective is None else progress.objective
+        rate = progress.nodes / progress.elapsed_s if progress.elapsed_s > 0 else 0.0
+        bar(Progress(progress.elapsed_s, progress.nodes, rate, ub, remaining_fraction=math.nan, remaining_log10=None,
+                     active_explorers=1, lower_bound=progress.lower_bound, pieces=progress.open_boxes))  # fmt: skip
 
-    def __call__(self, progress) -> None:
-        now = time.monotonic()
-        then, nodes_then = self.last
-        rate = (progress.nodes - nodes_then) / max(now - then, 1e-9)
-        self.last = (now, progress.nodes)
-        ub = progress.objective
-        gap = "-" if ub is None or not math.isfinite(progress.lower_bound) else f"{ub - progress.lower_bound:.3g}"
-        fields = [
-            (6, f"LB {progress.lower_bound:.10g}"),
-            (5, f"UB {'-' if ub is None else f'{ub:.10g}'}"),
-            (4, f"gap {gap}"),
-            (3, f"{progress.open_boxes:,} open"),
-            (2, f"{rate:,.0f} boxes/s"),
-            (1, clock(progress.elapsed_s)),
-        ]
-        width = terminal_columns(self.stream) - 1
-        line = fit_fields(fields, width)
-        self.stream.write("\r" + line.ljust(min(self.shown, width)))
-        self.stream.flush()
-        self.shown = len(line)
-
-    def close(self) -> None:
-        if self.shown:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
-def _print_result(out: dict, problem, lower_bound: float) -> None:
-    def number(value) -> str:
-        return "-" if value is None else repr(value)
-
-    tape = problem.tape
-    x = out["x"]
-    lines = [
-        f"problem      {out['problem']} ({problem.dimension} variables, {tape.n_ineq} inequalities, "
-        f"{tape.n_eq} equalities)",
-        f"status       {out['status']}",
-        f"objective    {number(out['objective'])}",
-        f"x            {'-' if x is None else ' '.join(repr(v) for v in x)}",
-        f"lower bound  {lower_bound!r}",  # inf: infeasible; -inf: unbounded below so far
-        f"gap          {number(out['gap_abs'])} (relative {number(out['gap_rel'])})",
-        f"nodes        {out['nodes']:,} boxes of {out['subdomains']:,} subdomains, {out['elapsed_s']:.2f} s "
-        f"on the {out['backend'].upper()}",
-    ]
-    if tape.n_eq:
-        lines.append(f"feasibility  equalities within {out['feas_tol']:g}")
-    print("\n".join(map(printable, lines)))  # the name is the file's
+    return draw
 
 
 def _gpus_for(args: argparse.Namespace, problem) -> int:
@@ -221,7 +182,7 @@ def _run_here(args: argparse.Namespace, problem) -> int:
         from ..gpu.spatial.bnb import load_code, minimize_gpu as minimize
     else:
         from ..spatial.bnb import FIRST_RUN, code_cached, load_code, minimize
-    line = ProgressLine(sys.stderr) if not args.quiet and sys.stderr.isatty() else None
+    bar = ProgressBar(sys.stderr, every=0) if not args.quiet and sys.stderr.isatty() else None  # drawn as reported
     with StopSignals() as signals:
         notice = None if gpus or code_cached(options) else first_run_notice(args, FIRST_RUN)
         seconds, compiled = load_code(problem, options)
@@ -233,13 +194,13 @@ def _run_here(args: argparse.Namespace, problem) -> int:
         elif compiled and not args.quiet:
             print(compiled_line(seconds), file=sys.stderr)
         try:
-            result = minimize(problem, options, progress=line, should_stop=signals.stop.is_set)
+            progress = None if bar is None else _drawn_by(bar)
+            result = minimize(problem, options, progress=progress, should_stop=signals.stop.is_set)
         finally:
-            if line is not None:
-                line.close()
-    out = result.to_json()
+            if bar is not None:
+                bar.close()
     if args.json:
-        print(json.dumps(out))
+        print(json.dumps(result.to_dict()))
     else:
-        _print_result(out, problem, result.lower_bound)
-    return EXIT_LIMIT if result.status == "limit" else EXIT_DONE
+        print("\n".join(map(printable, search_lines(result, problem))))  # the name is the file's
+    return EXIT_LIMIT if result.status == Status.LIMIT else EXIT_DONE

@@ -9,42 +9,10 @@ import sys
 import time
 from typing import TextIO
 
-from ..core.text import printable
+from ..core.text import clock, format_rate, format_share, printable
 from ..workflow.run import Progress
 
 WIDTH = 24
-
-
-def format_share(fraction: float, log10: float | None) -> str:
-    """A share of the search space that says something at any size: a percentage down to
-    0.01 %, then scientific notation, then a power of ten (below the smallest float)."""
-    if log10 is None:
-        return "0"
-    if fraction >= 1e-4:
-        return f"{fraction:.2%}"
-    if fraction > 0:
-        return f"{fraction:.2e}"
-    return f"10^{log10:.1f}"
-
-
-def format_rate(nodes_per_s: float, unit: str = "nodes") -> str:
-    """A rate in three significant digits with a unit that fits: '512 nodes/s', '12.3 k nodes/s',
-    '5.00 M nodes/s', '1.20 G nodes/s' (``unit``: what is counted, e.g. "boxes")."""
-    scale, prefix = 1.0, ""
-    for size, name in ((1e3, "k"), (1e6, "M"), (1e9, "G")):
-        if nodes_per_s >= 0.9995 * size:  # what would round to 1000 of the unit below
-            scale, prefix = size, name
-    value = nodes_per_s / scale
-    if not prefix:
-        return f"{value:.0f} {unit}/s"
-    decimals = 2 if value < 9.995 else 1 if value < 99.95 else 0
-    return f"{value:.{decimals}f} {prefix} {unit}/s"
-
-
-def clock(seconds: float) -> str:
-    minutes, seconds = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}:{minutes:02d}:{seconds:02d}"
 
 
 def terminal_columns(stream: TextIO) -> int:
@@ -71,8 +39,8 @@ class ProgressBar:
     estimate (``workflow.eta``), rate, the pruning UB, elapsed, the explorers and the dashboard's
     link, in one line that never reaches the terminal's last column: the link goes first where it
     does not fit, then the explorers, the bar, the clock, the ETA, the rate and the UB.  A run
-    whose work holds bounds (spatial) shows its certified lower bound,
-    its incumbent and its open boxes instead of the bar and the share."""
+    whose work holds bounds (spatial, and ``minimize`` in its process) shows its certified lower
+    bound, its incumbent and its open boxes instead of the bar and the share."""
 
     def __init__(self, stream: TextIO = sys.stderr, dashboard: str | None = None, every: float = 0.5) -> None:
         self.stream, self.dashboard, self.every = stream, dashboard, every  # the link may be set later

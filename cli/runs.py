@@ -17,7 +17,7 @@ from pathlib import Path
 from ..core.compiling import FirstRunNotice
 from ..core.errors import ClusterError
 from ..core.files import open_append
-from ..core.status import LIMIT
+from ..core.result import Result, Status
 from ..core.text import printable
 from ..storage.runstore import RunStore
 from ..workflow.cluster import SlurmOptions, import_jobqueue, open_cluster, resolve_gpus
@@ -65,14 +65,14 @@ def run_cluster(args: argparse.Namespace, no_gpu: str | None = None):
                         gpus=local_gpus(args, no_gpu))
 
 
-def report(result: dict, kind: str, as_json: bool) -> int:
-    """Print a run's result (JSON or lines for its family ``kind``); the exit code of its status."""
+def report(result: Result, as_json: bool, **more) -> int:
+    """Print a run's result (JSON, with ``more`` keys, or its family's lines); the exit code of its status."""
     if as_json:
-        print(json.dumps(result))
+        print(json.dumps({**result.to_dict(), **more}))
     else:
-        print_result(result, kind)
-    if result["status"] == LIMIT:
-        print(f"pbbflow: stopped; continue with: {resume_command(result['run'])}", file=sys.stderr)
+        print_result(result)
+    if result.status == Status.LIMIT:
+        print(f"pbbflow: stopped; continue with: {resume_command(result.run)}", file=sys.stderr)
         return EXIT_LIMIT
     return EXIT_DONE
 
@@ -185,8 +185,7 @@ def drive_run(store: RunStore, args: argparse.Namespace, startup: Startup, signa
     startup.close()
     if isinstance(result, RunFailed):
         return report_failure(store, result)
-    result["startup"] = startup.breakdown()
-    return report(result, store.kind, args.json)
+    return report(result, args.json, startup=startup.breakdown())
 
 
 @contextlib.contextmanager

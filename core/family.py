@@ -32,6 +32,7 @@ from typing import Any, Protocol, Self, cast, runtime_checkable
 
 import numpy as np
 
+from .result import Result
 ENTRY_POINTS = "pbbflow.families"  # the entry-point group of families in other packages
 # run kind -> its Family, or where to find it ("module" or "module:object"), imported on first use
 FAMILIES: dict[str, Family | ModuleType | str] = {
@@ -180,8 +181,11 @@ class RunInstance(Protocol):
         one not given: the family's default)."""
 
     def result(self, remaining: StoredWork, incumbent: Any, solution: Any, settled: float, nodes: int,
-               leaves: int, elapsed_s: float) -> dict:  # fmt: skip
-        """The JSON result of a run in this state (its ``status``: ``LIMIT`` while work is left)."""
+               leaves: int, elapsed_s: float) -> Result:  # fmt: skip
+        """The result of a run in this state (its ``status``: ``LIMIT`` while work is left)."""
+
+    def no_gpu(self) -> str | None:
+        """Why this run cannot use GPUs, if it cannot (None: it can)."""
 
     def client_code(self) -> Any:
         """Load the code the client process runs for this run (the coordinator's): a ``CodeLoad``."""
@@ -209,10 +213,20 @@ class EstimatesWork(Protocol):
 
 
 class Family(Protocol):
-    """What a family's module provides."""
+    """What a family's module provides: its space, its instance, its engines, its side heuristic,
+    and how its results read (``result_fields``, ``result_lines``, ``history_text``)."""
 
     Space: Callable[..., WorkSpace]  # its WorkSpace, built from ``params()``
     Instance: type[RunInstance]  # its run instance, rebuilt from a store
+    # a result's JSON fields, in order (``core.result.Result.to_dict``): "key" (a shared field or an
+    # extra), or "key=field" (the shared ``field`` under the family's name ``key``)
+    result_fields: tuple[str, ...]
+
+    def result_lines(self, result: Result) -> list[str]:
+        """The result as lines (``info``, and ``solve`` without ``--json``), before its ``run``."""
+
+    def history_text(self, history: dict[str, list], i: int) -> str:
+        """Row ``i`` of a run's history as ``info`` summarizes it (between its clock and its nodes)."""
 
     def make_engine(self, options: dict, *, gpu: bool, threads: int) -> Engine:
         """An engine for the run's ``options`` on a GPU worker or on ``threads`` CPU threads."""

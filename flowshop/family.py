@@ -22,15 +22,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..gpu import DEFAULT_IVMS
+from ..core.result import Result
 from .evaluation import makespan, neh
 from .instance import FlowShop
 from .iterated_greedy import iterated_greedy
 from .estimate import Prober
 from .explorer import explore
 from .intervals import WorkUnit
+from .describe import history_text, result_fields, result_lines  # noqa: F401 (the family describes its results)
 from .packed import PackedUnit, PermutationSpace
 from .run_options import check_options, run_options
-from .solve import classify
+from .solve import classify, flowshop_result
 
 if TYPE_CHECKING:
     from ..storage.runstore import RunStore
@@ -258,23 +260,11 @@ class FlowShopRun:
     def engine_options(self, *, ivms: int = DEFAULT_IVMS, **_settings) -> dict:
         return {"p": self.p, "bound": self.options["bound"], "branch": self.options["branch"], "ivms": ivms}
 
-    def result(self, remaining: WorkUnit, incumbent, solution, settled, nodes, leaves, elapsed_s) -> dict:
+    def result(self, remaining: WorkUnit, incumbent, solution, settled, nodes, leaves, elapsed_s) -> Result:
         status, proved = classify(not remaining, incumbent, self.options["search_ub"],
                                   self.options["root_lower_bound"])  # fmt: skip
-        return {
-            "instance": self.name,
-            "n": self.n,
-            "m": int(self.p.shape[1]),
-            "status": status,
-            "makespan": incumbent,
-            "permutation": None if solution is None else [int(j) for j in solution],
-            "lower_bound": proved,
-            "nodes": nodes,
-            "leaves": leaves,
-            "elapsed_s": round(elapsed_s, 6),
-            "remaining_fraction": remaining.fraction_of_space(),
-            "remaining_log10": remaining.log10_fraction(),
-        }
+        return flowshop_result(self.name, self.n, int(self.p.shape[1]), status, incumbent, solution, proved, nodes,
+                               leaves, elapsed_s, remaining)  # fmt: skip
 
     def estimate_left(self, work: WorkUnit, ub: int, seconds: float) -> tuple[float, float, float] | None:
         """Random probes of the explorers' tree in ``work`` under ``ub`` (``flowshop.estimate``), for

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..core.status import BOUND_PROVED, LIMIT, OPTIMAL
+from ..core.result import Result, Status
 from .bounds import lower_bound
 from .evaluation import makespan, neh
 from .instance import FlowShop
@@ -15,25 +14,16 @@ from .explorer import Snapshot, explore
 from .intervals import WorkUnit
 
 
-@dataclass(frozen=True)
-class SolveResult:
-    """The outcome of a solve, with the fields of ``pbbflow solve --json``."""
-
-    instance: str
-    n: int
-    m: int
-    status: str
-    makespan: int | None
-    permutation: list[int] | None
-    lower_bound: int
-    nodes: int
-    leaves: int
-    elapsed_s: float
-    remaining_fraction: float
-    remaining_log10: float | None  # log10 of the share left (None when nothing is): readable when tiny
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+def flowshop_result(instance: str, n: int, m: int, status: Status, best_makespan: int | None,
+                    permutation, lower_bound: int, nodes: int, leaves: int, elapsed_s: float,
+                    remaining: WorkUnit) -> Result:  # fmt: skip
+    """The :class:`Result` of a flow-shop search that left ``remaining``."""
+    return Result(
+        kind="flowshop", name=instance, status=status, value=best_makespan,
+        solution=None if permutation is None else [int(j) for j in permutation], lower_bound=lower_bound,
+        nodes=nodes, elapsed_s=round(elapsed_s, 6), remaining_fraction=remaining.fraction_of_space(),
+        remaining_log10=remaining.log10_fraction(), extras={"n": n, "m": m, "leaves": leaves},
+    )  # fmt: skip
 
 
 def solve(
@@ -47,7 +37,7 @@ def solve(
     time_limit: float | None = None,
     node_limit: int | None = None,
     on_progress: Callable[[Snapshot], None] | None = None,
-) -> SolveResult:
+) -> Result:
     """Prove an optimal schedule (or that none beats ``ub``), within the limits given.
 
     The search looks for schedules strictly better than the incumbent, which starts at
@@ -71,30 +61,18 @@ def solve(
         if makespan(p, best_permutation) != best_makespan:
             raise RuntimeError("internal error: the schedule found does not have the reported makespan")
     status, proved = classify(not result.remaining, best_makespan, search_ub, lower_bound(p, [], [], bound))
-    return SolveResult(
-        instance=instance.name,
-        n=instance.n,
-        m=instance.m,
-        status=status,
-        makespan=best_makespan,
-        permutation=None if best_permutation is None else [int(j) for j in best_permutation],
-        lower_bound=proved,
-        nodes=result.nodes,
-        leaves=result.leaves,
-        elapsed_s=round(result.elapsed_s, 6),
-        remaining_fraction=result.remaining.fraction_of_space(),
-        remaining_log10=result.remaining.log10_fraction(),
-    )
+    return flowshop_result(instance.name, instance.n, instance.m, status, best_makespan, best_permutation, proved,
+                           result.nodes, result.leaves, result.elapsed_s, result.remaining)
 
 
-def classify(finished: bool, best_makespan: int | None, search_ub: int, root_bound: int) -> tuple[str, int]:
+def classify(finished: bool, best_makespan: int | None, search_ub: int, root_bound: int) -> tuple[Status, int]:
     """Status and proved lower bound of a search that pruned with ``search_ub`` from the start.
 
     Finished with a schedule no worse than ``search_ub``: optimal.  Finished otherwise: no
     schedule beats ``search_ub``.  Not finished: only the root bound is proved.
     """
     if not finished:
-        return LIMIT, root_bound
+        return Status.LIMIT, root_bound
     if best_makespan is not None and best_makespan <= search_ub:
-        return OPTIMAL, best_makespan
-    return BOUND_PROVED, max(search_ub, root_bound)
+        return Status.OPTIMAL, best_makespan
+    return Status.BOUND_PROVED, max(search_ub, root_bound)

@@ -81,7 +81,7 @@ spatial.cells = [
         "from pbbflow.spatial.load import load_problem\n\n"
         "problem = load_problem(PROBLEM)\n"
         "alone = minimize(problem, MinimizeOptions())\n"
-        "alone.to_json()"),
+        "alone.to_dict()"),
     nbf.v4.new_markdown_cell("The same proof as a run: its first work is the root box bounded and a local solve; "
                              "a node limit stops the first session, a second one on two workers finishes it."),
     nbf.v4.new_code_cell(

@@ -29,105 +29,44 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..core.compiling import in_cache, recording, start_apart, wait_apart
+from ..core.result import Result, Status
 from .bounds import Mode, bound_boxes, evaluate_point
+from .boxes import BoxSet
 from .contract import contract_boxes
 from .explorer import Exploration
+from .family import box_result
 from .local import _LocalSolver
 from .options import BOUNDS, MinimizeOptions, Progress, _Incumbent
 from .problem import Problem
 
 
-@dataclass
-class MinimizeResult:
-    """The outcome: ``objective``/``x`` the best verified point (None when none was found),
-    ``lower_bound`` certified (inf when proved infeasible), ``nodes`` boxes bounded."""
-
-    problem: str
-    status: str
-    objective: float | None
-    x: list[float] | None
-    lower_bound: float
-    nodes: int
-    subdomains: int
-    elapsed_s: float
-    open_boxes: int
-    local_solves: int
-    local_solve_s: float
-    feas_tol: float
-    options: dict = field(default_factory=dict)
-
-    @property
-    def gap_abs(self) -> float | None:
-        if self.objective is None or not math.isfinite(self.lower_bound):
-            return None
-        return max(0.0, self.objective - self.lower_bound)
-
-    @property
-    def gap_rel(self) -> float | None:
-        """gap_abs / |objective| (None where that is undefined)."""
-        gap = self.gap_abs
-        if gap is None or (self.objective == 0 and gap > 0):
-            return None
-        return 0.0 if gap == 0 else gap / abs(self.objective)
-
-    def to_json(self) -> dict:
-        finite = math.isfinite(self.lower_bound)
-        return {
-            "problem": self.problem,
-            "status": self.status,
-            "objective": self.objective,
-            "x": self.x,
-            "lower_bound": self.lower_bound if finite else None,
-            "gap_abs": self.gap_abs,
-            "gap_rel": self.gap_rel,
-            "nodes": self.nodes,
-            "subdomains": self.subdomains,
-            "elapsed_s": round(self.elapsed_s, 6),
-            "open_boxes": self.open_boxes,
-            "local_solves": self.local_solves,
-            "local_solve_s": round(self.local_solve_s, 6),
-            "feas_tol": self.feas_tol,
-            **self.options,
-        }
-
-
-def result_status(unsplittable: int, found: bool, lower_bound: float) -> str:
+def result_status(unsplittable: int, found: bool, lower_bound: float) -> Status:
     """The status of a search that ran to its end: ``limit`` while boxes too small to split stay
     open or the bound is -inf, ``infeasible`` when nothing was found and the bound is +inf."""
     if unsplittable:
-        return "limit"
+        return Status.LIMIT
     if not found:
-        return "infeasible" if lower_bound == math.inf else "limit"
-    return "optimal" if lower_bound > -math.inf else "limit"
+        return Status.INFEASIBLE if lower_bound == math.inf else Status.LIMIT
+    return Status.OPTIMAL if lower_bound > -math.inf else Status.LIMIT
 
 
 def make_result(problem: Problem, options: MinimizeOptions, incumbent: _Incumbent, local: _LocalSolver | None,
-                status: str | None, unsplittable: int, lower_bound: float, nodes: int, subdomains: int,
-                began: float, open_boxes: int, **details) -> MinimizeResult:
+                status: Status | None, unsplittable: int, lower_bound: float, nodes: int, subdomains: int,
+                began: float, open_boxes: int, remaining: BoxSet, **details) -> Result:  # fmt: skip
     """The result of a search (CPU or GPU) that ended with ``status`` (None: ran to its end, see
-    :func:`result_status`); ``details`` (the backend and its counters) join the options."""
+    :func:`result_status`) leaving the boxes ``remaining``; ``details`` (the backend and its
+    counters) join its extras."""
+    elapsed_s = time.perf_counter() - began
     found = incumbent.x is not None
-    return MinimizeResult(
-        problem=problem.name,
-        status=status or result_status(unsplittable, found, lower_bound),
-        objective=incumbent.value if found else None,
-        x=incumbent.x.tolist() if found else None,
-        lower_bound=float(lower_bound),
-        nodes=nodes,
-        subdomains=subdomains,
-        elapsed_s=time.perf_counter() - began,
-        open_boxes=open_boxes,
-        local_solves=0 if local is None else local.count,
-        local_solve_s=0.0 if local is None else local.seconds,
-        feas_tol=options.feas_tol,
-        options={"bound": options.bound, "eps_abs": options.eps_abs, "eps_rel": options.eps_rel,
-                 "contract": options.contract, **details},
-    )
+    return box_result(problem, options, status or result_status(unsplittable, found, lower_bound),
+                      incumbent.value if found else None, incumbent.x.tolist() if found else None, lower_bound,
+                      nodes, elapsed_s, remaining, open_boxes, subdomains=subdomains,
+                      local_solves=0 if local is None else local.count,
+                      local_solve_s=round(0.0 if local is None else local.seconds, 6), **details)  # fmt: skip
 
 
 # what a first run compiles, and about how long that takes (measured: benchmarks/first_run.py)
@@ -197,7 +136,7 @@ def load_float_code(problem: Problem) -> None:
 
 def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
              progress: Callable[[Progress], None] | None = None, progress_seconds: float = 0.5,
-             should_stop: Callable[[], bool] | None = None) -> MinimizeResult:  # fmt: skip
+             should_stop: Callable[[], bool] | None = None) -> Result:  # fmt: skip
     """Minimize ``problem`` by spatial B&B on the CPU: an :class:`.explorer.Exploration` of the
     whole domain run to its end or to a limit; see the module docstring."""
     options = options or MinimizeOptions()
@@ -208,7 +147,7 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
 
 def run_to_end(exploration, began: float, should_stop: Callable[[], bool] | None,
                progress: Callable[[Progress], None] | None, progress_seconds: float,
-               details: Callable[[], dict]) -> MinimizeResult:  # fmt: skip
+               details: Callable[[], dict]) -> Result:  # fmt: skip
     """Run an exploration of the whole domain (CPU or GPU), made at ``began``, to its end or to its
     options' limits (counted from ``began``), as ``minimize``'s result (``details()``: the backend's,
     read after the run)."""
@@ -216,7 +155,14 @@ def run_to_end(exploration, began: float, should_stop: Callable[[], bool] | None
     time_limit = None if options.time_limit is None else options.time_limit - (time.perf_counter() - began)
     node_limit = None if options.node_limit is None else options.node_limit - exploration.nodes
     report = exploration.run(should_stop, time_limit, node_limit, progress=progress, progress_seconds=progress_seconds)
-    return make_result(problem, options, exploration.incumbent, exploration.local, None if report.done else "limit",
-                       report.unsplittable, report.lower_bound, report.total_nodes,
-                       exploration.n_per_dim**problem.dimension, began, report.open_boxes + report.unsplittable,
-                       **details())
+    return make_result(problem, options, exploration.incumbent, exploration.local,
+                       None if report.done else Status.LIMIT, report.unsplittable, report.lower_bound,
+                       report.total_nodes, exploration.n_per_dim**problem.dimension, began,
+                       report.open_boxes + report.unsplittable, _left(exploration), **details())  # fmt: skip
+
+
+def _left(exploration) -> BoxSet:
+    """The open boxes of ``exploration`` below its prune level: the work it left."""
+    boxes = exploration.remaining()
+    below = boxes.lb < exploration.level
+    return BoxSet(boxes.lo[below], boxes.hi[below], boxes.lb[below])

@@ -35,12 +35,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core.files import FileRefused, loads_json
-from ..core.status import INFEASIBLE, LIMIT, OPTIMAL
+from ..core.result import Result, Status
 from .local import _LocalSolver
 from .options import MinimizeOptions, _Incumbent, prune_level
 from .bounds import evaluate_point
 from .boxes import BoxSet
 from .defaults import CPU_SUBDOMAINS, GPU_SUBDOMAINS
+from .describe import history_text, result_fields, result_lines  # noqa: F401 (the family describes its results)
 from .explorer import Exploration
 from .problem import Problem, ProblemError
 
@@ -387,33 +388,20 @@ class SpatialRun:
         """The certified lower bound of a run in this state: below every open box and all settled."""
         return min(settled, remaining.lowest())
 
-    def result(self, remaining: BoxSet, incumbent, solution, settled, nodes, leaves, elapsed_s) -> dict:
+    def result(self, remaining: BoxSet, incumbent, solution, settled, nodes, leaves, elapsed_s) -> Result:
         lower = self.lower_bound(remaining, settled)
         options = self.minimize_options()
         if len(remaining):
-            status = LIMIT
+            status = Status.LIMIT
         elif solution is None:
-            status = INFEASIBLE if lower == math.inf else LIMIT
+            status = Status.INFEASIBLE if lower == math.inf else Status.LIMIT
         else:  # ended; boxes too small to split may hold a gap (in ``settled``)
-            status = OPTIMAL if lower >= prune_level(incumbent, options) else LIMIT
-        gap = None if incumbent is None or not math.isfinite(lower) else max(0.0, incumbent - lower)
-        space = self.space()
-        work = [space.decode(remaining.to_bytes())]
-        return {
-            "problem": self.name,
-            "dimension": self.problem.dimension,
-            "status": status,
-            "objective": incumbent,
-            "x": None if solution is None else [float(v) for v in solution],
-            "lower_bound": lower if math.isfinite(lower) else None,
-            "gap_abs": gap,
-            "gap_rel": None if gap is None or (incumbent == 0 and gap > 0) else (0.0 if gap == 0 else gap / abs(incumbent)),
-            "nodes": nodes,
-            "elapsed_s": round(elapsed_s, 6),
-            "open_boxes": len(remaining),
-            "remaining_fraction": space.remaining_fraction(work),
-            "remaining_log10": space.remaining_log10(work),
-        }
+            status = Status.OPTIMAL if lower >= prune_level(incumbent, options) else Status.LIMIT
+        return box_result(self.problem, options, status, incumbent, None if solution is None else
+                          [float(v) for v in solution], lower, nodes, elapsed_s, remaining, len(remaining))  # fmt: skip
+
+    def no_gpu(self) -> None:
+        return None
 
     def client_code(self):
         """The coordinator's check of reports (``BoxWork.accept``)."""
@@ -432,6 +420,23 @@ class SpatialRun:
 
     def worker_code(self):
         return warm_worker, (self.problem.source, self.options)
+
+
+def box_result(problem: Problem, options: MinimizeOptions, status: Status, value: float | None, x: list[float] | None,
+               lower_bound: float, nodes: int, elapsed_s: float, remaining: BoxSet, open_boxes: int,
+               **extras) -> Result:  # fmt: skip
+    """The :class:`Result` of a spatial search (``minimize`` or a run) with ``options`` that left
+    the boxes ``remaining`` (``open_boxes`` of them counted open); ``extras``: the search's own."""
+    space = BoxSpace(problem.lower, problem.upper)
+    work = [space.decode(remaining.to_bytes())]
+    return Result(
+        kind="spatial", name=problem.name, status=status, value=value, solution=x, lower_bound=float(lower_bound),
+        nodes=nodes, elapsed_s=round(elapsed_s, 6), remaining_fraction=space.remaining_fraction(work),
+        remaining_log10=space.remaining_log10(work),
+        extras={"dimension": problem.dimension, "open_boxes": open_boxes, **extras, "feas_tol": options.feas_tol,
+                "bound": options.bound, "eps_abs": options.eps_abs, "eps_rel": options.eps_rel,
+                "contract": options.contract},
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)

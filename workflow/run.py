@@ -13,6 +13,7 @@ gives the work space, the engines' options, the code to load and the result.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import threading
 import time
@@ -27,6 +28,7 @@ from distributed import Client, wait
 
 from ..core.errors import GpuError
 from ..core.family import RunInstance, StoredWork
+from ..core.result import Result
 from ..storage.runstore import RunStore, RunStoreError
 from .coordinator import Coordinator
 from .eta import COLUMNS as ESTIMATE_COLUMNS
@@ -79,16 +81,23 @@ def create_run(path, instance: RunInstance, *, work: StoredWork, incumbent: Any 
     return store
 
 
-def result_of(store: RunStore) -> dict:
-    """The JSON result of the run as of its last checkpoint, with the ``estimate`` of the work left
+def result_of(store: RunStore) -> Result:
+    """The result of the run as of its last checkpoint, with the ``estimate`` of the work left
     (RunStoreError if the result recorded there disagrees with the checkpoint's state)."""
     cp = store.latest()
     result = _result(store, cp.remaining, cp.incumbent, cp.solution, cp.settled, cp.nodes, cp.leaves, cp.elapsed_s)
-    recorded = cp.result
-    if recorded is not None and (not isinstance(recorded, dict) or recorded != {**result, "run": recorded.get("run")}):
+    if not _agrees(cp.result, result.to_dict()):
         raise RunStoreError(store.path, f"checkpoint {cp.seq} records a result that disagrees with its state")
     # the estimate of the work left as of the last checkpoint (``workflow.eta``; null fields when unknown)
-    return {**result, "estimate": eta_of(cp.series).as_json()}
+    return dataclasses.replace(result, estimate=eta_of(cp.series).as_json())
+
+
+def _agrees(recorded: Any, result: dict) -> bool:
+    """Whether the result a checkpoint recorded (None: none) is ``result`` but for its ``run``
+    (the path it was written at); a key it lacks (a store written before the key was) is not asked."""
+    if recorded is None:
+        return True
+    return isinstance(recorded, dict) and all(k == "run" or k in result and result[k] == v for k, v in recorded.items())
 
 
 def finished(store: RunStore) -> bool:
@@ -96,9 +105,9 @@ def finished(store: RunStore) -> bool:
     return not store.latest().remaining
 
 
-def _result(store: RunStore, remaining: StoredWork, incumbent, solution, settled, nodes, leaves, elapsed_s) -> dict:
+def _result(store: RunStore, remaining: StoredWork, incumbent, solution, settled, nodes, leaves, elapsed_s) -> Result:
     result = store.instance.result(remaining, incumbent, solution, settled, nodes, leaves, elapsed_s)
-    return {**result, "run": str(store.path)}
+    return dataclasses.replace(result, run=str(store.path))
 
 
 def _is_gpu(worker_info: dict) -> bool:
@@ -221,7 +230,7 @@ class _Session:
                 "series": {k: list(v) for k, v in self.series.items()}}  # fmt: skip
         if final and not remaining:  # the search ended: the result goes into the store too
             args["result"] = _result(self.store, remaining, incumbent, solution, state["settled"], state["nodes"],
-                                     state["leaves"], args["elapsed_s"])  # fmt: skip
+                                     state["leaves"], args["elapsed_s"]).to_dict()  # fmt: skip
         self.pending = self.writer.submit(lambda: self.store.commit(**args))
         if final:
             self.pending.result()
@@ -269,7 +278,7 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
           checkpoint_every: float = 60.0, budget_s: float = 2.0, stop: threading.Event | None = None,
           on_progress: Callable[[Progress], None] | None = None, ivms: int | None = None,
           heuristics: int | None = None, timings: dict[str, float] | None = None,
-          hurry: threading.Event | None = None) -> dict:
+          hurry: threading.Event | None = None) -> Result:
     """Continue the run in ``store`` until it ends, a limit is reached or ``stop`` is set.
 
     ``time_limit`` counts this session's seconds; ``node_limit`` the run's total nodes (checked

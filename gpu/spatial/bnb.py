@@ -31,7 +31,8 @@ from dataclasses import replace
 import numpy as np
 from numba import config, cuda
 
-from ...spatial.bnb import MinimizeResult, load_host_code, run_to_end
+from ...core.result import Result
+from ...spatial.bnb import load_host_code, run_to_end
 from ...spatial.local import _LocalSolver
 from ...spatial.options import BOUNDS, MinimizeOptions, Progress, _Incumbent, subdomains_per_dim
 from ...spatial.boxes import BoxSet
@@ -404,10 +405,10 @@ class GpuExploration(ExplorationBase):
 def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
                  progress: Callable[[Progress], None] | None = None, progress_seconds: float = 0.5,
                  should_stop: Callable[[], bool] | None = None, phase_subdomains: int = PHASE_SUBDOMAINS,
-                 capacity: int = CAPACITY) -> MinimizeResult:  # fmt: skip
+                 capacity: int = CAPACITY) -> Result:  # fmt: skip
     """Minimize ``problem`` by spatial B&B on the current GPU: a :class:`GpuExploration` of the
     whole domain run to its end or to a limit (see the module docstring); the result is the CPU
-    solver's :class:`MinimizeResult`. TapeTooLarge for tapes beyond the kernels' caps."""
+    solver's :class:`Result`. TapeTooLarge for tapes beyond the kernels' caps."""
     options = options or MinimizeOptions()
     began = time.perf_counter()
     exploration = GpuExploration(problem, options, phase_subdomains=phase_subdomains, capacity=capacity)

@@ -25,6 +25,7 @@ from pbbflow.core.compiling import CodeLoad
 from pbbflow.viz.dashboard import HistoryView, RunPage
 from pbbflow.workflow.history import RunHistory
 from pbbflow.workflow.ledger import Ledger
+from pbbflow.core.result import Result, Status
 
 SIZE = 200_000
 
@@ -200,9 +201,12 @@ class ToyRun:
         return dict(self.options)
 
     def result(self, remaining, incumbent, solution, settled, nodes, leaves, elapsed_s):
-        return {"status": "limit" if len(remaining) else "optimal", "minimum": incumbent, "k": solution,
-                "nodes": nodes, "remaining_fraction": self.space().remaining_fraction([remaining]),
-                "remaining_log10": None}  # fmt: skip
+        return Result(kind="toy", name=self.name, status=Status.LIMIT if len(remaining) else Status.OPTIMAL,
+                      value=incumbent, solution=solution, lower_bound=None, nodes=nodes, elapsed_s=elapsed_s,
+                      remaining_fraction=self.space().remaining_fraction([remaining]), remaining_log10=None)
+
+    def no_gpu(self):
+        return "the toy has no GPU engine"
 
     def client_code(self):
         return CodeLoad(0.0, False)
@@ -221,6 +225,10 @@ def toy_family(monkeypatch):
     module.Instance = ToyRun
     module.make_engine = lambda options, *, gpu, threads: ScanEngine()
     module.side_heuristic = side_heuristic
+    module.result_fields = ("status", "minimum=value", "k=solution", "nodes", "remaining_fraction", "remaining_log10")
+    module.result_lines = lambda result: [f"toy          minimum {result.minimum} at k = {result.k}",
+                                          f"status       {result.status}"]  # fmt: skip
+    module.history_text = lambda history, i: f"toy UB {history['incumbent'][i]}"
     monkeypatch.setattr(family_module, "FAMILIES", dict(family_module.FAMILIES))  # registered for this test
     register("toy", module)
     return module
@@ -298,9 +306,9 @@ def test_a_third_familys_run_store_is_driven_stopped_and_resumed_untouched(toy_f
 
 
 def test_a_third_familys_run_is_resumed_and_described_by_the_command(toy_family, tmp_path, capsys):
-    """``pbbflow resume`` and ``pbbflow info --json`` on a toy run stopped in its middle: the
-    command drives it on its local cluster (worker threads of this process, where the toy is
-    registered) to the minimum, with every integer counted once."""
+    """``pbbflow resume`` and ``pbbflow info`` (``--json`` and lines) on a toy run stopped in its
+    middle: the command drives it on its local cluster (worker threads of this process, where the
+    toy is registered) to the minimum, with every integer counted once, and prints the toy's lines."""
     path = tmp_path / "toy.zarr"
     create_run(path, ToyRun(SIZE), work=ToyRun(SIZE).space().decode(np.array([[0, SIZE]], dtype="<i8").tobytes())
                ).release()  # fmt: skip
@@ -315,6 +323,10 @@ def test_a_third_familys_run_is_resumed_and_described_by_the_command(toy_family,
     assert main(["info", str(path), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["nodes"] == SIZE and info["k"] == result["k"] and info["options"] == {"size": SIZE}
+    assert main(["info", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert f"toy          minimum {everything.min()} at k = {result['k']}\nstatus       optimal\nrun          {path}\n" in text
+    assert "\nhistory      0:00:" in text and "  toy UB " in text
 
 
 def test_a_third_familys_run_is_plotted_and_shown_on_the_dashboard_page(toy_family, tmp_path, capsys):

@@ -11,7 +11,7 @@ from pbbflow.flowshop.evaluation import brute_force_optimum, makespan
 from pbbflow.flowshop.instance import FlowShop
 from pbbflow.flowshop.load import load_instance
 from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.core.status import BOUND_PROVED, LIMIT, OPTIMAL
+from pbbflow.core.result import Status
 from pbbflow.flowshop.solve import solve
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -41,7 +41,7 @@ def test_embedded_optima_match_the_shared_table():
 def test_taillard_optimum_is_proved(number):
     instance = taillard_instance(number)
     result = solve(instance, threads=2)
-    assert result.status == OPTIMAL
+    assert result.status == Status.OPTIMAL
     assert result.makespan == result.lower_bound == TAILLARD_OPTIMA[number]
     assert makespan(instance.p, np.array(result.permutation)) == TAILLARD_OPTIMA[number]
     assert result.remaining_fraction == 0.0
@@ -56,7 +56,7 @@ def test_vfr_small_optimum_equals_brute_force_and_published_bounds(name):
     instance = load_instance(str(DATA / "vfr" / "small" / f"{name}_Gap.txt"))
     optimum, _ = brute_force_optimum(instance.p)
     result = solve(instance, threads=2)
-    assert result.status == OPTIMAL and result.makespan == optimum
+    assert result.status == Status.OPTIMAL and result.makespan == optimum
     with open(DATA / "vfr" / "small_bounds_vrf_authors.csv") as handle:
         row = next(r for r in csv.DictReader(handle) if r["instance"] == name)
     assert int(row["lower_bound_vrf"]) <= optimum <= int(row["upper_bound_vrf"])
@@ -64,14 +64,14 @@ def test_vfr_small_optimum_equals_brute_force_and_published_bounds(name):
 
 def test_user_upper_bound_below_the_optimum_is_proved():
     result = solve(taillard_instance(1), ub=1277)
-    assert result.status == BOUND_PROVED
+    assert result.status == Status.BOUND_PROVED
     assert result.lower_bound == 1277
     assert result.makespan >= 1278  # the best schedule known (NEH's), never below the optimum
 
 
 def test_without_neh_the_search_finds_the_optimum_itself():
     result = solve(taillard_instance(2), use_neh=False, threads=2)
-    assert result.status == OPTIMAL and result.makespan == 1359 and result.leaves >= 1
+    assert result.status == Status.OPTIMAL and result.makespan == 1359 and result.leaves >= 1
 
 
 def test_degenerate_sizes():
@@ -79,12 +79,12 @@ def test_degenerate_sizes():
     one_machine = FlowShop("one-machine", np.array([[3], [4], [5]], dtype=np.int32))
     assert solve(one_job).makespan == 12
     assert solve(one_machine).makespan == 12
-    assert solve(one_machine, use_neh=False).status == OPTIMAL
+    assert solve(one_machine, use_neh=False).status == Status.OPTIMAL
 
 
 def test_limit_reports_a_valid_bound_and_remainder():
     result = solve(taillard_instance(21), node_limit=50_000, threads=2)
-    assert result.status == LIMIT
+    assert result.status == Status.LIMIT
     assert 0.0 < result.remaining_fraction < 1.0
     assert result.remaining_log10 == pytest.approx(math.log10(result.remaining_fraction))
     assert result.lower_bound <= 2297 <= result.makespan  # 2297 is ta021's optimum

@@ -92,7 +92,7 @@ def test_an_infeasible_problem_is_proved_infeasible():
     m.subject_to(x**2 + y**2 >= 3)  # the box's corners reach 2 only
     result = minimize(m.problem(), MinimizeOptions(subdomains=16))
     assert result.status == "infeasible" and result.objective is None and result.x is None
-    assert result.lower_bound == math.inf and result.to_json()["lower_bound"] is None
+    assert result.lower_bound == math.inf and result.to_dict()["lower_bound"] is None
 
 
 def test_limits_stop_with_a_valid_bound():
@@ -133,7 +133,7 @@ def test_an_unbounded_objective_is_never_optimal():
     m.minimize(1 / x)
     result = minimize(m.problem(), MinimizeOptions(time_limit=20))
     assert result.status == "limit" and result.lower_bound == -math.inf and result.objective < -1e300
-    assert result.to_json()["lower_bound"] is None and result.gap_abs is None
+    assert result.to_dict()["lower_bound"] is None and result.gap_abs is None
 
 
 def test_a_huge_domain_is_not_called_infeasible():

@@ -77,7 +77,7 @@ def test_small_problems_get_the_cpus_certified_answers(stem, contract):
     cpu = minimize(problem, options)
     _assert_same_answer(gpu, cpu, options)
     assert gpu.lower_bound <= problem.optimum + 1e-12 * max(1.0, abs(problem.optimum))
-    assert gpu.to_json()["backend"] == "gpu" and gpu.open_boxes == 0
+    assert gpu.to_dict()["backend"] == "gpu" and gpu.open_boxes == 0
 
 
 def test_a_host_reserve_takes_the_overflow_and_loses_no_box():

@@ -1,0 +1,64 @@
+"""How a spatial result reads: its JSON fields (``core.result.Result.to_dict``), its lines (a run's,
+and ``minimize``'s in its process) and a row of its history, for the command line
+(``core.family.Family``)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from ..core.result import Result
+
+if TYPE_CHECKING:
+    from .problem import Problem
+
+# ``pbbflow minimize --json``'s first fields, in order ("key=field": the shared field ``field`` as
+# ``key``); the extras follow (options, and a search's own counters)
+result_fields = ("problem=name", "dimension", "status", "objective=value", "x=solution", "lower_bound", "gap_abs",
+                 "gap_rel", "nodes", "elapsed_s", "open_boxes", "remaining_fraction", "remaining_log10")  # fmt: skip
+
+
+def _number(value) -> str:
+    return "-" if value is None else repr(value)
+
+
+def result_lines(result: Result) -> list[str]:
+    """The result of a run, a line for each of its parts."""
+    x, lower = result.solution, result.lower_bound
+    return [
+        f"problem      {result.name} ({result.dimension} variables)",
+        f"status       {result.status}",
+        f"objective    {_number(result.value)}",
+        f"x            {'-' if x is None else ' '.join(repr(v) for v in x)}",
+        f"lower bound  {_number(lower if math.isfinite(lower) else None)}",
+        f"gap          {_number(result.gap_abs)} (relative {_number(result.gap_rel)})",
+        f"nodes        {result.nodes:,} boxes bounded, {result.open_boxes:,} open, {result.elapsed_s:.2f} s "
+        f"({result.nodes_per_s:,.0f} boxes/s)",
+    ]
+
+
+def search_lines(result: Result, problem: Problem) -> list[str]:
+    """The result of ``minimize`` in this process on ``problem``, a line for each of its parts."""
+    tape = problem.tape
+    x = result.solution
+    lines = [
+        f"problem      {result.name} ({problem.dimension} variables, {tape.n_ineq} inequalities, "
+        f"{tape.n_eq} equalities)",
+        f"status       {result.status}",
+        f"objective    {_number(result.value)}",
+        f"x            {'-' if x is None else ' '.join(repr(v) for v in x)}",
+        f"lower bound  {result.lower_bound!r}",  # inf: infeasible; -inf: unbounded below so far
+        f"gap          {_number(result.gap_abs)} (relative {_number(result.gap_rel)})",
+        f"nodes        {result.nodes:,} boxes of {result.subdomains:,} subdomains, {result.elapsed_s:.2f} s "
+        f"on the {result.backend.upper()}",
+    ]
+    if tape.n_eq:
+        lines.append(f"feasibility  equalities within {result.feas_tol:g}")
+    return lines
+
+
+def history_text(history: dict[str, list], i: int) -> str:
+    """Row ``i`` of a run's history (``info``): the certified lower bound and the incumbent."""
+    lower = history.get("lower_bound", [None] * len(history["t"]))[i]
+    incumbent = history["incumbent"][i]
+    return f"LB {'-' if lower is None else f'{lower:.10g}'}  UB {'-' if incumbent is None else f'{incumbent:.10g}'}"
