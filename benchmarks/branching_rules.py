@@ -30,15 +30,22 @@ def optima(path: Path) -> dict[str, int]:
 
 
 def run_one(name: str, ub: int, rule: str, threads: int, max_seconds: float) -> dict:
-    from pbbflow.flowshop.load import load_instance
     from pbbflow.flowshop.explorer import explore
     from pbbflow.flowshop.intervals import WorkUnit
+    from pbbflow.flowshop.load import load_instance
 
     p = load_instance(name).p
     started = time.perf_counter()
     result = explore(p, WorkUnit.full(p.shape[0]), ub, branch=rule, threads=threads, max_seconds=max_seconds)
-    return {"instance": name, "n": int(p.shape[0]), "m": int(p.shape[1]), "rule": rule, "nodes": result.nodes,
-            "seconds": round(time.perf_counter() - started, 3), "finished": not result.remaining}  # fmt: skip
+    return {
+        "instance": name,
+        "n": int(p.shape[0]),
+        "m": int(p.shape[1]),
+        "rule": rule,
+        "nodes": result.nodes,
+        "seconds": round(time.perf_counter() - started, 3),
+        "finished": not result.remaining,
+    }
 
 
 def summarize(runs: list[dict], rules: list[str]) -> dict:
@@ -52,23 +59,32 @@ def summarize(runs: list[dict], rules: list[str]) -> dict:
         if not all(per_rule.get(rule, {}).get("finished") for rule in rules):
             continue
         first = per_rule[rules[0]]
-        size = classes.setdefault(f"{first['n']}x{first['m']}", {"instances": [], "nodes": dict.fromkeys(rules, 0),
-                                                                  "log_ratio": dict.fromkeys(rules, 0.0)})  # fmt: skip
+        size = classes.setdefault(
+            f"{first['n']}x{first['m']}",
+            {"instances": [], "nodes": dict.fromkeys(rules, 0), "log_ratio": dict.fromkeys(rules, 0.0)},
+        )
         size["instances"].append(name)
         for rule in rules:
             size["nodes"][rule] += per_rule[rule]["nodes"]
             size["log_ratio"][rule] += math.log(max(per_rule[rule]["nodes"], 1) / max(first["nodes"], 1))
     for size in classes.values():
         count = len(size["instances"])
-        size["geomean_over_" + rules[0]] = {rule: round(math.exp(size["log_ratio"].pop(rule) / count), 4) for rule in rules}
+        size["geomean_over_" + rules[0]] = {
+            rule: round(math.exp(size["log_ratio"].pop(rule) / count), 4) for rule in rules
+        }
         del size["log_ratio"]
     return classes
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--groups", nargs="+", type=int, default=[1, 2, 4, 5],
-                        help="Taillard groups of ten: 1 = ta001-ta010 (20 x 5), 2 = 20 x 10, 3 = 20 x 20, 4 = 50 x 5, ...")
+    parser.add_argument(
+        "--groups",
+        nargs="+",
+        type=int,
+        default=[1, 2, 4, 5],
+        help="Taillard groups of ten: 1 = ta001-ta010 (20 x 5), 2 = 20 x 10, 3 = 20 x 20, 4 = 50 x 5, ...",
+    )
     parser.add_argument("--instances", nargs="*", default=[], help="instead of --groups")
     parser.add_argument("--rules", nargs="+", default=["minmin", "minbranch"])
     parser.add_argument("--threads", type=int, default=1)
@@ -83,11 +99,22 @@ def main() -> None:
         for rule in args.rules:
             runs.append(run_one(name, known[name], rule, args.threads, args.max_seconds))
             print(json.dumps(runs[-1]), flush=True, file=sys.stderr)
-    print(json.dumps({
-        "benchmark": "branching_rules", "ub": "optimum", "bound": "lb1", "threads": args.threads,
-        "max_seconds": args.max_seconds, "cpus": len(os.sched_getaffinity(0)), "rules": args.rules,
-        "classes": summarize(runs, args.rules), "runs": runs,
-    }, indent=2))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "benchmark": "branching_rules",
+                "ub": "optimum",
+                "bound": "lb1",
+                "threads": args.threads,
+                "max_seconds": args.max_seconds,
+                "cpus": len(os.sched_getaffinity(0)),
+                "rules": args.rules,
+                "classes": summarize(runs, args.rules),
+                "runs": runs,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

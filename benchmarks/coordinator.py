@@ -64,8 +64,11 @@ def handler_checkpoint_ms(k: int, repeats: int = 7) -> dict:
             reply = coordinator.checkpoint("bench", "gpu-0", "w", message, nodes=10**6, capacity=k)
             sample.append((time.perf_counter() - started) * 1e3)
             assert reply["action"] == ("continue" if case == "continue" else "replace")
-    return {"intervals": k, "message_bytes": len(message),
-            **{f"handler_ms_median_{case}": round(statistics.median(t), 3) for case, t in times.items()}}
+    return {
+        "intervals": k,
+        "message_bytes": len(message),
+        **{f"handler_ms_median_{case}": round(statistics.median(t), 3) for case, t in times.items()},
+    }
 
 
 def spatial_checkpoint_ms(k: int, d: int = 4, repeats: int = 7) -> dict:
@@ -75,25 +78,34 @@ def spatial_checkpoint_ms(k: int, d: int = 4, repeats: int = 7) -> dict:
         lo, hi, _ = bisect_many(lo, hi, scale)
     copy = BoxSet(lo, hi, np.zeros(len(lo)))
     half_lo, half_hi, _ = bisect_many(lo[1::2], hi[1::2], scale)
-    report = BoxSet(np.concatenate([lo[0::2], half_lo]), np.concatenate([hi[0::2], half_hi]),
-                    np.zeros(len(lo[0::2]) + len(half_lo)))  # fmt: skip
+    report = BoxSet(
+        np.concatenate([lo[0::2], half_lo]), np.concatenate([hi[0::2], half_hi]), np.zeros(len(lo[0::2]) + len(half_lo))
+    )
     times = []
     for _ in range(repeats):
         coordinator = Coordinator()
-        coordinator.open_run("bench", kind="spatial", space={"lower": [0.0] * d, "upper": [1.0] * d},
-                             work=copy.to_bytes(), ub=0.0)  # fmt: skip
+        coordinator.open_run(
+            "bench", kind="spatial", space={"lower": [0.0] * d, "upper": [1.0] * d}, work=copy.to_bytes(), ub=0.0
+        )
         coordinator.checkpoint("bench", "e", "w", b"", capacity=len(copy))  # hands the whole copy out
         started = time.perf_counter()
         reply = coordinator.checkpoint("bench", "e", "w", report.to_bytes(), nodes=len(copy), capacity=len(copy))
         times.append((time.perf_counter() - started) * 1e3)
         assert reply["action"] == "continue"
-    return {"boxes": len(report), "copy_boxes": len(copy), "d": d, "message_bytes": len(report.to_bytes()),
-            "handler_ms_median_continue": round(statistics.median(times), 3)}
+    return {
+        "boxes": len(report),
+        "copy_boxes": len(copy),
+        "d": d,
+        "message_bytes": len(report.to_bytes()),
+        "handler_ms_median_continue": round(statistics.median(times), 3),
+    }
 
 
 def rpc_checkpoint_ms(client: Client, k: int, repeats: int = 5) -> float:
     unit = spread_unit(k)
-    client.sync(client.scheduler.pbbflow_open, run="bench-rpc", kind="flowshop", space={"n": N}, work=unit.to_bytes(), ub=10**6)
+    client.sync(
+        client.scheduler.pbbflow_open, run="bench-rpc", kind="flowshop", space={"n": N}, work=unit.to_bytes(), ub=10**6
+    )
 
     def hammer(message: bytes, repeats: int) -> list[float]:
         worker = get_worker()
@@ -102,8 +114,15 @@ def rpc_checkpoint_ms(client: Client, k: int, repeats: int = 5) -> float:
         times = []
         for _ in range(repeats):
             started = time.perf_counter()
-            sync(worker.loop, call, run="bench-rpc", explorer="gpu-0", worker=worker.address, remaining=message,
-                 capacity=k)
+            sync(
+                worker.loop,
+                call,
+                run="bench-rpc",
+                explorer="gpu-0",
+                worker=worker.address,
+                remaining=message,
+                capacity=k,
+            )
             times.append((time.perf_counter() - started) * 1e3)
         return times
 
@@ -119,25 +138,40 @@ def message_rate(client: Client, explorers: int, intervals: int, seconds: float)
     what a scheduler process alone sustains.
     """
     unit = spread_unit(explorers * intervals)
-    client.sync(client.scheduler.pbbflow_open, run="bench-rate", kind="flowshop", space={"n": N}, work=unit.to_bytes(), ub=10**6)
+    client.sync(
+        client.scheduler.pbbflow_open, run="bench-rate", kind="flowshop", space={"n": N}, work=unit.to_bytes(), ub=10**6
+    )
 
     def fake_explorer(name: str, seconds: float) -> int:
         worker = get_worker()
         call = worker.scheduler.pbbflow_checkpoint
-        reply = sync(worker.loop, call, run="bench-rate", explorer=name, worker=worker.address, remaining=b"",
-                     capacity=intervals)  # fmt: skip
+        reply = sync(
+            worker.loop, call, run="bench-rate", explorer=name, worker=worker.address, remaining=b"", capacity=intervals
+        )
         work, calls, deadline = reply["work"] or b"", 0, time.monotonic() + seconds
         while time.monotonic() < deadline:
-            sync(worker.loop, call, run="bench-rate", explorer=name, worker=worker.address, remaining=work, nodes=1,
-                 capacity=intervals)  # fmt: skip
+            sync(
+                worker.loop,
+                call,
+                run="bench-rate",
+                explorer=name,
+                worker=worker.address,
+                remaining=work,
+                nodes=1,
+                capacity=intervals,
+            )
             calls += 1
         return calls
 
     futures = [client.submit(fake_explorer, f"fake-{i}", seconds, pure=False) for i in range(explorers)]
     calls = sum(client.gather(futures))
     client.sync(client.scheduler.pbbflow_close, run="bench-rate")
-    return {"fake_explorers": explorers, "intervals_each": intervals, "seconds": seconds,
-            "calls_per_s": round(calls / seconds)}
+    return {
+        "fake_explorers": explorers,
+        "intervals_each": intervals,
+        "seconds": seconds,
+        "calls_per_s": round(calls / seconds),
+    }
 
 
 def main() -> None:
@@ -147,25 +181,33 @@ def main() -> None:
     rows = [handler_checkpoint_ms(k) for k in args.sizes]
     spatial_checkpoint_ms(2)  # numba's code of the check loaded (or compiled) first
     spatial = [spatial_checkpoint_ms(k) for k in args.sizes]
-    with LocalCluster(n_workers=1, threads_per_worker=8, processes=False, dashboard_address=None) as cluster, \
-            Client(cluster) as client:  # fmt: skip
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=8, processes=False, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
         client.register_plugin(Coordinator())
         for row in rows:
             row["rpc_round_trip_ms_median"] = rpc_checkpoint_ms(client, row["intervals"])
         rates = [message_rate(client, explorers=8, intervals=k, seconds=5.0) for k in (1, 16384)]
     needed = 1000 / 10  # 1,000 GPU workers every 10 s
     big = next((r for r in rows if r["intervals"] == 16384), None)
-    print(json.dumps({
-        "benchmark": "coordinator",
-        "n": N,
-        "checkpoint_cost": rows,
-        "spatial_checkpoint_cost": spatial,
-        "message_rate": rates,
-        "scheduler_busy_share_at_goal_load_from_rate": round(needed / rates[-1]["calls_per_s"], 3),
-        "goal": {"ms_per_16384_interval_checkpoint": 5.0, "messages_per_s_for_1000_gpu_workers": needed},
-        "scheduler_busy_share_at_goal_load_16384_intervals":
-            None if big is None else round(needed * big["handler_ms_median_continue"] / 1e3, 3),
-    }, indent=2))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "benchmark": "coordinator",
+                "n": N,
+                "checkpoint_cost": rows,
+                "spatial_checkpoint_cost": spatial,
+                "message_rate": rates,
+                "scheduler_busy_share_at_goal_load_from_rate": round(needed / rates[-1]["calls_per_s"], 3),
+                "goal": {"ms_per_16384_interval_checkpoint": 5.0, "messages_per_s_for_1000_gpu_workers": needed},
+                "scheduler_busy_share_at_goal_load_16384_intervals": None
+                if big is None
+                else round(needed * big["handler_ms_median_continue"] / 1e3, 3),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -26,9 +26,9 @@ REFERENCE_CPP_TA017_NODES_PER_S = 1.90e6
 
 def run_one(instance: str, ub: int, bound: str, branch: str, threads: int) -> dict:
     """Explore the whole tree of ``instance`` with the given UB; return the measurements."""
-    from pbbflow.flowshop.load import load_instance
     from pbbflow.flowshop.explorer import explore
     from pbbflow.flowshop.intervals import WorkUnit
+    from pbbflow.flowshop.load import load_instance
 
     p = load_instance(instance).p
     explore(load_instance("ta001").p, WorkUnit.full(20), 1278, bound=bound, branch=branch)  # warm-up
@@ -57,7 +57,9 @@ def main() -> None:
     parser.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     parser.add_argument("--bound", default="lb1")
     parser.add_argument("--branch", default="minmin")
-    parser.add_argument("--one", nargs=5, metavar=("INSTANCE", "UB", "BOUND", "BRANCH", "THREADS"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--one", nargs=5, metavar=("INSTANCE", "UB", "BOUND", "BRANCH", "THREADS"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     if args.one:
         instance, ub, bound, branch, threads = args.one
@@ -66,7 +68,16 @@ def main() -> None:
     runs = []
     for instance in args.instances:
         for threads in args.threads:
-            command = [sys.executable, __file__, "--one", instance, str(OPTIMA[instance]), args.bound, args.branch, str(threads)]
+            command = [
+                sys.executable,
+                __file__,
+                "--one",
+                instance,
+                str(OPTIMA[instance]),
+                args.bound,
+                args.branch,
+                str(threads),
+            ]
             output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
             runs.append(json.loads(output))
             print(json.dumps(runs[-1]), file=sys.stderr)
@@ -75,14 +86,22 @@ def main() -> None:
         rates = {r["threads"]: r["nodes_per_s"] for r in runs if r["instance"] == instance}
         if 1 in rates:
             speedups[instance] = {t: round(rate / rates[1], 3) for t, rate in rates.items() if t != 1}
-    print(json.dumps({
-        "benchmark": "cpu_explorer",
-        "machine": {"cpus": os.cpu_count(), "processor": platform.processor() or platform.machine(),
-                    "python": platform.python_version()},
-        "reference_cpp_ta017_nodes_per_s_one_core": REFERENCE_CPP_TA017_NODES_PER_S,
-        "runs": runs,
-        "speedup_vs_1_thread": speedups,
-    }, indent=2))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "benchmark": "cpu_explorer",
+                "machine": {
+                    "cpus": os.cpu_count(),
+                    "processor": platform.processor() or platform.machine(),
+                    "python": platform.python_version(),
+                },
+                "reference_cpp_ta017_nodes_per_s_one_core": REFERENCE_CPP_TA017_NODES_PER_S,
+                "runs": runs,
+                "speedup_vs_1_thread": speedups,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

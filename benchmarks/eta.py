@@ -30,9 +30,29 @@ import time
 import numpy as np
 
 # Optimal makespans (../shared/data/taillard/bounds.csv)
-OPTIMA = {"ta001": 1278, "ta011": 1582, "ta012": 1659, "ta013": 1496, "ta014": 1377, "ta015": 1419, "ta016": 1397,
-          "ta017": 1484, "ta018": 1538, "ta019": 1593, "ta020": 1591, "ta021": 2297, "ta022": 2099, "ta023": 2326,
-          "ta024": 2223, "ta025": 2291, "ta026": 2226, "ta027": 2273, "ta028": 2200, "ta029": 2237, "ta030": 2178}  # fmt: skip
+OPTIMA = {
+    "ta001": 1278,
+    "ta011": 1582,
+    "ta012": 1659,
+    "ta013": 1496,
+    "ta014": 1377,
+    "ta015": 1419,
+    "ta016": 1397,
+    "ta017": 1484,
+    "ta018": 1538,
+    "ta019": 1593,
+    "ta020": 1591,
+    "ta021": 2297,
+    "ta022": 2099,
+    "ta023": 2326,
+    "ta024": 2223,
+    "ta025": 2291,
+    "ta026": 2226,
+    "ta027": 2273,
+    "ta028": 2200,
+    "ta029": 2237,
+    "ta030": 2178,
+}
 DEFAULT = [f"ta{k:03d}" for k in range(21, 31)] + ["ta023:forward"]
 POINTS = (0.1, 0.5)
 ALPHAS = (0.0, 0.5, 1.0)
@@ -78,14 +98,21 @@ def estimates(p, branch, ub, left, done, nodes_done: int, seconds: float) -> dic
         s_left = prober.estimate(left, ub, seconds=seconds / 2, seed=s)
         s_done = prober.estimate(done, ub, seconds=seconds / 2, seed=s + 1000)
         scale = nodes_done / s_done.nodes if s_done.nodes > 0 else float("nan")
-        ratios.append({"nodes": s_left.nodes * scale, "low": s_left.low * scale, "high": s_left.high * scale,
-                       "probes": s_left.probes + s_done.probes})  # fmt: skip
+        ratios.append(
+            {
+                "nodes": s_left.nodes * scale,
+                "low": s_left.low * scale,
+                "high": s_left.high * scale,
+                "probes": s_left.probes + s_done.probes,
+            }
+        )
     out["ratio"] = ratios
     return out
 
 
-def run_one(spec: str, backend: str, threads: int, ivms: int, jobs: int | None, seconds: float,
-            known_total: int | None = None) -> dict:  # fmt: skip
+def run_one(
+    spec: str, backend: str, threads: int, ivms: int, jobs: int | None, seconds: float, known_total: int | None = None
+) -> dict:
     """``known_total``: the tree's node count from an earlier finished run (the full run is then
     skipped, and the seconds left are not known)."""
     from pbbflow.flowshop.intervals import WorkUnit
@@ -120,16 +147,29 @@ def run_one(spec: str, backend: str, threads: int, ivms: int, jobs: int | None, 
                 "covered": [r["low"] <= actual_left <= r["high"] for r in runs],
                 "predicted_eta_s": [round(r["nodes"] / rate, 2) for r in runs],
             }
-        points.append({
-            "share_done": share, "nodes_done": part.nodes, "seconds_done": round(part_s, 3),
-            "remaining_fraction": left.fraction_of_space(), "actual_nodes_left": actual_left,
-            "actual_seconds_left": None if total_s is None else round(total_s - part_s, 2),
-            "rate_nodes_per_s": round(rate),
-            "estimates": predicted, "summary": summary,
-        })  # fmt: skip
-    return {"instance": name, "branch": branch, "ub": ub, "backend": backend, "total_nodes": total,
-            "total_known_from": None if known_total is None else "--totals",
-            "total_seconds": None if total_s is None else round(total_s, 3), "points": points}  # fmt: skip
+        points.append(
+            {
+                "share_done": share,
+                "nodes_done": part.nodes,
+                "seconds_done": round(part_s, 3),
+                "remaining_fraction": left.fraction_of_space(),
+                "actual_nodes_left": actual_left,
+                "actual_seconds_left": None if total_s is None else round(total_s - part_s, 2),
+                "rate_nodes_per_s": round(rate),
+                "estimates": predicted,
+                "summary": summary,
+            }
+        )
+    return {
+        "instance": name,
+        "branch": branch,
+        "ub": ub,
+        "backend": backend,
+        "total_nodes": total,
+        "total_known_from": None if known_total is None else "--totals",
+        "total_seconds": None if total_s is None else round(total_s, 3),
+        "points": points,
+    }
 
 
 def overall(runs: list[dict]) -> dict:
@@ -138,10 +178,21 @@ def overall(runs: list[dict]) -> dict:
     out = {}
     for share in POINTS:
         for estimator in runs[0]["points"][0]["summary"]:
-            ratios = [x for r in runs for pt in r["points"] if pt["share_done"] == share
-                      for x in pt["summary"][estimator]["predicted_over_actual"] if x > 0]  # fmt: skip
-            covered = [c for r in runs for pt in r["points"] if pt["share_done"] == share
-                       for c in pt["summary"][estimator]["covered"]]  # fmt: skip
+            ratios = [
+                x
+                for r in runs
+                for pt in r["points"]
+                if pt["share_done"] == share
+                for x in pt["summary"][estimator]["predicted_over_actual"]
+                if x > 0
+            ]
+            covered = [
+                c
+                for r in runs
+                for pt in r["points"]
+                if pt["share_done"] == share
+                for c in pt["summary"][estimator]["covered"]
+            ]
             logs = np.log(ratios) if ratios else np.zeros(0)
             out[f"{estimator}@{share:g}"] = {
                 "geomean_predicted_over_actual": round(float(np.exp(logs.mean())), 3) if logs.size else None,
@@ -162,8 +213,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=None, help="probing per estimate (default: the driver's)")
     parser.add_argument("--out", default=None, help="also write the JSON here")
     parser.add_argument("--commit", default=None, help="the pbbflow commit measured (default: git HEAD)")
-    parser.add_argument("--totals", default=None, metavar="JSON",
-                        help="an earlier run's JSON: its instances' node counts stand for the full runs")
+    parser.add_argument(
+        "--totals",
+        default=None,
+        metavar="JSON",
+        help="an earlier run's JSON: its instances' node counts stand for the full runs",
+    )
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--total", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -179,8 +234,20 @@ def main() -> None:
             totals = {(r["instance"], r["branch"]): r["total_nodes"] for r in json.load(f)["runs"]}
     runs = []
     for spec in args.instances:
-        command = [sys.executable, __file__, "--one", spec, "--backend", args.backend, "--threads", str(args.threads),
-                   "--ivms", str(args.ivms), "--seconds", str(seconds)]  # fmt: skip
+        command = [
+            sys.executable,
+            __file__,
+            "--one",
+            spec,
+            "--backend",
+            args.backend,
+            "--threads",
+            str(args.threads),
+            "--ivms",
+            str(args.ivms),
+            "--seconds",
+            str(seconds),
+        ]
         command += ["--jobs", str(args.jobs)] if args.jobs else []
         name, _, branch = spec.partition(":")
         if (name, branch or "minmin") in totals:
@@ -188,16 +255,26 @@ def main() -> None:
         runs.append(json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout))
         brief = {k: runs[-1][k] for k in ("instance", "branch", "total_nodes", "total_seconds")}
         print(json.dumps(brief), file=sys.stderr)
-    commit = args.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                           cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()  # fmt: skip
+    commit = (
+        args.commit
+        or subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=os.path.dirname(os.path.abspath(__file__)),
+        ).stdout.strip()
+    )
     from pbbflow.flowshop.estimate import ALPHA
 
     report = {
         "benchmark": "eta",
         "commit": commit,
         "backend": args.backend,
-        "machine": {"cpus": os.cpu_count(), "processor": platform.processor() or platform.machine(),
-                    "python": platform.python_version()},  # fmt: skip
+        "machine": {
+            "cpus": os.cpu_count(),
+            "processor": platform.processor() or platform.machine(),
+            "python": platform.python_version(),
+        },
         "probe_seconds_per_estimate": seconds,
         "default_alpha": ALPHA,
         "seeds": SEEDS,

@@ -37,8 +37,7 @@ import time
 import numpy as np
 
 
-def _factors_by_depth(depths: np.ndarray, true: np.ndarray, probe: np.ndarray, n: int,
-                      min_samples: int) -> np.ndarray:  # fmt: skip
+def _factors_by_depth(depths: np.ndarray, true: np.ndarray, probe: np.ndarray, n: int, min_samples: int) -> np.ndarray:
     """Per depth 0..n: sum(true) / sum(probe) over the finished subtrees whose depth is within the
     smallest window around it that holds ``min_samples`` of them (all of them at worst)."""
     factors = np.ones(n + 1)
@@ -80,20 +79,33 @@ def estimate_once(cal, prober, remaining, explored_nodes: int, ub: int, n: int, 
     t_roots = time.process_time() - t
 
     t = time.process_time()
-    f_probe = np.array([cal.probes(frontier.prefixes[i], frontier.depths[i], ub, args.probes,
-                                   seed=seed * 1_000_003 + i)[0].mean() for i in range(len(frontier))])  # fmt: skip
+    f_probe = np.array(
+        [
+            cal.probes(frontier.prefixes[i], frontier.depths[i], ub, args.probes, seed=seed * 1_000_003 + i)[0].mean()
+            for i in range(len(frontier))
+        ]
+    )
     partial_left = float(frontier.partial.sum())
     t_front = time.process_time() - t
     out["stratified"] = {"nodes": partial_left + f_probe.sum(), "cpu_s": t_roots + t_front}
 
     t = time.process_time()
-    d_probe = np.array([cal.probes(finished.prefixes[i], finished.depths[i], ub, args.probes,
-                                   seed=seed * 1_000_003 + 500_000 + i)[0].mean() for i in range(len(finished))])  # fmt: skip
+    d_probe = np.array(
+        [
+            cal.probes(finished.prefixes[i], finished.depths[i], ub, args.probes, seed=seed * 1_000_003 + 500_000 + i)[
+                0
+            ].mean()
+            for i in range(len(finished))
+        ]
+    )
     finished_nodes = explored_nodes - float(finished.partial.sum())  # the node counter, less the path
     factor = finished_nodes / max(d_probe.sum(), 1e-300)
     t_fin = time.process_time() - t
-    out["A_global"] = {"nodes": partial_left + factor * f_probe.sum(), "cpu_s": t_roots + t_front + t_fin,
-                       "factor": factor}
+    out["A_global"] = {
+        "nodes": partial_left + factor * f_probe.sum(),
+        "cpu_s": t_roots + t_front + t_fin,
+        "factor": factor,
+    }
 
     # exact counts of finished subtrees, deepest first, within the budget
     t = time.process_time()
@@ -135,18 +147,22 @@ def estimate_once(cal, prober, remaining, explored_nodes: int, ub: int, n: int, 
     c = partial_left + float(predict([frontier.depths, gaps_r, np.log(np.maximum(f_probe, 1.0))]).sum())
     out["C_probe_model"] = {"nodes": c, "cpu_s": common + time.process_time() - t}
 
-    out["_info"] = {"frontier_roots": len(frontier), "finished_roots": len(finished),
-                    "finished_counted": int(counted.sum()), "nodes_counted": int(sizes[counted].sum())}  # fmt: skip
+    out["_info"] = {
+        "frontier_roots": len(frontier),
+        "finished_roots": len(finished),
+        "finished_counted": int(counted.sum()),
+        "nodes_counted": int(sizes[counted].sum()),
+    }
     return out
 
 
 def warm_up() -> None:
     """Compile (or load) the probes, walks and the explorer on a small Taillard instance."""
-    from pbbflow.flowshop.load import load_instance
     from pbbflow.flowshop.calibrate import Calibrator
     from pbbflow.flowshop.estimate import Prober
     from pbbflow.flowshop.explorer import explore
     from pbbflow.flowshop.intervals import WorkUnit
+    from pbbflow.flowshop.load import load_instance
 
     p = load_instance("ta001").p
     n = int(p.shape[0])
@@ -163,11 +179,11 @@ def warm_up() -> None:
 
 def run_tree(spec: str, shares: list[float], seeds: int, args) -> dict:
     """All estimators at each share of one tree, against the truth."""
-    from pbbflow.flowshop.load import load_instance
     from pbbflow.flowshop.calibrate import Calibrator
     from pbbflow.flowshop.estimate import Prober
     from pbbflow.flowshop.explorer import explore
     from pbbflow.flowshop.intervals import WorkUnit
+    from pbbflow.flowshop.load import load_instance
 
     parts = spec.split(":")
     name, ub, total = parts[0], int(parts[1]), int(parts[2])
@@ -175,8 +191,15 @@ def run_tree(spec: str, shares: list[float], seeds: int, args) -> dict:
     p = load_instance(name).p
     n = int(p.shape[0])
     cal, prober = Calibrator(p, alpha=args.alpha), Prober(p, alpha=args.alpha)
-    tree = {"instance": name, "n": n, "m": int(p.shape[1]), "ub": ub, "total_nodes": total,
-            "cut": "Calibrator.cut (fixed UB)" if use_cut else "explore(threads=1, max_nodes)", "shares": []}  # fmt: skip
+    tree = {
+        "instance": name,
+        "n": n,
+        "m": int(p.shape[1]),
+        "ub": ub,
+        "total_nodes": total,
+        "cut": "Calibrator.cut (fixed UB)" if use_cut else "explore(threads=1, max_nodes)",
+        "shares": [],
+    }
     for share in shares:
         started = time.perf_counter()
         if use_cut:
@@ -186,21 +209,38 @@ def run_tree(spec: str, shares: list[float], seeds: int, args) -> dict:
             result = explore(p, WorkUnit.full(n), ub, threads=1, max_nodes=int(share * total))
             remaining, explored = result.remaining, result.nodes
         actual = total - explored
-        row = {"share": share, "nodes_done": int(explored), "actual_nodes_left": int(actual),
-               "cut_s": round(time.perf_counter() - started, 2), "seeds": []}  # fmt: skip
+        row = {
+            "share": share,
+            "nodes_done": int(explored),
+            "actual_nodes_left": int(actual),
+            "cut_s": round(time.perf_counter() - started, 2),
+            "seeds": [],
+        }
         for seed in range(seeds):
             est = estimate_once(cal, prober, remaining, explored, ub, n, seed, args)
             info = est.pop("_info")
-            row["seeds"].append({
-                **{k: {"predicted_over_actual": round(v["nodes"] / actual, 5), "cpu_s": round(v["cpu_s"], 3)}
-                   for k, v in est.items()},
-                **info,
-            })  # fmt: skip
+            row["seeds"].append(
+                {
+                    **{
+                        k: {"predicted_over_actual": round(v["nodes"] / actual, 5), "cpu_s": round(v["cpu_s"], 3)}
+                        for k, v in est.items()
+                    },
+                    **info,
+                }
+            )
         tree["shares"].append(row)
         # progress on stderr: stdout holds the one JSON document
-        print(json.dumps({"tree": name, "share": share,
-                          "ratios": {k: [s[k]["predicted_over_actual"] for s in row["seeds"]] for k in est}}),
-              file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "tree": name,
+                    "share": share,
+                    "ratios": {k: [s[k]["predicted_over_actual"] for s in row["seeds"]] for k in est},
+                }
+            ),
+            file=sys.stderr,
+            flush=True,
+        )
     return tree
 
 
@@ -210,17 +250,19 @@ def summary(trees: list[dict]) -> dict:
     names = list(trees[0]["shares"][0]["seeds"][0].keys())
     for key in [k for k in names if isinstance(trees[0]["shares"][0]["seeds"][0][k], dict)]:
         for label, pick in (("n50", lambda t: t["n"] == 50), ("all", lambda t: True)):
-            r = np.array([s[key]["predicted_over_actual"] for t in trees if pick(t) for sh in t["shares"]
-                          for s in sh["seeds"]])  # fmt: skip
+            r = np.array(
+                [s[key]["predicted_over_actual"] for t in trees if pick(t) for sh in t["shares"] for s in sh["seeds"]]
+            )
             if r.size == 0:
                 continue
             r = np.maximum(r, 1e-12)
             out.setdefault(key, {})[label] = {
-                "estimates": int(r.size), "within_2x": round(float(np.mean(np.abs(np.log(r)) <= np.log(2))), 3),
+                "estimates": int(r.size),
+                "within_2x": round(float(np.mean(np.abs(np.log(r)) <= np.log(2))), 3),
                 "within_3x": round(float(np.mean(np.abs(np.log(r)) <= np.log(3))), 3),
                 "median_ratio": round(float(np.median(r)), 4),
                 "geo_mean_abs_log10": round(float(np.mean(np.abs(np.log10(r)))), 3),
-            }  # fmt: skip
+            }
     return out
 
 
@@ -237,8 +279,11 @@ def main() -> None:
     args = parser.parse_args()
     warm_up()
     trees = [run_tree(spec, args.shares, args.seeds, args) for spec in args.trees]
-    print(json.dumps({"benchmark": "eta_calibration", "args": vars(args), "summary": summary(trees), "trees": trees},
-                     indent=1))  # fmt: skip
+    print(
+        json.dumps(
+            {"benchmark": "eta_calibration", "args": vars(args), "summary": summary(trees), "trees": trees}, indent=1
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -38,21 +38,29 @@ def history(info: dict, total: int, shares: list[float]) -> list[dict]:
             continue
         left = total - h["nodes"][index]
         estimate, low, high = (float(h[c][index]) for c in ("estimate_nodes", "estimate_low", "estimate_high"))
-        rows.append({
-            "share_done": share, "reached": True, "t_s": round(float(h["t"][index]), 1),
-            "nodes_done": int(h["nodes"][index]), "actual_nodes_left": int(left),
-            "estimated_nodes_left": estimate, "estimated_low": low, "estimated_high": high,
-            "predicted_over_actual": round(estimate / left, 6), "range_covers": bool(low <= left <= high),
-            "eta_shown_s": None if math.isnan(eta[index]) else round(float(eta[index]), 1),
-        })  # fmt: skip
+        rows.append(
+            {
+                "share_done": share,
+                "reached": True,
+                "t_s": round(float(h["t"][index]), 1),
+                "nodes_done": int(h["nodes"][index]),
+                "actual_nodes_left": int(left),
+                "estimated_nodes_left": estimate,
+                "estimated_low": low,
+                "estimated_high": high,
+                "predicted_over_actual": round(estimate / left, 6),
+                "range_covers": bool(low <= left <= high),
+                "eta_shown_s": None if math.isnan(eta[index]) else round(float(eta[index]), 1),
+            }
+        )
     return rows
 
 
 def whole(spec: str, seconds: float, alphas: list[float], seeds: int) -> dict:
     """Probes of the whole tree of ``NAME:UB:TOTAL`` against ``TOTAL``."""
-    from pbbflow.flowshop.load import load_instance
     from pbbflow.flowshop.estimate import Prober
     from pbbflow.flowshop.intervals import WorkUnit
+    from pbbflow.flowshop.load import load_instance
 
     name, ub, total = spec.split(":")
     p = load_instance(name).p
@@ -86,11 +94,18 @@ def main() -> None:
     if args.command == "history":
         with open(args.info) as f:
             info = json.load(f)
-        report = {"benchmark": "eta_check history", "instance": info["instance"], "total_nodes": args.total,
-                  "nodes_done_at_end": info["nodes"], "points": history(info, args.total, args.shares)}  # fmt: skip
+        report = {
+            "benchmark": "eta_check history",
+            "instance": info["instance"],
+            "total_nodes": args.total,
+            "nodes_done_at_end": info["nodes"],
+            "points": history(info, args.total, args.shares),
+        }
     else:
-        report = {"benchmark": "eta_check whole",
-                  "trees": [whole(t, args.seconds, args.alphas, args.seeds) for t in args.trees]}  # fmt: skip
+        report = {
+            "benchmark": "eta_check whole",
+            "trees": [whole(t, args.seconds, args.alphas, args.seeds) for t in args.trees],
+        }
     print(json.dumps(report, indent=1))
 
 

@@ -24,9 +24,9 @@ import numba
 import numpy as np
 
 from pbbflow.flowshop.bounds import BOUND_NAMES
-from pbbflow.flowshop.load import load_instance
 from pbbflow.flowshop.estimate import _enter, row_weights
 from pbbflow.flowshop.ivm import BRANCH_NAMES, IVM, Problem, set_root
+from pbbflow.flowshop.load import load_instance
 
 _jit = numba.njit(cache=True, nogil=True)
 SHARES = (0.02, 0.05, 0.1, 0.2, 0.5)
@@ -114,16 +114,46 @@ class Walker:
         self.state = np.zeros(2, np.int64)
         pre = np.zeros(n, np.int32)
         pre[:depth] = prefix
-        start(pr.p, pr.bound_data, pr.mode, pr.branch, ub, self.ivm.arrays, pre, depth, alpha, self.P, self.S,
-              self.W, self.mass, self.state, acc)
+        start(
+            pr.p,
+            pr.bound_data,
+            pr.mode,
+            pr.branch,
+            ub,
+            self.ivm.arrays,
+            pre,
+            depth,
+            alpha,
+            self.P,
+            self.S,
+            self.W,
+            self.mass,
+            self.state,
+            acc,
+        )
         self.finished = False
 
     def run(self, budget: int) -> bool:
         """Walk on for at most ``budget`` nodes; whether the subtree is done."""
         if not self.finished:
-            self.finished = bool(steps(self.pr.p, self.pr.bound_data, self.pr.mode, self.pr.branch, self.ub,
-                                       self.ivm.arrays, self.alpha, self.P, self.S, self.W, self.mass, self.state,
-                                       self.acc, budget))
+            self.finished = bool(
+                steps(
+                    self.pr.p,
+                    self.pr.bound_data,
+                    self.pr.mode,
+                    self.pr.branch,
+                    self.ub,
+                    self.ivm.arrays,
+                    self.alpha,
+                    self.P,
+                    self.S,
+                    self.W,
+                    self.mass,
+                    self.state,
+                    self.acc,
+                    budget,
+                )
+            )
         return self.finished
 
 
@@ -148,12 +178,25 @@ def study(p: np.ndarray, ub: int, total: int, alpha: float, strata: int, quantum
                 done = acc[2]
                 estimate = acc[1] / acc[0] if acc[0] > 0 else float("nan")
                 left = total - done
-                out.append({"share": pending.pop(0), "done": int(done), "probability_done": round(float(acc[0]), 6),
-                            "predicted_over_actual_left": round(float((estimate - done) / left), 4) if left else None})
+                out.append(
+                    {
+                        "share": pending.pop(0),
+                        "done": int(done),
+                        "probability_done": round(float(acc[0]), 6),
+                        "predicted_over_actual_left": round(float((estimate - done) / left), 4) if left else None,
+                    }
+                )
         active = [w for w in active if not w.finished]
-    return {"ub": ub, "total": total, "alpha": alpha, "strata": strata, "counted": int(acc[2]),
-            "final_estimate": round(float(acc[1] / acc[0]), 1), "final_probability": round(float(acc[0]), 9),
-            "points": out}
+    return {
+        "ub": ub,
+        "total": total,
+        "alpha": alpha,
+        "strata": strata,
+        "counted": int(acc[2]),
+        "final_estimate": round(float(acc[1] / acc[0]), 1),
+        "final_probability": round(float(acc[0]), 9),
+        "points": out,
+    }
 
 
 def main() -> None:
@@ -167,8 +210,13 @@ def main() -> None:
         for strata in (0, 1):
             for alpha in args.alphas:
                 began = time.perf_counter()
-                runs.append({"instance": name, **study(load_instance(name).p, int(ub), int(total), alpha, strata),
-                             "seconds": round(time.perf_counter() - began, 1)})
+                runs.append(
+                    {
+                        "instance": name,
+                        **study(load_instance(name).p, int(ub), int(total), alpha, strata),
+                        "seconds": round(time.perf_counter() - began, 1),
+                    }
+                )
                 print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
     print(json.dumps({"benchmark": "eta_wbe", "shares": SHARES, "runs": runs}, indent=1))
 

@@ -32,12 +32,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import numpy as np  # noqa: E402
+from stress import check_books, explore_in_pieces, gpu_in_pieces  # noqa: E402
 
 from pbbflow.flowshop.evaluation import neh  # noqa: E402
-from pbbflow.flowshop.taillard import taillard_instance  # noqa: E402
 from pbbflow.flowshop.explorer import explore  # noqa: E402
 from pbbflow.flowshop.intervals import WorkUnit  # noqa: E402
-from stress import check_books, explore_in_pieces, gpu_in_pieces  # noqa: E402
+from pbbflow.flowshop.taillard import taillard_instance  # noqa: E402
 
 OPTIMA = {11: 1582, 31: 2724, 34: 2751, 35: 2863, 41: 2991}  # ../shared/data/taillard/bounds.csv
 
@@ -119,10 +119,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--parts", nargs="+", choices=sorted(PARTS), default=["issue12", "chains"])
     args = parser.parse_args()
-    whole = {k: explore(taillard_instance(k).p, WorkUnit.full(taillard_instance(k).n), ub).nodes
-             for k, ub in OPTIMA.items()}  # fmt: skip
-    out = {"benchmark": "explorer_soak", "python": platform.python_version(), "seconds_per_part": args.seconds,
-           "seed": args.seed}  # fmt: skip
+    whole = {
+        k: explore(taillard_instance(k).p, WorkUnit.full(taillard_instance(k).n), ub).nodes for k, ub in OPTIMA.items()
+    }
+    out = {
+        "benchmark": "explorer_soak",
+        "python": platform.python_version(),
+        "seconds_per_part": args.seconds,
+        "seed": args.seed,
+    }
     if "gpu" in args.parts:
         from pbbflow.gpu.flowshop.explorer import device_summary
 

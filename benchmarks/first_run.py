@@ -40,8 +40,9 @@ def run_once(arguments: list[str], folder: Path, cache: Path) -> dict:
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
     load = os.getloadavg()[0]
     started = time.perf_counter()
-    proc = subprocess.Popen([*launcher, *arguments], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, cwd=folder)  # fmt: skip
+    proc = subprocess.Popen(
+        [*launcher, *arguments], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=folder
+    )
     notice_at = figure_at = figure = None
     lines = []
     for line in proc.stderr:
@@ -57,8 +58,13 @@ def run_once(arguments: list[str], folder: Path, cache: Path) -> dict:
     wall = time.perf_counter() - started
     if code != 0:
         raise RuntimeError(f"pbbflow {' '.join(arguments)} exited {code}: {lines}")
-    return {"wall_s": round(wall, 2), "notice_at_s": notice_at, "figure_at_s": figure_at, "compiled_s": figure,
-            "load_average_before": round(load, 2)}  # fmt: skip
+    return {
+        "wall_s": round(wall, 2),
+        "notice_at_s": notice_at,
+        "figure_at_s": figure_at,
+        "compiled_s": figure,
+        "load_average_before": round(load, 2),
+    }
 
 
 def main() -> None:
@@ -74,14 +80,26 @@ def main() -> None:
                 runs.append({"cache": "cold" if index == 0 else "warm", **run_once(arguments, Path(folder), cache)})
                 print(json.dumps({name: runs[-1]}), file=sys.stderr)
         warm = [r["wall_s"] for r in runs[1:]]
-        results[name] = {"command": "pbbflow " + " ".join(arguments), "runs": runs,
-                         "cold_wall_s": runs[0]["wall_s"], "warm_median_wall_s": statistics.median(warm) if warm else None}  # fmt: skip
-    print(json.dumps({
-        "benchmark": "first_run",
-        "machine": {"cpus": len(os.sched_getaffinity(0)), "processor": platform.processor() or platform.machine(),
-                    "python": platform.python_version()},
-        "results": results,
-    }, indent=2))  # fmt: skip
+        results[name] = {
+            "command": "pbbflow " + " ".join(arguments),
+            "runs": runs,
+            "cold_wall_s": runs[0]["wall_s"],
+            "warm_median_wall_s": statistics.median(warm) if warm else None,
+        }
+    print(
+        json.dumps(
+            {
+                "benchmark": "first_run",
+                "machine": {
+                    "cpus": len(os.sched_getaffinity(0)),
+                    "processor": platform.processor() or platform.machine(),
+                    "python": platform.python_version(),
+                },
+                "results": results,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -18,24 +18,42 @@ import json
 import os
 import time
 
-from pbbflow.flowshop.load import load_instance
-from pbbflow.gpu.flowshop.explorer import DEFAULT_IVMS, GpuExplorer, compile_kernels, device_summary
 from pbbflow.flowshop.explorer import explore
 from pbbflow.flowshop.intervals import WorkUnit
+from pbbflow.flowshop.load import load_instance
+from pbbflow.gpu.flowshop.explorer import DEFAULT_IVMS, GpuExplorer, compile_kernels, device_summary
 
 # Optimal makespans from ../shared/data/taillard/bounds.csv (optimal=yes rows).
 OPTIMA = {
-    "ta001": 1278, "ta011": 1582, "ta017": 1484,
-    "ta021": 2297, "ta022": 2099, "ta023": 2326, "ta024": 2223, "ta025": 2291,
-    "ta026": 2226, "ta027": 2273, "ta028": 2200, "ta029": 2237, "ta030": 2178,
-}  # fmt: skip
+    "ta001": 1278,
+    "ta011": 1582,
+    "ta017": 1484,
+    "ta021": 2297,
+    "ta022": 2099,
+    "ta023": 2326,
+    "ta024": 2223,
+    "ta025": 2291,
+    "ta026": 2226,
+    "ta027": 2273,
+    "ta028": 2200,
+    "ta029": 2237,
+    "ta030": 2178,
+}
 # The best known makespans of the 50 x 20 class, from the same file (ta056 is optimal; the
 # others come from Helbecque 2025's list there), for runs with UB = best known + --ub-offset.
 BEST_KNOWN = {
     **OPTIMA,
-    "ta051": 3846, "ta052": 3699, "ta053": 3640, "ta054": 3719, "ta055": 3610,
-    "ta056": 3679, "ta057": 3704, "ta058": 3691, "ta059": 3741, "ta060": 3755,
-}  # fmt: skip
+    "ta051": 3846,
+    "ta052": 3699,
+    "ta053": 3640,
+    "ta054": 3719,
+    "ta055": 3610,
+    "ta056": 3679,
+    "ta057": 3704,
+    "ta058": 3691,
+    "ta059": 3741,
+    "ta060": 3755,
+}
 # The paper authors' CUDA code on the same H200 model (issue 4): ta021, 495 M nodes in 7.9 s.
 REFERENCE_TA021_NODES_PER_S = 63e6
 
@@ -50,12 +68,21 @@ def run_one(name: str, ivms: int, max_seconds: float, branch: str = "minmin", ub
     seconds = time.perf_counter() - started
     finished = not explorer.remaining()
     return {
-        "instance": name, "ub": ub, "branch": branch, "ivms": ivms, "finished": finished,
-        "improved": explorer.best() is not None, "nodes": counts.nodes, "leaves": counts.leaves,
-        "seconds": round(seconds, 3), "nodes_per_s": round(counts.nodes / seconds),
-        "launches": counts.launches, "kernel_share": round(counts.kernel_s / seconds, 4),
-        "peak_active_ivms": counts.peak_active, "ivm_memory_bytes": explorer.memory_bytes,
-    }  # fmt: skip
+        "instance": name,
+        "ub": ub,
+        "branch": branch,
+        "ivms": ivms,
+        "finished": finished,
+        "improved": explorer.best() is not None,
+        "nodes": counts.nodes,
+        "leaves": counts.leaves,
+        "seconds": round(seconds, 3),
+        "nodes_per_s": round(counts.nodes / seconds),
+        "launches": counts.launches,
+        "kernel_share": round(counts.kernel_s / seconds, 4),
+        "peak_active_ivms": counts.peak_active,
+        "ivm_memory_bytes": explorer.memory_bytes,
+    }
 
 
 def cpu_check(name: str) -> dict:
@@ -63,8 +90,12 @@ def cpu_check(name: str) -> dict:
     threads = len(os.sched_getaffinity(0))
     started = time.perf_counter()
     result = explore(p, WorkUnit.full(p.shape[0]), OPTIMA[name], threads=threads)
-    return {"instance": name, "cpu_threads": threads, "cpu_nodes": result.nodes,
-            "cpu_seconds": round(time.perf_counter() - started, 3)}  # fmt: skip
+    return {
+        "instance": name,
+        "cpu_threads": threads,
+        "cpu_nodes": result.nodes,
+        "cpu_seconds": round(time.perf_counter() - started, 3),
+    }
 
 
 def main() -> None:
@@ -79,8 +110,11 @@ def main() -> None:
     args = parser.parse_args()
     for name in args.instances + args.check_cpu:
         compile_kernels(load_instance(name).p, args.branch)  # before the clock: one kernel per machine count
-    runs = [run_one(name, ivms, args.max_seconds, args.branch, args.ub_offset)
-            for name in args.instances for ivms in args.ivms]  # fmt: skip
+    runs = [
+        run_one(name, ivms, args.max_seconds, args.branch, args.ub_offset)
+        for name in args.instances
+        for ivms in args.ivms
+    ]
     checks = []
     for name in args.check_cpu:
         check = cpu_check(name)
@@ -88,14 +122,25 @@ def main() -> None:
         check["same_nodes_as_gpu"] = gpu_nodes == {check["cpu_nodes"]}
         checks.append(check)
     finished = [r for r in runs if r["finished"]]
-    print(json.dumps({
-        "benchmark": "gpu_explorer", "commit": args.commit, **device_summary(), "bound": "lb1", "branch": args.branch,
-        "ub_offset": args.ub_offset,
-        "runs": runs, "cpu_checks": checks,
-        "total_seconds_finished": round(sum(r["seconds"] for r in finished), 3),
-        "finished": len(finished), "of": len(runs),
-        "reference_paper_ta021_nodes_per_s": REFERENCE_TA021_NODES_PER_S,
-    }, indent=2))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "benchmark": "gpu_explorer",
+                "commit": args.commit,
+                **device_summary(),
+                "bound": "lb1",
+                "branch": args.branch,
+                "ub_offset": args.ub_offset,
+                "runs": runs,
+                "cpu_checks": checks,
+                "total_seconds_finished": round(sum(r["seconds"] for r in finished), 3),
+                "finished": len(finished),
+                "of": len(runs),
+                "reference_paper_ta021_nodes_per_s": REFERENCE_TA021_NODES_PER_S,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

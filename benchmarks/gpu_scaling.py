@@ -16,10 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.flowshop.load import load_instance
 from pbbflow.gpu import DEFAULT_IVMS
 from pbbflow.workflow.cluster import open_cluster
-from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.workflow.run import drive
 
 
@@ -37,8 +37,13 @@ def run(instance, ub: int, branch: str, gpus: int, ivms: int, folder: Path) -> d
         started = time.perf_counter()
         result = drive(store, client, ivms=ivms)
         seconds = time.perf_counter() - started
-    return {"gpus": gpus, "seconds": round(seconds, 3), "nodes": result["nodes"], "status": result["status"],
-            "nodes_per_s": round(result["nodes"] / seconds)}  # fmt: skip
+    return {
+        "gpus": gpus,
+        "seconds": round(seconds, 3),
+        "nodes": result["nodes"],
+        "status": result["status"],
+        "nodes_per_s": round(result["nodes"] / seconds),
+    }
 
 
 def main() -> None:
@@ -56,8 +61,19 @@ def main() -> None:
     for r in runs:
         r["same_nodes_as_1_gpu"] = base is not None and r["nodes"] == base["nodes"]
         r["efficiency"] = None if base is None else round(base["seconds"] / (r["gpus"] * r["seconds"]), 4)
-    print(json.dumps({"benchmark": "gpu_scaling", "instance": args.instance, "ub": args.ub, "branch": args.branch,
-                      "ivms": args.ivms, "runs": runs}, indent=2))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "benchmark": "gpu_scaling",
+                "instance": args.instance,
+                "ub": args.ub,
+                "branch": args.branch,
+                "ivms": args.ivms,
+                "runs": runs,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -20,9 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.flowshop.load import load_instance
 from pbbflow.workflow.cluster import open_cluster
-from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.workflow.run import drive
 
 VARIANTS = ((0, 2.0), (None, 2.0), (0, 8.0))  # (iterated greedy tasks, seconds between checkpoints)
@@ -30,8 +30,8 @@ VARIANTS = ((0, 2.0), (None, 2.0), (0, 8.0))  # (iterated greedy tasks, seconds 
 
 def install_timers() -> None:
     """In the worker: wrap the GPU engine's and explorer's methods with accumulating timers."""
-    from pbbflow.gpu.flowshop import explorer as gpu_explorer
     from pbbflow.flowshop import family
+    from pbbflow.gpu.flowshop import explorer as gpu_explorer
 
     totals: dict = {}
     family.profile_totals = totals
@@ -92,14 +92,22 @@ def main() -> None:
         for rep in (1, 2):
             for heuristics, budget in VARIANTS:
                 with tempfile.TemporaryDirectory() as folder:
-                    store = create_flowshop_run(Path(folder) / "run.zarr", instance, ub=args.ub, bound="lb1", branch="minmin")
+                    store = create_flowshop_run(
+                        Path(folder) / "run.zarr", instance, ub=args.ub, bound="lb1", branch="minmin"
+                    )
                     started = time.perf_counter()
                     result = drive(store, client, heuristics=heuristics, budget_s=budget)
                     seconds = time.perf_counter() - started
                 (totals,) = client.run(take_totals).values()
-                row = {"instance": args.instance, "rep": rep, "heuristics": heuristics, "budget_s": budget,
-                       "seconds": round(seconds, 3), "nodes": result["nodes"],
-                       **{k: round(v, 3) if isinstance(v, float) else v for k, v in totals.items()}}  # fmt: skip
+                row = {
+                    "instance": args.instance,
+                    "rep": rep,
+                    "heuristics": heuristics,
+                    "budget_s": budget,
+                    "seconds": round(seconds, 3),
+                    "nodes": result["nodes"],
+                    **{k: round(v, 3) if isinstance(v, float) else v for k, v in totals.items()},
+                }
                 print(json.dumps(row), flush=True)
 
 

@@ -38,8 +38,13 @@ def one_run(number: int, seed: int) -> dict:
     n, m = p.shape
     budget = n * m / 2 * MS_PER_UNIT / 1000
     result = iterated_greedy(p, seconds=budget, seed=seed, clock=time.process_time)
-    return {"instance": f"ta{number:03d}", "seed": seed, "makespan": result.makespan,
-            "iterations": result.iterations, "cpu_budget_s": budget}  # fmt: skip
+    return {
+        "instance": f"ta{number:03d}",
+        "seed": seed,
+        "makespan": result.makespan,
+        "iterations": result.iterations,
+        "cpu_budget_s": budget,
+    }
 
 
 def main() -> None:
@@ -61,12 +66,28 @@ def main() -> None:
     for first in args.groups:
         names = {f"ta{first + i:03d}" for i in range(10)}
         rows = [r for r in runs if r["instance"] in names]
-        groups.append({"instances": f"ta{first:03d}-ta{first + 9:03d}",
-                       "arpd": round(statistics.mean(r["rpd"] for r in rows), 4), "runs": len(rows)})  # fmt: skip
+        groups.append(
+            {
+                "instances": f"ta{first:03d}-ta{first + 9:03d}",
+                "arpd": round(statistics.mean(r["rpd"] for r in rows), 4),
+                "runs": len(rows),
+            }
+        )
     algorithm = "iterated greedy, d=4, tau=0.4, idle-time tie-break, referenced insertion local search"
-    print(json.dumps({"benchmark": "heuristic", "algorithm": algorithm,
-                      "stopping_rule": f"n*m/2 x {MS_PER_UNIT:g} ms CPU", "seeds": args.seeds, "groups": groups,
-                      "goal_arpd_each_group": 1.0, "runs": runs}, indent=2))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "benchmark": "heuristic",
+                "algorithm": algorithm,
+                "stopping_rule": f"n*m/2 x {MS_PER_UNIT:g} ms CPU",
+                "seeds": args.seeds,
+                "groups": groups,
+                "goal_arpd_each_group": 1.0,
+                "runs": runs,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -17,10 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from pbbflow.flowshop.load import load_instance
-from pbbflow.flowshop.intervals import WorkUnit
-from pbbflow.workflow.cluster import gpu_count, open_cluster
 from pbbflow.flowshop.family import create_flowshop_run
+from pbbflow.flowshop.intervals import WorkUnit
+from pbbflow.flowshop.load import load_instance
+from pbbflow.workflow.cluster import gpu_count, open_cluster
 from pbbflow.workflow.run import drive
 
 VARIANTS = {"neh_alone": ("neh", 0), "iterated_greedy": ("ig", None)}
@@ -28,8 +28,8 @@ VARIANTS = {"neh_alone": ("neh", 0), "iterated_greedy": ("ig", None)}
 
 def warm_up(names: list[str]) -> None:
     """Load the numba code (and the GPU kernels where there is a GPU) in this worker."""
-    from pbbflow.flowshop.iterated_greedy import iterated_greedy
     from pbbflow.flowshop.explorer import explore
+    from pbbflow.flowshop.iterated_greedy import iterated_greedy
 
     p = load_instance("ta001").p
     iterated_greedy(p, iterations=2)
@@ -44,12 +44,19 @@ def warm_up(names: list[str]) -> None:
 def solve(client, name: str, variant: str, time_limit: float, folder: Path) -> dict:
     initial, heuristics = VARIANTS[variant]
     started = time.perf_counter()
-    store = create_flowshop_run(folder / f"{name}-{variant}.zarr", load_instance(name), ub=None, bound="lb1",
-                       branch="minmin", initial=initial)  # fmt: skip
+    store = create_flowshop_run(
+        folder / f"{name}-{variant}.zarr", load_instance(name), ub=None, bound="lb1", branch="minmin", initial=initial
+    )
     result = drive(store, client, time_limit=time_limit, heuristics=heuristics)
-    return {"instance": name, "variant": variant, "status": result["status"], "makespan": result["makespan"],
-            "initial_makespan": store.options["initial_makespan"], "nodes": result["nodes"],
-            "seconds": round(time.perf_counter() - started, 3)}  # fmt: skip
+    return {
+        "instance": name,
+        "variant": variant,
+        "status": result["status"],
+        "makespan": result["makespan"],
+        "initial_makespan": store.options["initial_makespan"],
+        "nodes": result["nodes"],
+        "seconds": round(time.perf_counter() - started, 3),
+    }
 
 
 def main() -> None:
@@ -68,12 +75,26 @@ def main() -> None:
                 limit = args.neh_time_limit if variant == "neh_alone" and args.neh_time_limit else args.time_limit
                 runs.append(solve(client, name, variant, limit, Path(folder)))
                 print(json.dumps(runs[-1]), file=sys.stderr, flush=True)  # progress, in case of a kill
-    totals = {v: {"seconds": round(sum(r["seconds"] for r in runs if r["variant"] == v), 3),
-                  "proved": sum(r["status"] != "limit" for r in runs if r["variant"] == v)}
-              for v in args.variants}  # fmt: skip
-    print(json.dumps({"benchmark": "heuristic_effect", "gpus": gpus, "time_limit_s": args.time_limit,
-                      "neh_time_limit_s": args.neh_time_limit or args.time_limit,
-                      "totals": totals, "runs": runs}, indent=2))  # fmt: skip
+    totals = {
+        v: {
+            "seconds": round(sum(r["seconds"] for r in runs if r["variant"] == v), 3),
+            "proved": sum(r["status"] != "limit" for r in runs if r["variant"] == v),
+        }
+        for v in args.variants
+    }
+    print(
+        json.dumps(
+            {
+                "benchmark": "heuristic_effect",
+                "gpus": gpus,
+                "time_limit_s": args.time_limit,
+                "neh_time_limit_s": args.neh_time_limit or args.time_limit,
+                "totals": totals,
+                "runs": runs,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -37,13 +37,21 @@ def ptxas_report(ptx: str, registers: int) -> dict:
         source = Path(folder) / "explore.ptx"
         source.write_text(ptx)
         limit = ["-maxrregcount", str(registers)] if registers else []
-        done = subprocess.run([ptxas, "-arch=sm_90", "-v", *limit, str(source), "-o", str(Path(folder) / "k.cubin")],
-                              capture_output=True, text=True, check=True)  # fmt: skip
+        done = subprocess.run(
+            [ptxas, "-arch=sm_90", "-v", *limit, str(source), "-o", str(Path(folder) / "k.cubin")],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     used = re.search(r"Used (\d+) registers", done.stderr)
     spills = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", done.stderr)
-    return {"max_registers": registers or None, "registers": int(used.group(1)),
-            "stack_frame_bytes": int(spills.group(1)), "spill_store_bytes": int(spills.group(2)),
-            "spill_load_bytes": int(spills.group(3))}  # fmt: skip
+    return {
+        "max_registers": registers or None,
+        "registers": int(used.group(1)),
+        "stack_frame_bytes": int(spills.group(1)),
+        "spill_store_bytes": int(spills.group(2)),
+        "spill_load_bytes": int(spills.group(3)),
+    }
 
 
 def instruction_mix(ptx: str) -> dict:
@@ -62,8 +70,19 @@ def main() -> None:
     parser.add_argument("--registers", nargs="+", type=int, default=[0, 64, 80, 96, 128], help="0: no limit")
     args = parser.parse_args()
     ptx = explore_ptx(args.n, args.m)
-    print(json.dumps({"benchmark": "kernel_resources", "n": args.n, "m": args.m, "arch": "sm_90",
-                      **instruction_mix(ptx), "ptxas": [ptxas_report(ptx, r) for r in args.registers]}, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "kernel_resources",
+                "n": args.n,
+                "m": args.m,
+                "arch": "sm_90",
+                **instruction_mix(ptx),
+                "ptxas": [ptxas_report(ptx, r) for r in args.registers],
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -244,8 +244,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--eps-abs", type=float, default=1e-6)
     parser.add_argument("--eps-rel", type=float, default=1e-6)
     parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per problem")
-    parser.add_argument("--lbp-solver", choices=sorted(LBP_SOLVERS), default="mccormick",
-                        help="lower bounds: McCormick relaxations (default) or interval extensions alone")
+    parser.add_argument(
+        "--lbp-solver",
+        choices=sorted(LBP_SOLVERS),
+        default="mccormick",
+        help="lower bounds: McCormick relaxations (default) or interval extensions alone",
+    )
     args = parser.parse_args(argv)
     for path in args.tapes:
         with open(path) as handle:

@@ -40,8 +40,22 @@ def every_operation():
     """Every operation MAiNGO supports, on [0.5, 2] x [0.5, 3] x [-1, 2] (optimum unknown)."""
     m = Model("every operation")
     x, y, z = m.variable(0.5, 2.0), m.variable(0.5, 3.0), m.variable(-1.0, 2.0)
-    m.minimize(sqrt(x) + log(y) + tanh(z) + sin(x * y) + cos(z / x) + tan(z / 4) + abs(z - y) + minimum(x, y)
-               - maximum(y, z) + sigmoid(z) * relu(z - 0.5) + x**-2 - y**3 + exp(-z) + x)
+    m.minimize(
+        sqrt(x)
+        + log(y)
+        + tanh(z)
+        + sin(x * y)
+        + cos(z / x)
+        + tan(z / 4)
+        + abs(z - y)
+        + minimum(x, y)
+        - maximum(y, z)
+        + sigmoid(z) * relu(z - 0.5)
+        + x**-2
+        - y**3
+        + exp(-z)
+        + x
+    )
     m.subject_to(x * y - 3.5 <= 0)
     m.subject_to(x + y + z - pi == 0)
     return m.problem()

@@ -36,14 +36,25 @@ def spin() -> None:
 def known_bounds(path: Path) -> dict[str, tuple[int, int, bool]]:
     """``instance -> (lower bound, best known makespan, proved optimal)`` from the shared CSV."""
     with open(path, newline="") as f:
-        return {r["instance"]: (int(r["lower_bound"]), int(r["upper_bound"]), r["optimal"] == "yes")
-                for r in csv.DictReader(f)}  # fmt: skip
+        return {
+            r["instance"]: (int(r["lower_bound"]), int(r["upper_bound"]), r["optimal"] == "yes")
+            for r in csv.DictReader(f)
+        }
 
 
 def solve(instance: str, time_limit: str, extra: list[str]) -> dict:
     """One ``pbbflow solve`` in a fresh process: its exit code, wall seconds and result."""
-    command = [sys.executable, "-m", "pbbflow.cli.main", "solve", instance, "--json", "--time-limit", time_limit,
-               *extra]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pbbflow.cli.main",
+        "solve",
+        instance,
+        "--json",
+        "--time-limit",
+        time_limit,
+        *extra,
+    ]
     started = time.perf_counter()
     proc = subprocess.run(command, capture_output=True, text=True, check=False)
     run = {"instance": instance, "exit": proc.returncode, "wall_s": round(time.perf_counter() - started, 2)}
@@ -93,16 +104,24 @@ def main() -> None:
     finally:
         for s in spinners:
             s.terminate()
-    print(json.dumps({
-        "benchmark": "solve sweep",
-        "command": f"pbbflow solve INSTANCE --json --time-limit {args.time_limit} {' '.join(args.extra)}".strip(),
-        "load_processes": args.load,
-        "bounds": str(args.bounds) if bounds else None,
-        "machine": {"cpus": len(os.sched_getaffinity(0)), "processor": platform.processor() or platform.machine(),
-                    "python": platform.python_version()},
-        "failures": sum(r["failure"] is not None for r in runs),
-        "runs": runs,
-    }, indent=1))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "benchmark": "solve sweep",
+                "command": f"pbbflow solve INSTANCE --json --time-limit {args.time_limit} {' '.join(args.extra)}".strip(),
+                "load_processes": args.load,
+                "bounds": str(args.bounds) if bounds else None,
+                "machine": {
+                    "cpus": len(os.sched_getaffinity(0)),
+                    "processor": platform.processor() or platform.machine(),
+                    "python": platform.python_version(),
+                },
+                "failures": sum(r["failure"] is not None for r in runs),
+                "runs": runs,
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

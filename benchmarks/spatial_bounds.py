@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 import numba
-import numpy as np
 
 from pbbflow.spatial.bounds import LANES, bound_boxes
 from pbbflow.spatial.load import load_problem
@@ -91,10 +90,16 @@ def main() -> None:
     report = {
         "benchmark": "spatial_bounds",
         "command": "python benchmarks/spatial_bounds.py " + " ".join(sys.argv[1:]),
-        "problem": "peaks-ann on [-3, 3]^2", "optimum": problem.optimum, "tape_size": int(problem.tape.size),
-        "lanes": LANES, "repeats": args.repeats, "threads": numba.get_num_threads(),
-        "cpu": platform.processor() or platform.machine(), "root_bounds": rows,
-        "first_calls_cold_s": round(cold, 2), "first_calls_warm_s": round(warm, 2),
+        "problem": "peaks-ann on [-3, 3]^2",
+        "optimum": problem.optimum,
+        "tape_size": int(problem.tape.size),
+        "lanes": LANES,
+        "repeats": args.repeats,
+        "threads": numba.get_num_threads(),
+        "cpu": platform.processor() or platform.machine(),
+        "root_bounds": rows,
+        "first_calls_cold_s": round(cold, 2),
+        "first_calls_warm_s": round(warm, 2),
     }
     text = json.dumps(report, indent=1)
     if args.out:

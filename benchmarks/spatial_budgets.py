@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 from pbbflow.spatial.bnb import minimize
-from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.load import load_problem
+from pbbflow.spatial.options import MinimizeOptions
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial"
 BUDGETS = (16, 64, 256, 1024)
@@ -33,23 +33,42 @@ def main() -> None:
         problem = load_problem(spec)
         for budget in BUDGETS:
             result = minimize(problem, MinimizeOptions(subdomains=budget, parallel=False, time_limit=60.0))
-            rows.append({"problem": problem.name, "budget": budget, "subdomains": result.subdomains,
-                         "status": result.status, "nodes": result.nodes, "seconds": round(result.elapsed_s, 4),
-                         "valid": bool(result.lower_bound <= problem.optimum + 1e-12 * max(1.0, abs(problem.optimum)))})
+            rows.append(
+                {
+                    "problem": problem.name,
+                    "budget": budget,
+                    "subdomains": result.subdomains,
+                    "status": result.status,
+                    "nodes": result.nodes,
+                    "seconds": round(result.elapsed_s, 4),
+                    "valid": bool(result.lower_bound <= problem.optimum + 1e-12 * max(1.0, abs(problem.optimum))),
+                }
+            )
     summary = {
-        budget: {"total_seconds": round(sum(r["seconds"] for r in rows if r["budget"] == budget), 3),
-                 "not_proved": [r["problem"] for r in rows if r["budget"] == budget and r["status"] != "optimal"],
-                 "all_valid": all(r["valid"] for r in rows if r["budget"] == budget)}
+        budget: {
+            "total_seconds": round(sum(r["seconds"] for r in rows if r["budget"] == budget), 3),
+            "not_proved": [r["problem"] for r in rows if r["budget"] == budget and r["status"] != "optimal"],
+            "all_valid": all(r["valid"] for r in rows if r["budget"] == budget),
+        }
         for budget in BUDGETS
     }
-    print(json.dumps({
-        "benchmark": "spatial_budgets",
-        "command": "python benchmarks/spatial_budgets.py " + " ".join(sys.argv[1:]),
-        "machine": {"cpus": os.cpu_count(), "processor": platform.processor(), "python": platform.python_version()},
-        "settings": {"eps_abs": 1e-6, "eps_rel": 1e-6, "threads": 1, "time_limit_s": 60.0},
-        "summary": summary,
-        "runs": rows,
-    }, indent=1))
+    print(
+        json.dumps(
+            {
+                "benchmark": "spatial_budgets",
+                "command": "python benchmarks/spatial_budgets.py " + " ".join(sys.argv[1:]),
+                "machine": {
+                    "cpus": os.cpu_count(),
+                    "processor": platform.processor(),
+                    "python": platform.python_version(),
+                },
+                "settings": {"eps_abs": 1e-6, "eps_rel": 1e-6, "threads": 1, "time_limit_s": 60.0},
+                "summary": summary,
+                "runs": rows,
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from pbbflow.spatial.bnb import minimize
-from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.load import load_problem
+from pbbflow.spatial.options import MinimizeOptions
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial"
 
@@ -29,9 +29,16 @@ def run(problem, contract: bool, time_limit: float) -> dict:
     result = minimize(problem, MinimizeOptions(time_limit=time_limit, parallel=False, contract=contract))
     bound = result.lower_bound
     valid = None if problem.optimum is None else bool(bound <= problem.optimum + 1e-9 * max(1.0, abs(problem.optimum)))
-    return {"status": result.status, "nodes": result.nodes, "seconds": round(result.elapsed_s, 3),
-            "objective": result.objective, "lower_bound": bound, "gap_abs": result.gap_abs,
-            "open_boxes": result.open_boxes, "lower_bound_valid": valid}
+    return {
+        "status": result.status,
+        "nodes": result.nodes,
+        "seconds": round(result.elapsed_s, 3),
+        "objective": result.objective,
+        "lower_bound": bound,
+        "gap_abs": result.gap_abs,
+        "open_boxes": result.open_boxes,
+        "lower_bound_valid": valid,
+    }
 
 
 def main() -> None:
@@ -46,13 +53,29 @@ def main() -> None:
         problem = load_problem(spec)
         with_contract = run(problem, True, args.time_limit)
         without = run(problem, False, args.time_limit)
-        rows.append({"problem": Path(spec).stem, "dimension": problem.dimension, "optimum": problem.optimum,
-                     "contract": with_contract, "no_contract": without})
+        rows.append(
+            {
+                "problem": Path(spec).stem,
+                "dimension": problem.dimension,
+                "optimum": problem.optimum,
+                "contract": with_contract,
+                "no_contract": without,
+            }
+        )
         print(json.dumps(rows[-1]), flush=True, file=sys.stderr)
-    print(json.dumps({
-        "benchmark": "spatial_contract", "time_limit_s": args.time_limit, "threads": 1,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "date": time.strftime("%Y-%m-%d"), "problems": rows}, indent=1))
+    print(
+        json.dumps(
+            {
+                "benchmark": "spatial_contract",
+                "time_limit_s": args.time_limit,
+                "threads": 1,
+                "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+                "date": time.strftime("%Y-%m-%d"),
+                "problems": rows,
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

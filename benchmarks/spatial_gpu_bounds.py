@@ -56,8 +56,10 @@ def agreement(gpu, cpu) -> dict:
         "lb_agrees": bool(relative <= 1e-12 and np.array_equal(np.isinf(gpu.lb), np.isinf(cpu.lb))),
         "n_kept_equal": bool(np.array_equal(gpu.n_kept, cpu.n_kept)),
         "n_fallback_equal": bool(np.array_equal(gpu.n_fallback, cpu.n_fallback)),
-        "hull_equal": bool(np.array_equal(gpu.hull_lo, cpu.hull_lo, equal_nan=True)
-                           and np.array_equal(gpu.hull_hi, cpu.hull_hi, equal_nan=True)),
+        "hull_equal": bool(
+            np.array_equal(gpu.hull_lo, cpu.hull_lo, equal_nan=True)
+            and np.array_equal(gpu.hull_hi, cpu.hull_hi, equal_nan=True)
+        ),
         "best_point_equal": bool(np.array_equal(gpu.best_point, cpu.best_point, equal_nan=True)),
     }
 
@@ -102,26 +104,45 @@ def main() -> None:
             threshold = np.full(count, problem.optimum + 0.1)
             bound_boxes_gpu(tape, lo, hi, n_per_dim, args.mode, threshold=threshold)  # compiles on first use
             gpu_seconds, gpu = median_seconds(
-                lambda: bound_boxes_gpu(tape, lo, hi, n_per_dim, args.mode, threshold=threshold), args.repeats)
+                lambda: bound_boxes_gpu(tape, lo, hi, n_per_dim, args.mode, threshold=threshold), args.repeats
+            )
             check = min(args.check, count)
             cpu_seconds, cpu = median_seconds(
-                lambda: bound_boxes(tape, lo[:check], hi[:check], n_per_dim, args.mode, threshold=threshold[:check]),
-                1)
+                lambda: bound_boxes(tape, lo[:check], hi[:check], n_per_dim, args.mode, threshold=threshold[:check]), 1
+            )
             checked = bound_boxes_gpu(tape, lo[:check], hi[:check], n_per_dim, args.mode, threshold=threshold[:check])
-            rows.append({
-                "subdomains": subdomains, "n_per_dim": n_per_dim, "boxes": count,
-                "gpu_seconds": gpu_seconds, "gpu_subdomains_per_second": count * subdomains / gpu_seconds,
-                "cpu_checked_boxes": check, "cpu_seconds": cpu_seconds,
-                "cpu_subdomains_per_second": check * subdomains / cpu_seconds,
-                "root_lb": float(gpu.lb[0]), "root_n_kept": int(gpu.n_kept[0]), **agreement(checked, cpu),
-            })
+            rows.append(
+                {
+                    "subdomains": subdomains,
+                    "n_per_dim": n_per_dim,
+                    "boxes": count,
+                    "gpu_seconds": gpu_seconds,
+                    "gpu_subdomains_per_second": count * subdomains / gpu_seconds,
+                    "cpu_checked_boxes": check,
+                    "cpu_seconds": cpu_seconds,
+                    "cpu_subdomains_per_second": check * subdomains / cpu_seconds,
+                    "root_lb": float(gpu.lb[0]),
+                    "root_n_kept": int(gpu.n_kept[0]),
+                    **agreement(checked, cpu),
+                }
+            )
             print(json.dumps(rows[-1]), flush=True, file=sys.stderr)  # progress
-    print(json.dumps({
-        "problem": args.problem, "tape_slots": tape.size, "mode": args.mode, "repeats": args.repeats,
-        "device": device_name(),
-        "host": platform.node(), **kernel_resources(tape), "rows": rows,
-        "all_agree": all(r["lb_agrees"] and r["n_kept_equal"] and r["hull_equal"] for r in rows),
-    }, indent=1))
+    print(
+        json.dumps(
+            {
+                "problem": args.problem,
+                "tape_slots": tape.size,
+                "mode": args.mode,
+                "repeats": args.repeats,
+                "device": device_name(),
+                "host": platform.node(),
+                **kernel_resources(tape),
+                "rows": rows,
+                "all_agree": all(r["lb_agrees"] and r["n_kept_equal"] and r["hull_equal"] for r in rows),
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -46,10 +46,13 @@ def agreement(lo, hi, gpu, cpu) -> dict:
     around = np.all((gpu[0][both] <= cpu[0][both]) & (gpu[1][both] >= cpu[1][both]), axis=1)
     same = np.all((gpu[0][both] == cpu[0][both]) & (gpu[1][both] == cpu[1][both]), axis=1)
     return {
-        "empty_gpu": int(gpu[2].sum()), "empty_cpu": int(cpu[2].sum()),
+        "empty_gpu": int(gpu[2].sum()),
+        "empty_cpu": int(cpu[2].sum()),
         "empty_equal": bool(np.array_equal(gpu[2], cpu[2])),
-        "boxes_bitwise_equal": int(same.sum()), "boxes_compared": int(both.sum()),
-        "gpu_strictly_inside_cpu": int((inside & ~same).sum()), "gpu_strictly_around_cpu": int((around & ~same).sum()),
+        "boxes_bitwise_equal": int(same.sum()),
+        "boxes_compared": int(both.sum()),
+        "gpu_strictly_inside_cpu": int((inside & ~same).sum()),
+        "gpu_strictly_around_cpu": int((around & ~same).sum()),
         "max_difference_over_width": float(difference.max()) if difference.size else 0.0,
     }
 
@@ -76,9 +79,15 @@ def run(problem, count: int, ub: float, repeats: int) -> dict:
     gpu_seconds, gpu = median_seconds(lambda: contract_boxes_gpu(problem.tape, lo, hi, ub), repeats)
     contract_boxes(problem.tape, lo[:1], hi[:1], ub)
     cpu_seconds, cpu = median_seconds(lambda: contract_boxes(problem.tape, lo, hi, ub), repeats)
-    return {"boxes": count, "ub": ub if math.isfinite(ub) else "inf", "device_seconds": device_seconds,
-            "gpu_seconds_with_transfers": gpu_seconds, "cpu_seconds_one_thread": cpu_seconds,
-            "boxes_per_second_device": count / device_seconds, **agreement(lo, hi, gpu, cpu)}
+    return {
+        "boxes": count,
+        "ub": ub if math.isfinite(ub) else "inf",
+        "device_seconds": device_seconds,
+        "gpu_seconds_with_transfers": gpu_seconds,
+        "cpu_seconds_one_thread": cpu_seconds,
+        "boxes_per_second_device": count / device_seconds,
+        **agreement(lo, hi, gpu, cpu),
+    }
 
 
 def main() -> None:
@@ -93,14 +102,30 @@ def main() -> None:
         finite_ub = problem.optimum + 1e-3 * (1.0 + abs(problem.optimum))
         rows = [run(problem, count, ub, args.repeats) for count in args.boxes for ub in (math.inf, finite_ub)]
         kernel = contracting_kernel(*caps(problem.tape)[:2])
-        resources = {"registers": sorted(set(kernel.get_regs_per_thread().values())),
-                     "local_bytes": sorted(set(kernel.get_local_mem_per_thread().values()))}
-        results.append({"problem": problem.name, "slots": problem.tape.size, "vars": problem.tape.n_vars,
-                        "kernel_resources": resources, "runs": rows})
+        resources = {
+            "registers": sorted(set(kernel.get_regs_per_thread().values())),
+            "local_bytes": sorted(set(kernel.get_local_mem_per_thread().values())),
+        }
+        results.append(
+            {
+                "problem": problem.name,
+                "slots": problem.tape.size,
+                "vars": problem.tape.n_vars,
+                "kernel_resources": resources,
+                "runs": rows,
+            }
+        )
         print(json.dumps(results[-1]), file=sys.stderr)
     device = cuda.get_current_device()
-    json.dump({"device": device.name.decode() if isinstance(device.name, bytes) else str(device.name),
-               "host": platform.node(), "results": results}, sys.stdout, indent=1)
+    json.dump(
+        {
+            "device": device.name.decode() if isinstance(device.name, bytes) else str(device.name),
+            "host": platform.node(),
+            "results": results,
+        },
+        sys.stdout,
+        indent=1,
+    )
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from spatial_workflow_overhead import DEFAULT_PROBLEM, workflow
 
-from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.load import load_problem
+from pbbflow.spatial.options import MinimizeOptions
 
 
 def main() -> None:
@@ -36,8 +36,9 @@ def main() -> None:
     parser.add_argument("--commit", default=None, help="the code's commit, where this copy has no git history")
     args = parser.parse_args()
     problem = load_problem(args.problem)
-    options = MinimizeOptions(eps_abs=args.eps_abs, eps_rel=args.eps_rel, subdomains=args.subdomains,
-                              time_limit=args.time_limit)  # fmt: skip
+    options = MinimizeOptions(
+        eps_abs=args.eps_abs, eps_rel=args.eps_rel, subdomains=args.subdomains, time_limit=args.time_limit
+    )
     runs = []
     with tempfile.TemporaryDirectory() as folder:
         for repeat in range(args.repeats):
@@ -49,16 +50,28 @@ def main() -> None:
     rate = {k: statistics.median(r["boxes_per_s"] for r in runs if r["gpus"] == k) for k in args.gpus}
     seconds = {k: statistics.median(r["seconds"] for r in runs if r["gpus"] == k) for k in args.gpus}
     finished = all(r["status"] != "limit" for r in runs)
-    commit = args.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                           cwd=Path(__file__).parent).stdout.strip()  # fmt: skip
+    commit = (
+        args.commit
+        or subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent
+        ).stdout.strip()
+    )
     report = {
-        "benchmark": "spatial_gpu_scaling", "problem": problem.name, "code_commit": commit,
-        "options": {"eps_abs": args.eps_abs, "eps_rel": args.eps_rel, "subdomains": args.subdomains,
-                    "time_limit": args.time_limit},
-        "runs": runs, "median_boxes_per_s": rate, "median_seconds": seconds,
+        "benchmark": "spatial_gpu_scaling",
+        "problem": problem.name,
+        "code_commit": commit,
+        "options": {
+            "eps_abs": args.eps_abs,
+            "eps_rel": args.eps_rel,
+            "subdomains": args.subdomains,
+            "time_limit": args.time_limit,
+        },
+        "runs": runs,
+        "median_boxes_per_s": rate,
+        "median_seconds": seconds,
         "efficiency_rate": {k: rate[k] / (k * rate[1]) for k in rate if 1 in rate},
         "efficiency_time": {k: seconds[1] / (k * seconds[k]) for k in seconds} if finished and 1 in seconds else None,
-    }  # fmt: skip
+    }
     print(json.dumps(report))
     if args.out:
         args.out.write_text(json.dumps(report, indent=1) + "\n")

@@ -27,8 +27,8 @@ import sys
 
 from pbbflow.gpu import gpu_count
 from pbbflow.spatial.bnb import minimize
-from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.load import load_problem
+from pbbflow.spatial.options import MinimizeOptions
 
 BUDGETS = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 
@@ -54,8 +54,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("problem", nargs="?", default="peaks-ann")
     parser.add_argument("--budgets", type=int, nargs="+", default=list(BUDGETS))
-    parser.add_argument("--backends", nargs="+", choices=("serial", "parallel", "gpu"), default=None,
-                        help="default: serial, parallel, and gpu where one is visible")
+    parser.add_argument(
+        "--backends",
+        nargs="+",
+        choices=("serial", "parallel", "gpu"),
+        default=None,
+        help="default: serial, parallel, and gpu where one is visible",
+    )
     parser.add_argument("--bound", choices=("nie", "mvf", "both"), default="both")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--time-limit", type=float, default=300.0)
@@ -70,18 +75,27 @@ def main() -> None:
     for repeat in range(args.repeats):
         keys = list(runs) if repeat % 2 == 0 else list(runs)[::-1]
         for budget, backend in keys:
-            options = MinimizeOptions(subdomains=budget, parallel=backend == "parallel", bound=args.bound,
-                                      time_limit=args.time_limit)
+            options = MinimizeOptions(
+                subdomains=budget, parallel=backend == "parallel", bound=args.bound, time_limit=args.time_limit
+            )
             runs[budget, backend].append(_solver(backend)(problem, options))
     rows = []
     for (budget, backend), results in runs.items():
         last = results[-1]
-        rows.append({
-            "budget": budget, "subdomains": last.subdomains, "backend": backend, "status": last.status,
-            "nodes": last.nodes, "local_solves": last.local_solves, "lower_bound": last.lower_bound,
-            "objective": last.objective, "seconds_median": statistics.median(r.elapsed_s for r in results),
-            "seconds": [round(r.elapsed_s, 4) for r in results],
-        })
+        rows.append(
+            {
+                "budget": budget,
+                "subdomains": last.subdomains,
+                "backend": backend,
+                "status": last.status,
+                "nodes": last.nodes,
+                "local_solves": last.local_solves,
+                "lower_bound": last.lower_bound,
+                "objective": last.objective,
+                "seconds_median": statistics.median(r.elapsed_s for r in results),
+                "seconds": [round(r.elapsed_s, 4) for r in results],
+            }
+        )
     smallest = min(args.budgets)
     single = next((r for r in rows if r["budget"] == smallest and r["backend"] == "serial"), None)
     for row in rows:
@@ -89,17 +103,32 @@ def main() -> None:
         row["speedup_vs_same_backend"] = round(same["seconds_median"] / row["seconds_median"], 2)
         if single is not None:
             row["speedup_vs_single_interval"] = round(single["seconds_median"] / row["seconds_median"], 2)
-    print(json.dumps({
-        "benchmark": "spatial_subdomains",
-        "command": "python benchmarks/spatial_subdomains.py " + " ".join(sys.argv[1:]),
-        "problem": problem.name,
-        "machine": {"cpus": os.cpu_count(), "processor": platform.processor(), "python": platform.python_version(),
+    print(
+        json.dumps(
+            {
+                "benchmark": "spatial_subdomains",
+                "command": "python benchmarks/spatial_subdomains.py " + " ".join(sys.argv[1:]),
+                "problem": problem.name,
+                "machine": {
+                    "cpus": os.cpu_count(),
+                    "processor": platform.processor(),
+                    "python": platform.python_version(),
                     "numba_threads": int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1)),
-                    "gpu": _device()},
-        "settings": {"eps_abs": 1e-6, "eps_rel": 1e-6, "bound": args.bound, "repeats": args.repeats,
-                     "time_limit_s": args.time_limit, "single_interval_baseline": f"serial, budget {smallest}"},
-        "runs": rows,
-    }, indent=1))
+                    "gpu": _device(),
+                },
+                "settings": {
+                    "eps_abs": 1e-6,
+                    "eps_rel": 1e-6,
+                    "bound": args.bound,
+                    "repeats": args.repeats,
+                    "time_limit_s": args.time_limit,
+                    "single_interval_baseline": f"serial, budget {smallest}",
+                },
+                "runs": rows,
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

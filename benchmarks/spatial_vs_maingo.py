@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from maingo_reference import solve_with_maingo  # noqa: E402
 
 from pbbflow.spatial.bnb import minimize  # noqa: E402
-from pbbflow.spatial.options import MinimizeOptions  # noqa: E402
 from pbbflow.spatial.load import load_problem  # noqa: E402
+from pbbflow.spatial.options import MinimizeOptions  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial"
 BUILTINS = ("peaks-ann", "peaks-ann-error-min", "peaks-ann-error-max")  # the seed's network and its error
@@ -57,10 +57,16 @@ def _ours(runs: list[dict], optimum: float | None) -> dict:
     if optimum is not None and mine["lower_bound"] is not None:
         valid = mine["lower_bound"] <= optimum + 1e-12 * max(1.0, abs(optimum))
     return {
-        "status": mine["status"], "objective": mine["objective"], "lower_bound": mine["lower_bound"],
-        "gap_abs": mine["gap_abs"], "nodes": mine["nodes"], "subdomains": mine["subdomains"],
-        "local_solves": mine["local_solves"], "seconds_median": statistics.median(r["seconds"] for r in runs),
-        "seconds": [round(r["seconds"], 4) for r in runs], "lower_bound_at_or_below_optimum": valid,
+        "status": mine["status"],
+        "objective": mine["objective"],
+        "lower_bound": mine["lower_bound"],
+        "gap_abs": mine["gap_abs"],
+        "nodes": mine["nodes"],
+        "subdomains": mine["subdomains"],
+        "local_solves": mine["local_solves"],
+        "seconds_median": statistics.median(r["seconds"] for r in runs),
+        "seconds": [round(r["seconds"], 4) for r in runs],
+        "lower_bound_at_or_below_optimum": valid,
         **{key: mine[key] for key in ("phases", "device_wait_s") if key in mine},
     }
 
@@ -68,15 +74,26 @@ def _ours(runs: list[dict], optimum: float | None) -> dict:
 def _theirs(runs: list[dict]) -> dict:
     maingo = runs[-1]
     return {
-        "status": maingo["status"], "objective": maingo.get("objective"), "lower_bound": maingo.get("lower_bound"),
-        "gap_abs": maingo.get("gap_abs"), "nodes": maingo.get("nodes"),
+        "status": maingo["status"],
+        "objective": maingo.get("objective"),
+        "lower_bound": maingo.get("lower_bound"),
+        "gap_abs": maingo.get("gap_abs"),
+        "nodes": maingo.get("nodes"),
         "seconds_median": statistics.median(r["seconds"] for r in runs) if "seconds" in maingo else None,
-        "seconds": [round(r["seconds"], 4) for r in runs if "seconds" in r], "reason": maingo.get("reason"),
+        "seconds": [round(r["seconds"], 4) for r in runs if "seconds" in r],
+        "reason": maingo.get("reason"),
     }
 
 
-def compare(problem, subdomains: int, repeats: int, time_limit: float, parallel: bool = False,
-            maingo_interval: bool = False, gpu_subdomains: int | None = None) -> dict:
+def compare(
+    problem,
+    subdomains: int,
+    repeats: int,
+    time_limit: float,
+    parallel: bool = False,
+    maingo_interval: bool = False,
+    gpu_subdomains: int | None = None,
+) -> dict:
     """One row: pbbflow on one thread and MAiNGO (McCormick), and on request pbbflow on every core
     (``pbbflow_parallel``), on the GPU (``pbbflow_gpu``, with ``gpu_subdomains``) and MAiNGO with
     interval bounds (``maingo_interval``); runs alternate order."""
@@ -121,24 +138,51 @@ def main() -> None:
     parser.add_argument("--maingo-interval", action="store_true", help="also MAiNGO with interval bounds alone")
     parser.add_argument("--gpu", action="store_true", help="also pbbflow on the GPU")
     parser.add_argument("--gpu-subdomains", type=int, default=1024, help="per box on the GPU (default: 1024)")
-    parser.add_argument("problems", nargs="*",
-                        help=f"problem specs (default: every file of --data and {', '.join(BUILTINS)})")
+    parser.add_argument(
+        "problems", nargs="*", help=f"problem specs (default: every file of --data and {', '.join(BUILTINS)})"
+    )
     args = parser.parse_args()
     specs = args.problems or [*sorted(str(p) for p in args.data.glob("[BC]*.json")), *BUILTINS]
     problems = [load_problem(spec) for spec in specs]
     for parallel in (False, True) if args.parallel else (False,):  # load the numba code first
         minimize(problems[-1], MinimizeOptions(parallel=parallel, node_limit=8))
-    rows = [compare(problem, args.subdomains, args.repeats, args.time_limit, args.parallel, args.maingo_interval,
-                    args.gpu_subdomains if args.gpu else None) for problem in problems]
-    print(json.dumps({
-        "benchmark": "spatial_vs_maingo",
-        "command": "python benchmarks/spatial_vs_maingo.py " + " ".join(sys.argv[1:]),
-        "machine": {"cpus": os.cpu_count(), "processor": platform.processor(), "python": platform.python_version()},
-        "settings": {"eps_abs": 1e-6, "eps_rel": 1e-6, "feas_tol": 1e-6, "one_core": not args.parallel,
-                     "subdomains": args.subdomains, "repeats": args.repeats,
-                     "gpu_subdomains": args.gpu_subdomains if args.gpu else None, "gpu": _device() if args.gpu else None},
-        "problems": rows,
-    }, indent=1))
+    rows = [
+        compare(
+            problem,
+            args.subdomains,
+            args.repeats,
+            args.time_limit,
+            args.parallel,
+            args.maingo_interval,
+            args.gpu_subdomains if args.gpu else None,
+        )
+        for problem in problems
+    ]
+    print(
+        json.dumps(
+            {
+                "benchmark": "spatial_vs_maingo",
+                "command": "python benchmarks/spatial_vs_maingo.py " + " ".join(sys.argv[1:]),
+                "machine": {
+                    "cpus": os.cpu_count(),
+                    "processor": platform.processor(),
+                    "python": platform.python_version(),
+                },
+                "settings": {
+                    "eps_abs": 1e-6,
+                    "eps_rel": 1e-6,
+                    "feas_tol": 1e-6,
+                    "one_core": not args.parallel,
+                    "subdomains": args.subdomains,
+                    "repeats": args.repeats,
+                    "gpu_subdomains": args.gpu_subdomains if args.gpu else None,
+                    "gpu": _device() if args.gpu else None,
+                },
+                "problems": rows,
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

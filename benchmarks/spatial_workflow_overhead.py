@@ -23,9 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.family import SpatialRun, first_work
 from pbbflow.spatial.load import load_problem
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.workflow.cluster import open_cluster, usable_cores
 from pbbflow.workflow.run import create_run, drive
 
@@ -34,31 +34,54 @@ DEFAULT_PROBLEM = Path(__file__).resolve().parents[2] / "shared/data/spatial/C17
 
 def bare(problem, options: MinimizeOptions, gpu: bool) -> dict:
     if gpu:
-        from pbbflow.gpu.spatial.bnb import load_code, minimize_gpu as minimize
+        from pbbflow.gpu.spatial.bnb import load_code
+        from pbbflow.gpu.spatial.bnb import minimize_gpu as minimize
     else:
         from pbbflow.spatial.bnb import load_code, minimize
     load_code(problem, options)
     started = time.perf_counter()
     result = minimize(problem, options)
-    return {"mode": "bare", "seconds": round(time.perf_counter() - started, 3), "nodes": result.nodes,
-            "status": result.status, "lower_bound": result.lower_bound, "objective": result.objective}  # fmt: skip
+    return {
+        "mode": "bare",
+        "seconds": round(time.perf_counter() - started, 3),
+        "nodes": result.nodes,
+        "status": result.status,
+        "lower_bound": result.lower_bound,
+        "objective": result.objective,
+    }
 
 
-def workflow(problem, options: MinimizeOptions, gpu: bool, folder: Path, index: int,
-             heuristics: int | None = None) -> dict:  # fmt: skip
+def workflow(
+    problem, options: MinimizeOptions, gpu: bool, folder: Path, index: int, heuristics: int | None = None
+) -> dict:
     started = time.perf_counter()
     with open_cluster("local", workers=1, threads_per_worker=usable_cores(), gpus=int(gpu)) as client:
         opened = time.perf_counter()
         instance = SpatialRun.new(problem, options, subdomains=options.subdomains)
         first = first_work(instance)
-        store = create_run(folder / f"run-{index}.zarr", instance, work=first.boxes, incumbent=first.value,
-                           solution=first.x, settled=first.settled, nodes=first.nodes)  # fmt: skip
+        store = create_run(
+            folder / f"run-{index}.zarr",
+            instance,
+            work=first.boxes,
+            incumbent=first.value,
+            solution=first.x,
+            settled=first.settled,
+            nodes=first.nodes,
+        )
         timings: dict[str, float] = {}
         result = drive(store, client, timings=timings, time_limit=options.time_limit, heuristics=heuristics)
-    return {"mode": "workflow", "heuristics": heuristics, "seconds": round(timings["search_s"], 3), "nodes": result["nodes"],
-            "status": result["status"], "lower_bound": result["lower_bound"], "objective": result["objective"],
-            "cluster_s": round(opened - started, 3), "final_checkpoint_s": round(timings["final_checkpoint_s"], 3),
-            "wall_s": round(time.perf_counter() - started, 3)}  # fmt: skip
+    return {
+        "mode": "workflow",
+        "heuristics": heuristics,
+        "seconds": round(timings["search_s"], 3),
+        "nodes": result["nodes"],
+        "status": result["status"],
+        "lower_bound": result["lower_bound"],
+        "objective": result["objective"],
+        "cluster_s": round(opened - started, 3),
+        "final_checkpoint_s": round(timings["final_checkpoint_s"], 3),
+        "wall_s": round(time.perf_counter() - started, 3),
+    }
 
 
 def main() -> None:
@@ -70,16 +93,22 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=None, help="a cap on each run (seconds)")
     parser.add_argument("--gpu", action="store_true")
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--heuristics", type=lambda t: None if t == "default" else int(t), nargs="+", default=[None],
-                        help="the workflow's side-heuristic tasks, one workflow run per value each repeat "
-                             "(default: drive's, one beside each GPU worker)")
+    parser.add_argument(
+        "--heuristics",
+        type=lambda t: None if t == "default" else int(t),
+        nargs="+",
+        default=[None],
+        help="the workflow's side-heuristic tasks, one workflow run per value each repeat "
+        "(default: drive's, one beside each GPU worker)",
+    )
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--commit", default=None, help="the code's commit, where this copy has no git history")
     args = parser.parse_args()
     problem = load_problem(args.problem)
     subdomains = args.subdomains or (1024 if args.gpu else 64)
-    options = MinimizeOptions(eps_abs=args.eps_abs, eps_rel=args.eps_rel, subdomains=subdomains,
-                              time_limit=args.time_limit)  # fmt: skip
+    options = MinimizeOptions(
+        eps_abs=args.eps_abs, eps_rel=args.eps_rel, subdomains=subdomains, time_limit=args.time_limit
+    )
     runs = []
     with tempfile.TemporaryDirectory() as folder:
         for repeat in range(args.repeats):
@@ -93,21 +122,37 @@ def main() -> None:
                 print(json.dumps(runs[-1]), flush=True)
     seconds = {mode: [r["seconds"] for r in runs if r["mode"] == mode] for mode in ("bare", "workflow")}
     rates = {mode: [r["nodes"] / r["seconds"] for r in runs if r["mode"] == mode] for mode in ("bare", "workflow")}
-    by_heuristics = {str(h): statistics.median(r["nodes"] / r["seconds"] for r in runs if r["mode"] == "workflow"
-                                               and r["heuristics"] == h) for h in args.heuristics}  # fmt: skip
-    commit = args.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                           cwd=Path(__file__).parent).stdout.strip()  # fmt: skip
+    by_heuristics = {
+        str(h): statistics.median(
+            r["nodes"] / r["seconds"] for r in runs if r["mode"] == "workflow" and r["heuristics"] == h
+        )
+        for h in args.heuristics
+    }
+    commit = (
+        args.commit
+        or subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent
+        ).stdout.strip()
+    )
     report = {
-        "benchmark": "spatial_workflow_overhead", "problem": problem.name, "backend": "gpu" if args.gpu else "cpu",
-        "cores": usable_cores(), "options": {"eps_abs": args.eps_abs, "eps_rel": args.eps_rel,
-                                             "subdomains": subdomains, "time_limit": args.time_limit},
-        "code_commit": commit, "runs": runs,
+        "benchmark": "spatial_workflow_overhead",
+        "problem": problem.name,
+        "backend": "gpu" if args.gpu else "cpu",
+        "cores": usable_cores(),
+        "options": {
+            "eps_abs": args.eps_abs,
+            "eps_rel": args.eps_rel,
+            "subdomains": subdomains,
+            "time_limit": args.time_limit,
+        },
+        "code_commit": commit,
+        "runs": runs,
         "median_seconds": {k: statistics.median(v) for k, v in seconds.items()},
         "median_boxes_per_s": {k: statistics.median(rates[k]) for k in rates},
         "workflow_boxes_per_s_by_heuristics": by_heuristics,
         "overhead_time": statistics.median(seconds["workflow"]) / statistics.median(seconds["bare"]) - 1,
         "overhead_rate": statistics.median(rates["bare"]) / statistics.median(rates["workflow"]) - 1,
-    }  # fmt: skip
+    }
     print(json.dumps(report))
     if args.out:
         args.out.write_text(json.dumps(report, indent=1) + "\n")

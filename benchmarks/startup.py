@@ -34,8 +34,18 @@ COMPILING = re.compile(r"pbbflow: compiled in ([\d.]+) s")
 
 def run_once(instance: str, extra: list[str], folder: Path, cache: Path) -> dict:
     """One ``pbbflow solve`` in a fresh process with numba's cache at ``cache``."""
-    command = [sys.executable, "-m", "pbbflow.cli.main", "solve", instance, "--run", str(folder / "run.zarr"),
-               "--overwrite", "--json", *extra]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pbbflow.cli.main",
+        "solve",
+        instance,
+        "--run",
+        str(folder / "run.zarr"),
+        "--overwrite",
+        "--json",
+        *extra,
+    ]
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
     started = time.perf_counter()
     proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=folder, check=False)
@@ -99,16 +109,24 @@ def main() -> None:
             runs.append({"cache": "cold" if index == 0 else "warm", **run})
             print(json.dumps(runs[-1]), file=sys.stderr)
     warm = [r for r in runs if r["cache"] == "warm"]
-    print(json.dumps({
-        "benchmark": "startup",
-        "command": f"pbbflow solve {args.instance} --json {' '.join(args.extra)}".strip(),
-        "package": str(Path(importlib.util.find_spec("pbbflow").origin).resolve().parent),
-        "machine": {"cpus": len(os.sched_getaffinity(0)), "processor": platform.processor() or platform.machine(),
-                    "python": platform.python_version()},
-        "bytecode": bytecode_state(),
-        "runs": runs,
-        "warm_median": median_of(warm) if warm else None,
-    }, indent=2))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "benchmark": "startup",
+                "command": f"pbbflow solve {args.instance} --json {' '.join(args.extra)}".strip(),
+                "package": str(Path(importlib.util.find_spec("pbbflow").origin).resolve().parent),
+                "machine": {
+                    "cpus": len(os.sched_getaffinity(0)),
+                    "processor": platform.processor() or platform.machine(),
+                    "python": platform.python_version(),
+                },
+                "bytecode": bytecode_state(),
+                "runs": runs,
+                "warm_median": median_of(warm) if warm else None,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

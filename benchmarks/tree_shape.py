@@ -15,9 +15,9 @@ import time
 
 
 def profile(name: str, ub: int, branch: str) -> dict:
-    from pbbflow.flowshop.load import load_instance
     from pbbflow.flowshop.estimate import Prober
     from pbbflow.flowshop.intervals import WorkUnit
+    from pbbflow.flowshop.load import load_instance
 
     p = load_instance(name).p
     n = int(p.shape[0])
@@ -26,12 +26,18 @@ def profile(name: str, ub: int, branch: str) -> dict:
     total = int(by_depth.sum())
     widest = int(by_depth.argmax())
     return {
-        "instance": name, "n": n, "m": int(p.shape[1]), "ub": ub, "branch": branch, "nodes": total,
-        "seconds": round(time.perf_counter() - started, 2), "widest_depth": widest,
+        "instance": name,
+        "n": n,
+        "m": int(p.shape[1]),
+        "ub": ub,
+        "branch": branch,
+        "nodes": total,
+        "seconds": round(time.perf_counter() - started, 2),
+        "widest_depth": widest,
         "nodes_at_widest_depth": int(by_depth[widest]),
         "share_in_the_top_third": round(float(by_depth[: n // 3].sum()) / total, 6),
         "nodes_by_depth": [int(x) for x in by_depth],
-    }  # fmt: skip
+    }
 
 
 def main() -> None:
@@ -40,8 +46,11 @@ def main() -> None:
     parser.add_argument("--branch", default="minmin")
     args = parser.parse_args()
     trees = [spec.split(":") for spec in args.trees]
-    print(json.dumps({"benchmark": "tree_shape", "trees": [profile(name, int(ub), args.branch) for name, ub in trees]},
-                     indent=1))  # fmt: skip
+    print(
+        json.dumps(
+            {"benchmark": "tree_shape", "trees": [profile(name, int(ub), args.branch) for name, ub in trees]}, indent=1
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -21,19 +21,22 @@ from pathlib import Path
 
 from distributed import Client, LocalCluster
 
-from pbbflow.flowshop.load import load_instance
 from pbbflow.flowshop.explorer import explore
-from pbbflow.flowshop.intervals import WorkUnit
-from pbbflow.workflow.cluster import usable_cores
 from pbbflow.flowshop.family import create_flowshop_run
+from pbbflow.flowshop.intervals import WorkUnit
+from pbbflow.flowshop.load import load_instance
+from pbbflow.workflow.cluster import usable_cores
 from pbbflow.workflow.run import drive
 
 
 def bare(instance, ub: int, threads: int) -> dict:
     started = time.perf_counter()
     result = explore(instance.p, WorkUnit.full(instance.n), ub, threads=threads)
-    return {"mode": f"bare explorer, {threads} threads", "seconds": round(time.perf_counter() - started, 3),
-            "nodes": result.nodes}  # fmt: skip
+    return {
+        "mode": f"bare explorer, {threads} threads",
+        "seconds": round(time.perf_counter() - started, 3),
+        "nodes": result.nodes,
+    }
 
 
 def warm_up() -> None:
@@ -42,23 +45,37 @@ def warm_up() -> None:
 
 
 def workflow(instance, ub: int, workers: int, threads: int, folder: Path) -> dict:
-    with LocalCluster(n_workers=workers, threads_per_worker=threads, host="127.0.0.1",
-                      dashboard_address=None) as cluster, Client(cluster) as client:  # fmt: skip
+    with (
+        LocalCluster(
+            n_workers=workers, threads_per_worker=threads, host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         client.run(warm_up)
-        store = create_flowshop_run(folder / f"run-{workers}x{threads}.zarr", instance, ub=ub, bound="lb1", branch="minmin")
+        store = create_flowshop_run(
+            folder / f"run-{workers}x{threads}.zarr", instance, ub=ub, bound="lb1", branch="minmin"
+        )
         started = time.perf_counter()
         result = drive(store, client)
         seconds = time.perf_counter() - started
-    return {"mode": f"workflow, {workers} worker(s) x {threads} thread(s)", "seconds": round(seconds, 3),
-            "nodes": result["nodes"], "status": result["status"]}  # fmt: skip
+    return {
+        "mode": f"workflow, {workers} worker(s) x {threads} thread(s)",
+        "seconds": round(seconds, 3),
+        "nodes": result["nodes"],
+        "status": result["status"],
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instance", default="ta026")
     parser.add_argument("--ub", type=int, default=2226)
-    parser.add_argument("--shapes", nargs="+", default=["1xC", "Cx1"],
-                        help="workers x threads per worker; C stands for the number of cores")
+    parser.add_argument(
+        "--shapes",
+        nargs="+",
+        default=["1xC", "Cx1"],
+        help="workers x threads per worker; C stands for the number of cores",
+    )
     args = parser.parse_args()
     instance = load_instance(args.instance)
     cores = usable_cores()
@@ -72,8 +89,12 @@ def main() -> None:
     for run in runs[1:]:
         run["overhead"] = round(run["seconds"] / base - 1, 4)
         run["same_node_count"] = run["nodes"] == runs[0]["nodes"]
-    print(json.dumps({"benchmark": "workflow_overhead", "instance": args.instance, "ub": args.ub, "cores": cores,
-                      "runs": runs}, indent=2))  # fmt: skip
+    print(
+        json.dumps(
+            {"benchmark": "workflow_overhead", "instance": args.instance, "ub": args.ub, "cores": cores, "runs": runs},
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

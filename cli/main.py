@@ -22,16 +22,29 @@ from ..flowshop.instance import FORMATS, ORIENTATIONS
 from ..flowshop.iterated_greedy import iterated_greedy
 from ..flowshop.ivm import BRANCH_NAMES
 from ..flowshop.load import load_instance
+from ..flowshop.warmup import FIRST_RUN, code_cached, start_worker_code_apart, warm_client, warm_worker
 from ..storage.runstore import RunStore
 from ..workflow.cluster import slurm_job_script
 from ..workflow.fastexit import exit_without_final_gc
 from ..workflow.run import finished, result_of
-from ..flowshop.warmup import FIRST_RUN, code_cached, start_worker_code_apart, warm_client, warm_worker
 from . import minimize
 from .arguments import FLOWSHOP, add_run_options, parse_duration, seed, upper_bound
 from .results import history_summary, print_history, print_result
-from .runs import (EXIT_DONE, EXIT_INTERNAL, EXIT_LIMIT, EXIT_USAGE, drive_run, first_run_notice, local_gpus,
-                   prepare_cluster, report_internal_error, reserved, resume_command, run_cluster, slurm_options)
+from .runs import (
+    EXIT_DONE,
+    EXIT_INTERNAL,
+    EXIT_LIMIT,
+    EXIT_USAGE,
+    drive_run,
+    first_run_notice,
+    local_gpus,
+    prepare_cluster,
+    report_internal_error,
+    reserved,
+    resume_command,
+    run_cluster,
+    slurm_options,
+)
 from .signals import StopSignals
 from .startup import Startup
 
@@ -54,37 +67,67 @@ class _CommandParser(_Parser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="pbbflow", description="Exact parallel branch-and-bound: permutation flow shops "
-                                                 "(solve) and continuous global optimization (minimize).")
+    parser = _Parser(
+        prog="pbbflow",
+        description="Exact parallel branch-and-bound: permutation flow shops "
+        "(solve) and continuous global optimization (minimize).",
+    )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
     s = commands.add_parser("solve", help="prove an optimal schedule for an instance")
     s.add_argument("instance", help="a Taillard name (ta001 .. ta120) or an instance file")
-    s.add_argument("--run", type=Path, default=None,
-                   help="the run store to create (default: pbbflow-runs/<instance>-<time>.zarr)")
+    s.add_argument(
+        "--run", type=Path, default=None, help="the run store to create (default: pbbflow-runs/<instance>-<time>.zarr)"
+    )
     s.add_argument("--overwrite", action="store_true", help="replace an existing run store at --run")
     s.add_argument("--format", choices=FORMATS, default="auto", help="instance file format (default: auto)")
-    s.add_argument("--orientation", choices=ORIENTATIONS, default="job-major",
-                   help="Taillard-format files: n rows of m times (job-major, default) or m rows of n")
-    s.add_argument("--ub", type=upper_bound, default="ig", metavar="INT|neh|ig",
-                   help="search for schedules better than this makespan, NEH's, or iterated greedy's after a "
-                        "short size-dependent run (default: ig)")
+    s.add_argument(
+        "--orientation",
+        choices=ORIENTATIONS,
+        default="job-major",
+        help="Taillard-format files: n rows of m times (job-major, default) or m rows of n",
+    )
+    s.add_argument(
+        "--ub",
+        type=upper_bound,
+        default="ig",
+        metavar="INT|neh|ig",
+        help="search for schedules better than this makespan, NEH's, or iterated greedy's after a "
+        "short size-dependent run (default: ig)",
+    )
     s.add_argument("--bound", choices=list(BOUND_NAMES), default="lb1", help="lower bound (default: lb1)")
     s.add_argument("--branch", choices=list(BRANCH_NAMES), default="minmin", help="branching rule (default: minmin)")
     add_run_options(s, FLOWSHOP)
     h = commands.add_parser("heuristic", help="iterated greedy alone: a good schedule, no proof")
     h.add_argument("instance", help="a Taillard name (ta001 .. ta120) or an instance file")
-    h.add_argument("--time-limit", type=parse_duration, required=True, metavar="DURATION",
-                   help="how long to search, e.g. 30s or 5m")
+    h.add_argument(
+        "--time-limit",
+        type=parse_duration,
+        required=True,
+        metavar="DURATION",
+        help="how long to search, e.g. 30s or 5m",
+    )
     h.add_argument("--seed", type=seed, default=0, help="random seed, 0 to 2**64 - 1 (default: 0)")
     h.add_argument("--format", choices=FORMATS, default="auto", help="instance file format (default: auto)")
-    h.add_argument("--orientation", choices=ORIENTATIONS, default="job-major",
-                   help="Taillard-format files: n rows of m times (job-major, default) or m rows of n")
+    h.add_argument(
+        "--orientation",
+        choices=ORIENTATIONS,
+        default="job-major",
+        help="Taillard-format files: n rows of m times (job-major, default) or m rows of n",
+    )
     h.add_argument("--json", action="store_true", help="print the result as JSON")
-    g = commands.add_parser("plot", help="PNGs of a run: the search history, and the best schedule's Gantt chart "
-                                           "(flow shop) or the open boxes of a problem of two variables (spatial)")
+    g = commands.add_parser(
+        "plot",
+        help="PNGs of a run: the search history, and the best schedule's Gantt chart "
+        "(flow shop) or the open boxes of a problem of two variables (spatial)",
+    )
     g.add_argument("run", type=Path, help="the run store (run.zarr), live or finished")
-    g.add_argument("--out", type=Path, required=True, metavar="DIR",
-                   help="folder for the PNGs (gantt.png or boxes.png, and history.png)")
+    g.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="folder for the PNGs (gantt.png or boxes.png, and history.png)",
+    )
     r = commands.add_parser("resume", help="continue a run from its last checkpoint, on any cluster")
     r.add_argument("run", type=Path, help="the run store (run.zarr)")
     add_run_options(r, None)  # a run of either family
@@ -116,21 +159,34 @@ def _solve(args: argparse.Namespace) -> int:
     with StopSignals() as signals, reserved(path, overwrite=args.overwrite):
         if first_run and workers_here:
             start_worker_code_apart(args.bound, args.branch)
-        with Startup(lambda: run_cluster(args, no_gpu(args.bound)), worker_code,
-                     dashboard_after=args.dashboard_after, notice=first_run_notice(args, first_run)) as startup:
+        with Startup(
+            lambda: run_cluster(args, no_gpu(args.bound)),
+            worker_code,
+            dashboard_after=args.dashboard_after,
+            notice=first_run_notice(args, first_run),
+        ) as startup:
             return _start_solve(args, startup, signals, instance, initial, ub)
 
 
-def _start_solve(args: argparse.Namespace, startup: Startup, signals: StopSignals, instance, initial: str,
-                 ub: int | None) -> int:  # fmt: skip
+def _start_solve(
+    args: argparse.Namespace, startup: Startup, signals: StopSignals, instance, initial: str, ub: int | None
+) -> int:
     """A new flow-shop run: the client's code and first schedule beside the cluster's start-up,
     then its store, then the run."""
     startup.load_client_code(lambda: warm_client(instance.p, args.bound, initial=initial))
     with startup.phase("initial_heuristic_s"):
         first = first_schedule(instance, initial, should_stop=signals.stop.is_set)
     startup.opened()  # a cluster that cannot open leaves no run store behind
-    store = create_flowshop_run(args.run, instance, ub=ub, bound=args.bound, branch=args.branch, initial=initial,
-                                first=first, overwrite=args.overwrite)  # fmt: skip
+    store = create_flowshop_run(
+        args.run,
+        instance,
+        ub=ub,
+        bound=args.bound,
+        branch=args.branch,
+        initial=initial,
+        first=first,
+        overwrite=args.overwrite,
+    )
     args.store_written = True
     return drive_run(store, args, startup, signals)
 
@@ -148,9 +204,15 @@ def _resume(args: argparse.Namespace) -> int:
     refusal = instance.no_gpu()
     prepare_cluster(args)  # in this thread: start-up's opens the cluster
     first_run = instance.first_run_code()
-    with StopSignals() as signals, Startup(lambda: run_cluster(args, refusal), instance.worker_code(),
-                                           dashboard_after=args.dashboard_after,
-                                           notice=first_run_notice(args, first_run)) as startup:  # fmt: skip
+    with (
+        StopSignals() as signals,
+        Startup(
+            lambda: run_cluster(args, refusal),
+            instance.worker_code(),
+            dashboard_after=args.dashboard_after,
+            notice=first_run_notice(args, first_run),
+        ) as startup,
+    ):
         startup.load_client_code(instance.client_code)
         return drive_run(store, args, startup, signals)
 
@@ -162,8 +224,13 @@ def _heuristic(args: argparse.Namespace) -> int:
         result = iterated_greedy(instance.p, seconds=args.time_limit, seed=args.seed, should_stop=signals.stop.is_set)
     stop = signals.stop
     status = "stopped" if stop.is_set() else "done"
-    out = {"instance": instance.name, "status": status, "makespan": result.makespan,
-           "permutation": result.permutation.tolist(), "elapsed_s": round(result.elapsed_s, 6)}  # fmt: skip
+    out = {
+        "instance": instance.name,
+        "status": status,
+        "makespan": result.makespan,
+        "permutation": result.permutation.tolist(),
+        "elapsed_s": round(result.elapsed_s, 6),
+    }
     if args.json:
         print(json.dumps(out))
     else:
@@ -232,8 +299,14 @@ def _main(argv: list[str] | None) -> int:
         print("pbbflow: interrupted while starting; nothing was changed", file=sys.stderr)
         return EXIT_LIMIT
     exit_without_final_gc()
-    command = {"solve": _solve, "resume": _resume, "info": _info, "heuristic": _heuristic, "plot": _plot,
-               "minimize": minimize.run}[args.command]
+    command = {
+        "solve": _solve,
+        "resume": _resume,
+        "info": _info,
+        "heuristic": _heuristic,
+        "plot": _plot,
+        "minimize": minimize.run,
+    }[args.command]
     try:
         return command(args)
     except PbbflowError as error:  # one line meant for the user (core.errors)

@@ -25,8 +25,16 @@ from ..workflow.cluster import slurm_job_script
 from ..workflow.run import Progress, create_run
 from .arguments import SPATIAL, add_run_options, positive_int
 from .progress import ProgressBar
-from .runs import (EXIT_DONE, EXIT_LIMIT, drive_run, first_run_notice, prepare_cluster, reserved, run_cluster,
-                   slurm_options)
+from .runs import (
+    EXIT_DONE,
+    EXIT_LIMIT,
+    drive_run,
+    first_run_notice,
+    prepare_cluster,
+    reserved,
+    run_cluster,
+    slurm_options,
+)
 from .signals import StopSignals
 from .startup import Startup
 
@@ -35,8 +43,16 @@ if TYPE_CHECKING:
 
 BUILTIN_NAMES = (*BUILTINS, *ERROR_BUILTINS)  # load_problem's built-in names, in its docstring's order
 # options that only a run on a cluster (--run) takes, with their defaults
-RUN_ONLY = {"checkpoint_every": 60.0, "cluster": "local", "scheduler": None, "workers": None, "threads": None,
-            "heuristic_workers": None, "dry_run": False, "overwrite": False}
+RUN_ONLY = {
+    "checkpoint_every": 60.0,
+    "cluster": "local",
+    "scheduler": None,
+    "workers": None,
+    "threads": None,
+    "heuristic_workers": None,
+    "dry_run": False,
+    "overwrite": False,
+}
 
 
 def _non_negative_float(text: str) -> float:
@@ -52,23 +68,46 @@ def _non_negative_float(text: str) -> float:
 def add_parser(commands) -> None:
     """The ``minimize`` command on the subparsers ``commands``."""
     m = commands.add_parser("minimize", help="prove the global minimum of a continuous problem (spatial B&B)")
-    m.add_argument("problem", help="a problem or ANN JSON file, a Python model file (.py), or a built-in name "
-                                   f"({', '.join(BUILTIN_NAMES)})")
-    m.add_argument("--run", type=Path, default=None, metavar="PATH",
-                   help="run on a Dask cluster with checkpoints in this run store (resumable; default: in this "
-                        "process on the CPU or one GPU, no store)")
+    m.add_argument(
+        "problem",
+        help=f"a problem or ANN JSON file, a Python model file (.py), or a built-in name ({', '.join(BUILTIN_NAMES)})",
+    )
+    m.add_argument(
+        "--run",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="run on a Dask cluster with checkpoints in this run store (resumable; default: in this "
+        "process on the CPU or one GPU, no store)",
+    )
     m.add_argument("--overwrite", action="store_true", help="replace an existing run store at --run")
-    m.add_argument("--eps-abs", type=_non_negative_float, default=1e-6, metavar="X",
-                   help="absolute optimality gap (default: 1e-6)")
-    m.add_argument("--eps-rel", type=_non_negative_float, default=1e-6, metavar="X",
-                   help="relative optimality gap (default: 1e-6)")
-    m.add_argument("--feas-tol", type=_non_negative_float, default=1e-6, metavar="X",
-                   help="equalities hold within this at the reported point (default: 1e-6)")
-    m.add_argument("--subdomains", type=positive_int, default=None, metavar="N",
-                   help=f"subdomains per box: the largest k^d <= N, uniform (default: {CPU_SUBDOMAINS} on the CPU, "
-                        f"{GPU_SUBDOMAINS} on a GPU)")
-    m.add_argument("--bound", choices=("nie", "mvf", "both"), default="both",
-                   help="subdomain bound: natural interval extension, mean value form, or both (default)")
+    m.add_argument(
+        "--eps-abs", type=_non_negative_float, default=1e-6, metavar="X", help="absolute optimality gap (default: 1e-6)"
+    )
+    m.add_argument(
+        "--eps-rel", type=_non_negative_float, default=1e-6, metavar="X", help="relative optimality gap (default: 1e-6)"
+    )
+    m.add_argument(
+        "--feas-tol",
+        type=_non_negative_float,
+        default=1e-6,
+        metavar="X",
+        help="equalities hold within this at the reported point (default: 1e-6)",
+    )
+    m.add_argument(
+        "--subdomains",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help=f"subdomains per box: the largest k^d <= N, uniform (default: {CPU_SUBDOMAINS} on the CPU, "
+        f"{GPU_SUBDOMAINS} on a GPU)",
+    )
+    m.add_argument(
+        "--bound",
+        choices=("nie", "mvf", "both"),
+        default="both",
+        help="subdomain bound: natural interval extension, mean value form, or both (default)",
+    )
     m.add_argument("--serial", action="store_true", help="bound subdomains on one CPU thread (implies --gpus 0)")
     add_run_options(m, SPATIAL)
 
@@ -80,8 +119,19 @@ def _drawn_by(bar: ProgressBar) -> Callable[[SpatialProgress], None]:
     def draw(progress: SpatialProgress) -> None:
         ub = math.inf if progress.objective is None else progress.objective
         rate = progress.nodes / progress.elapsed_s if progress.elapsed_s > 0 else 0.0
-        bar(Progress(progress.elapsed_s, progress.nodes, rate, ub, remaining_fraction=math.nan, remaining_log10=None,
-                     active_explorers=1, lower_bound=progress.lower_bound, pieces=progress.open_boxes))  # fmt: skip
+        bar(
+            Progress(
+                progress.elapsed_s,
+                progress.nodes,
+                rate,
+                ub,
+                remaining_fraction=math.nan,
+                remaining_log10=None,
+                active_explorers=1,
+                lower_bound=progress.lower_bound,
+                pieces=progress.open_boxes,
+            )
+        )
 
     return draw
 
@@ -96,8 +146,10 @@ def _gpus_for(args: argparse.Namespace, problem) -> int:
     if args.serial:
         raise ProblemError("--serial bounds on one CPU thread; it does not go with --gpus")
     if isinstance(args.gpus, int) and args.gpus > 1:
-        raise ProblemError(f"--gpus {args.gpus}: minimize runs on one GPU in this process (use --gpus 1, or --run "
-                           "PATH to run on a cluster of them)")
+        raise ProblemError(
+            f"--gpus {args.gpus}: minimize runs on one GPU in this process (use --gpus 1, or --run "
+            "PATH to run on a cluster of them)"
+        )
     visible = gpu_count()
     if visible == 0:
         if args.gpus is None:
@@ -137,9 +189,16 @@ def run(args: argparse.Namespace) -> int:
 def _options(args: argparse.Namespace, subdomains: int):
     from ..spatial.options import MinimizeOptions
 
-    return MinimizeOptions(eps_abs=args.eps_abs, eps_rel=args.eps_rel, feas_tol=args.feas_tol, subdomains=subdomains,
-                           bound=args.bound, time_limit=args.time_limit, node_limit=args.node_limit,
-                           parallel=not args.serial)  # fmt: skip
+    return MinimizeOptions(
+        eps_abs=args.eps_abs,
+        eps_rel=args.eps_rel,
+        feas_tol=args.feas_tol,
+        subdomains=subdomains,
+        bound=args.bound,
+        time_limit=args.time_limit,
+        node_limit=args.node_limit,
+        parallel=not args.serial,
+    )
 
 
 def _client_code(instance) -> CodeLoad:
@@ -161,15 +220,30 @@ def _run_on_cluster(args: argparse.Namespace, problem) -> int:
     no_gpu = "--serial runs on the CPU" if args.serial else None
     prepare_cluster(args)  # in this thread: start-up's opens the cluster
     first_run = instance.first_run_code()
-    with StopSignals() as signals, reserved(args.run, overwrite=args.overwrite), \
-            Startup(lambda: run_cluster(args, no_gpu), instance.worker_code(), dashboard_after=args.dashboard_after,
-                    notice=first_run_notice(args, first_run)) as startup:  # fmt: skip
+    with (
+        StopSignals() as signals,
+        reserved(args.run, overwrite=args.overwrite),
+        Startup(
+            lambda: run_cluster(args, no_gpu),
+            instance.worker_code(),
+            dashboard_after=args.dashboard_after,
+            notice=first_run_notice(args, first_run),
+        ) as startup,
+    ):
         startup.load_client_code(lambda: _client_code(instance))
         with startup.phase("initial_heuristic_s"):
             first = first_work(instance)  # the root bounded, a local solve from its best point
         startup.opened()  # a cluster that cannot open leaves no run store behind
-        store = create_run(args.run, instance, work=first.boxes, incumbent=first.value, solution=first.x,
-                           settled=first.settled, nodes=first.nodes, overwrite=args.overwrite)  # fmt: skip
+        store = create_run(
+            args.run,
+            instance,
+            work=first.boxes,
+            incumbent=first.value,
+            solution=first.x,
+            settled=first.settled,
+            nodes=first.nodes,
+            overwrite=args.overwrite,
+        )
         args.store_written = True
         return drive_run(store, args, startup, signals)
 
@@ -179,7 +253,8 @@ def _run_here(args: argparse.Namespace, problem) -> int:
     gpus = _gpus_for(args, problem)
     options = _options(args, args.subdomains or (GPU_SUBDOMAINS if gpus else CPU_SUBDOMAINS))
     if gpus:
-        from ..gpu.spatial.bnb import load_code, minimize_gpu as minimize
+        from ..gpu.spatial.bnb import load_code
+        from ..gpu.spatial.bnb import minimize_gpu as minimize
     else:
         from ..spatial.bnb import FIRST_RUN, code_cached, load_code, minimize
     bar = ProgressBar(sys.stderr, every=0) if not args.quiet and sys.stderr.isatty() else None  # drawn as reported
@@ -189,8 +264,11 @@ def _run_here(args: argparse.Namespace, problem) -> int:
         if notice is not None:
             notice.finish()
         elif gpus and not args.quiet:  # numba-cuda compiles the kernels in every process
-            print(f"pbbflow: loading the GPU kernels (compiled on a machine's first run, then from numba's cache): "
-                  f"{seconds:.1f} s", file=sys.stderr)  # fmt: skip
+            print(
+                f"pbbflow: loading the GPU kernels (compiled on a machine's first run, then from numba's cache): "
+                f"{seconds:.1f} s",
+                file=sys.stderr,
+            )
         elif compiled and not args.quiet:
             print(compiled_line(seconds), file=sys.stderr)
         try:

@@ -12,8 +12,17 @@ from ..core.text import clock, format_rate, format_share, printable
 from ..workflow.eta import duration
 
 HISTORY_SAMPLES = 100  # at most, evenly spaced, in ``info``'s history
-HISTORY_COLUMNS = ("t", "nodes", "incumbent", "lower_bound", "remaining_fraction", "pieces", "estimate_nodes",
-                   "estimate_low", "estimate_high")  # fmt: skip
+HISTORY_COLUMNS = (
+    "t",
+    "nodes",
+    "incumbent",
+    "lower_bound",
+    "remaining_fraction",
+    "pieces",
+    "estimate_nodes",
+    "estimate_low",
+    "estimate_high",
+)
 HISTORY_LINES = 6  # text output: this many samples, first and last included
 
 
@@ -23,8 +32,7 @@ def print_result(result: Result) -> None:
     if result.status == Status.LIMIT:
         share = format_share(result.remaining_fraction, result.remaining_log10)
         log10 = result.remaining_log10
-        lines.append(f"remaining    {share} of the search space"
-                     + ("" if log10 is None else f" (log10 {log10:.2f})"))  # fmt: skip
+        lines.append(f"remaining    {share} of the search space" + ("" if log10 is None else f" (log10 {log10:.2f})"))
         estimate = result.estimate or {}
         if estimate.get("estimated_nodes_left") is not None:
             lines.append(f"estimate     {estimate_text(estimate)}")
@@ -34,12 +42,16 @@ def print_result(result: Result) -> None:
 def estimate_text(estimate: dict) -> str:
     """``~1.2e+09 nodes left (3e+08-5.1e+09), ETA 3m10s (1m02s-12m) at 5.00 M nodes/s`` (the ETA
     where the rate is known)."""
-    text = (f"~{estimate['estimated_nodes_left']:.2g} nodes left "
-            f"({estimate['estimated_nodes_low']:.2g}-{estimate['estimated_nodes_high']:.2g})")  # fmt: skip
+    text = (
+        f"~{estimate['estimated_nodes_left']:.2g} nodes left "
+        f"({estimate['estimated_nodes_low']:.2g}-{estimate['estimated_nodes_high']:.2g})"
+    )
     if estimate["eta_s"] is None or estimate["nodes_per_s"] is None:
         return text
-    return (f"{text}, ETA {duration(estimate['eta_s'])} ({duration(estimate['eta_low_s'])}-"
-            f"{duration(estimate['eta_high_s'])}) at {format_rate(estimate['nodes_per_s'])}")
+    return (
+        f"{text}, ETA {duration(estimate['eta_s'])} ({duration(estimate['eta_low_s'])}-"
+        f"{duration(estimate['eta_high_s'])}) at {format_rate(estimate['nodes_per_s'])}"
+    )
 
 
 def history_summary(series: dict[str, np.ndarray]) -> dict[str, list]:

@@ -32,10 +32,19 @@ EXIT_DONE, EXIT_INTERNAL, EXIT_USAGE, EXIT_LIMIT = 0, 1, 2, 3
 
 def slurm_options(args: argparse.Namespace) -> SlurmOptions:
     return SlurmOptions(
-        partition=args.partition, account=args.account, jobs=args.jobs, cores=args.cores, memory=args.memory,
-        walltime=args.walltime, gpus_per_job=args.gpus_per_job, extra_directives=args.directive,
-        prologue=args.prologue, log_directory=args.log_directory, tls=args.tls, interface=args.interface,
-    )  # fmt: skip
+        partition=args.partition,
+        account=args.account,
+        jobs=args.jobs,
+        cores=args.cores,
+        memory=args.memory,
+        walltime=args.walltime,
+        gpus_per_job=args.gpus_per_job,
+        extra_directives=args.directive,
+        prologue=args.prologue,
+        log_directory=args.log_directory,
+        tls=args.tls,
+        interface=args.interface,
+    )
 
 
 def local_gpus(args: argparse.Namespace, no_gpu: str | None = None) -> int:
@@ -61,8 +70,7 @@ def run_cluster(args: argparse.Namespace, no_gpu: str | None = None):
         return open_cluster("address", scheduler=args.scheduler, connect_timeout=args.connect_timeout)
     if args.cluster == "slurm":
         return open_cluster("slurm", slurm=slurm_options(args))
-    return open_cluster("local", workers=args.workers, threads_per_worker=args.threads,
-                        gpus=local_gpus(args, no_gpu))
+    return open_cluster("local", workers=args.workers, threads_per_worker=args.threads, gpus=local_gpus(args, no_gpu))
 
 
 def report(result: Result, as_json: bool, **more) -> int:
@@ -99,8 +107,11 @@ def report_internal_error(error: BaseException, run: Path | None) -> int:
     package is named with the command that installs it.  Returns the exit code (1)."""
     if isinstance(error, ModuleNotFoundError) and error.name:
         package = error.name.split(".")[0]
-        print(f"pbbflow: error: the package {package!r} is missing from this Python ({sys.executable}); "
-              f"install it with: {shlex.quote(sys.executable)} -m pip install {package}", file=sys.stderr)
+        print(
+            f"pbbflow: error: the package {package!r} is missing from this Python ({sys.executable}); "
+            f"install it with: {shlex.quote(sys.executable)} -m pip install {package}",
+            file=sys.stderr,
+        )
         return EXIT_INTERNAL
     log = error_log_path(run) if run is not None else internal_log_path()
     where = _log_traceback(log, "".join(traceback.format_exception(error)))
@@ -173,10 +184,19 @@ def drive_run(store: RunStore, args: argparse.Namespace, startup: Startup, signa
     if watch is not None:
         watch.announce()
     try:
-        result = drive(store, client, time_limit=args.time_limit, node_limit=args.node_limit,
-                       checkpoint_every=args.checkpoint_every, stop=signals.stop, hurry=signals.hurry,
-                       on_progress=watch, ivms=args.ivms, heuristics=args.heuristic_workers,
-                       timings=startup.times)  # fmt: skip
+        result = drive(
+            store,
+            client,
+            time_limit=args.time_limit,
+            node_limit=args.node_limit,
+            checkpoint_every=args.checkpoint_every,
+            stop=signals.stop,
+            hurry=signals.hurry,
+            on_progress=watch,
+            ivms=args.ivms,
+            heuristics=args.heuristic_workers,
+            timings=startup.times,
+        )
     except RunFailed as failure:  # reported once the cluster is closed
         result = failure
     finally:

@@ -28,9 +28,9 @@ from contextlib import AbstractContextManager
 
 from distributed import Client
 
+from ..core.compiling import CodeLoad, FirstRunNotice, compiled_line
 from ..storage.runstore import zarr_module
 from ..workflow.cluster import attach_dashboard, dashboard_link, dashboard_pending
-from ..core.compiling import CodeLoad, FirstRunNotice, compiled_line
 from ..workflow.worker_code import loaded_code, submit_warm_workers
 from .signals import block_in_this_thread
 
@@ -55,9 +55,13 @@ class Startup:
     """A cluster opening on a thread, then loading its workers' code, then adding its dashboard
     where the run lasts; a context manager that closes it.  ``link`` is the dashboard's, once known."""
 
-    def __init__(self, cluster: Callable[[], AbstractContextManager[Client]],
-                 worker_code: tuple[Callable[..., CodeLoad], tuple], dashboard_after: float | None = None,
-                 notice: FirstRunNotice | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        cluster: Callable[[], AbstractContextManager[Client]],
+        worker_code: tuple[Callable[..., CodeLoad], tuple],
+        dashboard_after: float | None = None,
+        notice: FirstRunNotice | None = None,
+    ) -> None:
         """``worker_code``: ``(function, arguments)`` of the task that loads a worker's code (a run
         instance's ``worker_code``); ``dashboard_after``: seconds after start-up before a local
         cluster gets its dashboard (default ``DASHBOARD_DELAY_S``); ``notice``: a first run's,
@@ -73,12 +77,14 @@ class Startup:
         self._opened = threading.Event()
         self._ready = threading.Event()
         self._closing = threading.Event()
-        self._thread = threading.Thread(target=self._open, args=(cluster, worker_code), name="pbbflow-startup",
-                                        daemon=True)  # fmt: skip
+        self._thread = threading.Thread(
+            target=self._open, args=(cluster, worker_code), name="pbbflow-startup", daemon=True
+        )
         self._thread.start()
 
-    def _open(self, cluster: Callable[[], AbstractContextManager[Client]],
-              worker_code: tuple[Callable[..., CodeLoad], tuple]) -> None:  # fmt: skip
+    def _open(
+        self, cluster: Callable[[], AbstractContextManager[Client]], worker_code: tuple[Callable[..., CodeLoad], tuple]
+    ) -> None:
         block_in_this_thread()  # the cluster's threads and worker processes inherit it: signals are the driver's
         try:
             with self.phase("cluster_s"):

@@ -76,8 +76,13 @@ def start_apart(job: str, *arguments, lock: Path | None = None) -> subprocess.Po
     (which compiles the same code).  Wait for it with :func:`wait_apart`."""
     if usable_cores() < 2:
         return None
-    command = [sys.executable, "-c", "from pbbflow.core.compiling import run_job; run_job()", job,
-               json.dumps(arguments)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-c",
+        "from pbbflow.core.compiling import run_job; run_job()",
+        job,
+        json.dumps(arguments),
+    ]
     with contextlib.ExitStack() as stack:
         held = ()
         if lock is not None:
@@ -89,8 +94,14 @@ def start_apart(job: str, *arguments, lock: Path | None = None) -> subprocess.Po
             held = (handle.fileno(),)  # the child's copy keeps the lock once this one closes
         # a session of its own: the terminal's Ctrl-C asks the run to stop once its code is loaded
         # (it stops at once only on the third, which ends this process too: wait_apart)
-        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, pass_fds=held, start_new_session=True)  # fmt: skip
+        return subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            pass_fds=held,
+            start_new_session=True,
+        )
 
 
 def wait_apart(process: subprocess.Popen | None) -> None:
@@ -130,8 +141,11 @@ class FirstRunNotice:
     def start(self) -> FirstRunNotice:
         """Print the line and start the clock (and, on a terminal, the ticker)."""
         self._began = time.perf_counter()
-        print(f"pbbflow: compiling {self.what} for this machine: first run only, about {self.about}",
-              file=self.stream, flush=True)  # fmt: skip
+        print(
+            f"pbbflow: compiling {self.what} for this machine: first run only, about {self.about}",
+            file=self.stream,
+            flush=True,
+        )
         if self.stream.isatty():
             self._ticker = threading.Thread(target=self._tick, name="pbbflow-compile-ticker", daemon=True)
             self._ticker.start()

@@ -33,6 +33,7 @@ from typing import Any, Protocol, Self, cast, runtime_checkable
 import numpy as np
 
 from .result import Result
+
 ENTRY_POINTS = "pbbflow.families"  # the entry-point group of families in other packages
 # run kind -> its Family, or where to find it ("module" or "module:object"), imported on first use
 FAMILIES: dict[str, Family | ModuleType | str] = {
@@ -109,8 +110,9 @@ class Engine(Protocol):
     def load(self, data: bytes) -> None:
         """Explore this set (the wire format) from now on."""
 
-    def run(self, ub: Any, seconds: float, report: Callable[[Any, Any], None],
-            waiting: Callable[[], bool]) -> tuple[int, int, tuple[Any, Any] | None]:  # fmt: skip
+    def run(
+        self, ub: Any, seconds: float, report: Callable[[Any, Any], None], waiting: Callable[[], bool]
+    ) -> tuple[int, int, tuple[Any, Any] | None]:
         """Explore for about ``seconds`` below ``ub``, or until ``waiting()`` says others wait (cheap
         to call: the task asks the coordinator at most every 0.2 s); may send improvements early
         through ``report(value, solution)``.  Returns the nodes and leaves
@@ -180,8 +182,16 @@ class RunInstance(Protocol):
         """The options its engines and side heuristic get (``settings``: the session's, e.g. ``ivms``;
         one not given: the family's default)."""
 
-    def result(self, remaining: StoredWork, incumbent: Any, solution: Any, settled: float, nodes: int,
-               leaves: int, elapsed_s: float) -> Result:  # fmt: skip
+    def result(
+        self,
+        remaining: StoredWork,
+        incumbent: Any,
+        solution: Any,
+        settled: float,
+        nodes: int,
+        leaves: int,
+        elapsed_s: float,
+    ) -> Result:
         """The result of a run in this state (its ``status``: ``LIMIT`` while work is left)."""
 
     def no_gpu(self) -> str | None:
@@ -231,8 +241,9 @@ class Family(Protocol):
     def make_engine(self, options: dict, *, gpu: bool, threads: int) -> Engine:
         """An engine for the run's ``options`` on a GPU worker or on ``threads`` CPU threads."""
 
-    def side_heuristic(self, options: dict, seed: int, improved: Callable[[Any, Any], None],
-                       stopping: Callable[[], bool]) -> dict:  # fmt: skip
+    def side_heuristic(
+        self, options: dict, seed: int, improved: Callable[[Any, Any], None], stopping: Callable[[], bool]
+    ) -> dict:
         """Look for better solutions until ``stopping()``, each through ``improved(value, solution)``."""
 
     # Optional, each importing its drawing code only when called (a worker never loads it):

@@ -33,8 +33,9 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder, open_cluster("local", workers=3, threads_per_worker=1) as client:
         attach_dashboard(client)
-        store = create_run(Path(folder) / "ta021.zarr", taillard_instance(21), ub=None, bound="lb1", branch="minmin",
-                           initial="neh")  # fmt: skip
+        store = create_run(
+            Path(folder) / "ta021.zarr", taillard_instance(21), ub=None, bound="lb1", branch="minmin", initial="neh"
+        )
         stop = threading.Event()
         run = threading.Thread(target=drive, args=(store, client), kwargs={"stop": stop, "heuristics": 1})
         run.start()

@@ -18,8 +18,8 @@ import numba
 import numpy as np
 
 from .bounds import BOUND_NAMES
-from .factoradic import digits_to_int, factorial
 from .estimate import _enter, _overlap, draw_cell, row_weights, work_rows
+from .factoradic import digits_to_int, factorial
 from .intervals import WorkUnit
 from .ivm import BRANCH_NAMES, IVM, Problem, set_root
 
@@ -229,15 +229,19 @@ class Calibrator:
     def count(self, prefix: np.ndarray, depth: int, ub: int, cap: int = 1 << 62) -> int:
         """The nodes of the subtree at ``prefix[:depth]`` (root included); -1 when above ``cap``."""
         position = np.zeros(self.problem.n, np.int32)
-        return int(walk_subtree(*self._args(ub), np.ascontiguousarray(prefix, np.int32), int(depth), int(cap),
-                                position))  # fmt: skip
+        return int(
+            walk_subtree(*self._args(ub), np.ascontiguousarray(prefix, np.int32), int(depth), int(cap), position)
+        )
 
-    def probes(self, prefix: np.ndarray, depth: int, ub: int, count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    def probes(
+        self, prefix: np.ndarray, depth: int, ub: int, count: int, seed: int = 0
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``count`` probe estimates of the subtree at ``prefix[:depth]`` and their mean per depth."""
         out = np.zeros(count, np.float64)
         by_depth = np.zeros(self.problem.n + 1, np.float64)
-        probe_subtree(*self._args(ub), np.ascontiguousarray(prefix, np.int32), int(depth), self.alpha, int(seed), out,
-                      by_depth)  # fmt: skip
+        probe_subtree(
+            *self._args(ub), np.ascontiguousarray(prefix, np.int32), int(depth), self.alpha, int(seed), out, by_depth
+        )
         return out, by_depth / max(count, 1)
 
     def cut(self, nodes: int, ub: int) -> WorkUnit:

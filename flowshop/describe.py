@@ -7,8 +7,20 @@ from ..core.result import Result
 from ..core.text import format_rate
 
 # ``pbbflow solve --json``'s fields, in order ("key=field": the shared field ``field`` as ``key``)
-result_fields = ("instance=name", "n", "m", "status", "makespan=value", "permutation=solution", "lower_bound",
-                 "nodes", "leaves", "elapsed_s", "remaining_fraction", "remaining_log10")  # fmt: skip
+result_fields = (
+    "instance=name",
+    "n",
+    "m",
+    "status",
+    "makespan=value",
+    "permutation=solution",
+    "lower_bound",
+    "nodes",
+    "leaves",
+    "elapsed_s",
+    "remaining_fraction",
+    "remaining_log10",
+)
 
 
 def result_lines(result: Result) -> list[str]:

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .bounds import BOUND_NAMES
 from ..gpu.flowshop.factoradic import limbs_to_digits
+from .bounds import BOUND_NAMES
 from .intervals import WorkUnit
 from .ivm import BRANCH_NAMES, IVM, Problem, _bound_and_prune, _descend, _fill_row, set_root
 from .packed import PackedUnit
@@ -119,8 +119,34 @@ def _enter(p, bound_data, mode, branch, ub, ivm, level):
     _descend(p, M[level, V[level]], dirs[level], level, F, B, R)
     if level + 1 < n - 1:
         _fill_row(M, V, level)
-        _bound_and_prune(level + 1, p, min_heads, min_tails, pairs, lags, orders, mode, branch, M, dirs, F, B, R,
-                         ub, lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain, scheduled)
+        _bound_and_prune(
+            level + 1,
+            p,
+            min_heads,
+            min_tails,
+            pairs,
+            lags,
+            orders,
+            mode,
+            branch,
+            M,
+            dirs,
+            F,
+            B,
+            R,
+            ub,
+            lbf,
+            lbb,
+            front,
+            back,
+            remain,
+            rb,
+            fr,
+            child_front,
+            child_back,
+            child_remain,
+            scheduled,
+        )
 
 
 @_jit
@@ -306,8 +332,7 @@ class Prober:
         out = np.zeros(count, np.float64)
         if count:
             pr = self.problem
-            probe_batch(pr.p, pr.bound_data, pr.mode, pr.branch, int(ub), self.ivm.arrays, *rows, self.alpha, seed,
-                        out)  # fmt: skip
+            probe_batch(pr.p, pr.bound_data, pr.mode, pr.branch, int(ub), self.ivm.arrays, *rows, self.alpha, seed, out)
         return out
 
     def exact(self, work: WorkUnit, ub: int) -> int:
@@ -322,8 +347,9 @@ class Prober:
             count_nodes(pr.p, pr.bound_data, pr.mode, pr.branch, int(ub), self.ivm.arrays, *work_rows(work), by_depth)
         return by_depth
 
-    def estimate(self, work: WorkUnit, ub: int, *, seconds: float = 0.3, max_probes: int = 1 << 20,
-                 seed: int = 0) -> NodeEstimate:  # fmt: skip
+    def estimate(
+        self, work: WorkUnit, ub: int, *, seconds: float = 0.3, max_probes: int = 1 << 20, seed: int = 0
+    ) -> NodeEstimate:
         """Probe ``work`` for about ``seconds`` (at least one batch) and summarise (:func:`summarise`)."""
         started = time.perf_counter()
         if not work:

@@ -20,7 +20,7 @@ from gmpy2 import mpz
 from .bounds import BOUND_NAMES
 from .factoradic import digits_to_int, factorial, int_to_digits
 from .intervals import Interval, WorkUnit, split_interval
-from .ivm import BRANCH_NAMES, IVM, IMPROVED, LEAVES, NODES, UB, Problem
+from .ivm import BRANCH_NAMES, IMPROVED, IVM, LEAVES, NODES, UB, Problem
 
 CHUNK_SECONDS = 0.002  # default duration of one chunk: bounds steal latency; ~1% overhead measured
 MIN_STEPS, MAX_STEPS = 64, 1 << 22

@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..gpu import DEFAULT_IVMS
 from ..core.result import Result
-from .evaluation import makespan, neh
-from .instance import FlowShop
-from .iterated_greedy import iterated_greedy
-from .estimate import Prober
-from .explorer import explore
-from .intervals import WorkUnit
+from ..gpu import DEFAULT_IVMS
 from .describe import history_text, result_fields, result_lines  # noqa: F401 (the family describes its results)
+from .estimate import Prober
+from .evaluation import makespan, neh
+from .explorer import explore
+from .instance import FlowShop
+from .intervals import WorkUnit
+from .iterated_greedy import iterated_greedy
 from .packed import PackedUnit, PermutationSpace
 from .run_options import check_options, run_options
 from .solve import classify, flowshop_result
@@ -62,9 +62,18 @@ class CpuEngine:
         self.unit = WorkUnit.from_bytes(self.p.shape[0], data)
 
     def run(self, ub: int, seconds: float, report, waiting) -> tuple[int, int, tuple[int, list[int]] | None]:
-        result = explore(self.p, self.unit, ub, bound=self.bound, branch=self.branch, threads=self.capacity,
-                         max_seconds=seconds, chunk_seconds=CHUNK_SECONDS, progress_every=PROGRESS_SECONDS,
-                         on_progress=lambda snapshot: waiting())  # fmt: skip
+        result = explore(
+            self.p,
+            self.unit,
+            ub,
+            bound=self.bound,
+            branch=self.branch,
+            threads=self.capacity,
+            max_seconds=seconds,
+            chunk_seconds=CHUNK_SECONDS,
+            progress_every=PROGRESS_SECONDS,
+            on_progress=lambda snapshot: waiting(),
+        )
         self.unit = result.remaining
         best = None
         if result.best_makespan is not None:
@@ -113,15 +122,17 @@ class GpuEngine:
         return {}
 
 
-def side_heuristic(options: dict, seed: int, improved: Callable[[int, list[int]], None],
-                   stopping: Callable[[], bool]) -> dict:  # fmt: skip
+def side_heuristic(
+    options: dict, seed: int, improved: Callable[[int, list[int]], None], stopping: Callable[[], bool]
+) -> dict:
     """Iterated greedy on the run's instance until ``stopping()``; every improvement goes to ``improved``."""
 
     def on_improvement(makespan: int, permutation: np.ndarray) -> None:
         improved(makespan, [int(j) for j in permutation])
 
-    result = iterated_greedy(options["p"], seconds=math.inf, seed=seed, on_improvement=on_improvement,
-                             should_stop=stopping)  # fmt: skip
+    result = iterated_greedy(
+        options["p"], seconds=math.inf, seed=seed, on_improvement=on_improvement, should_stop=stopping
+    )
     return {"makespan": result.makespan, "iterations": result.iterations}
 
 
@@ -150,8 +161,9 @@ def initial_seconds(n: int, m: int) -> float:
     return min(30.0, n * m / 2 * 0.003)
 
 
-def first_schedule(instance: FlowShop, initial: str,
-                   should_stop: Callable[[], bool] | None = None) -> tuple[int, np.ndarray]:  # fmt: skip
+def first_schedule(
+    instance: FlowShop, initial: str, should_stop: Callable[[], bool] | None = None
+) -> tuple[int, np.ndarray]:
     """(makespan, permutation) of a run's first schedule: ``"neh"`` (NEH's) or ``"ig"`` (iterated
     greedy from NEH for :func:`initial_seconds`, or until ``should_stop`` returns True)."""
     if initial == "ig":
@@ -162,8 +174,17 @@ def first_schedule(instance: FlowShop, initial: str,
     raise ValueError(f"initial must be 'neh' or 'ig', not {initial!r}")
 
 
-def create_flowshop_run(path, instance: FlowShop, *, ub: int | None, bound: str, branch: str, initial: str = "neh",
-                        first: tuple[int, np.ndarray] | None = None, overwrite: bool = False):  # fmt: skip
+def create_flowshop_run(
+    path,
+    instance: FlowShop,
+    *,
+    ub: int | None,
+    bound: str,
+    branch: str,
+    initial: str = "neh",
+    first: tuple[int, np.ndarray] | None = None,
+    overwrite: bool = False,
+):
     """A new run store of ``instance`` (``workflow.run.create_run``) whose first checkpoint is all of
     [0, n!) and the first schedule ``first`` (made by ``initial`` when not given); it searches for
     schedules better than that, or than ``ub``."""
@@ -171,8 +192,9 @@ def create_flowshop_run(path, instance: FlowShop, *, ub: int | None, bound: str,
 
     first = first if first is not None else first_schedule(instance, initial)
     run = FlowShopRun.new(instance, ub=ub, bound=bound, branch=branch, initial=initial, first=first)
-    return create_run(path, run, work=run.whole(), incumbent=int(first[0]), solution=[int(j) for j in first[1]],
-                      overwrite=overwrite)  # fmt: skip
+    return create_run(
+        path, run, work=run.whole(), incumbent=int(first[0]), solution=[int(j) for j in first[1]], overwrite=overwrite
+    )
 
 
 class FlowShopRun:
@@ -196,11 +218,13 @@ class FlowShopRun:
         self._prober: Prober | None = None  # made at the first estimate (``estimate_left``)
 
     @classmethod
-    def new(cls, instance: FlowShop, *, ub: int | None, bound: str, branch: str, initial: str,
-            first: tuple[int, np.ndarray]) -> FlowShopRun:  # fmt: skip
+    def new(
+        cls, instance: FlowShop, *, ub: int | None, bound: str, branch: str, initial: str, first: tuple[int, np.ndarray]
+    ) -> FlowShopRun:
         """A new run of ``instance`` from its first schedule ``first`` (made by ``initial``)."""
-        options = run_options(instance.p, bound=bound, branch=branch, user_ub=ub, initial=initial,
-                              initial_makespan=int(first[0]))  # fmt: skip
+        options = run_options(
+            instance.p, bound=bound, branch=branch, user_ub=ub, initial=initial, initial_makespan=int(first[0])
+        )
         return cls(instance.name, instance.p, options)
 
     @classmethod
@@ -261,10 +285,20 @@ class FlowShopRun:
         return {"p": self.p, "bound": self.options["bound"], "branch": self.options["branch"], "ivms": ivms}
 
     def result(self, remaining: WorkUnit, incumbent, solution, settled, nodes, leaves, elapsed_s) -> Result:
-        status, proved = classify(not remaining, incumbent, self.options["search_ub"],
-                                  self.options["root_lower_bound"])  # fmt: skip
-        return flowshop_result(self.name, self.n, int(self.p.shape[1]), status, incumbent, solution, proved, nodes,
-                               leaves, elapsed_s, remaining)  # fmt: skip
+        status, proved = classify(not remaining, incumbent, self.options["search_ub"], self.options["root_lower_bound"])
+        return flowshop_result(
+            self.name,
+            self.n,
+            int(self.p.shape[1]),
+            status,
+            incumbent,
+            solution,
+            proved,
+            nodes,
+            leaves,
+            elapsed_s,
+            remaining,
+        )
 
     def estimate_left(self, work: WorkUnit, ub: int, seconds: float) -> tuple[float, float, float] | None:
         """Random probes of the explorers' tree in ``work`` under ``ub`` (``flowshop.estimate``), for

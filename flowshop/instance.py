@@ -204,8 +204,7 @@ def _looks_like_vfr(lines: Lines) -> bool:
         return False
     m = int(header[1])
     return all(
-        len(tokens) == 2 * m
-        and all(_INT.fullmatch(tokens[2 * k]) and int(tokens[2 * k]) == k for k in range(m))
+        len(tokens) == 2 * m and all(_INT.fullmatch(tokens[2 * k]) and int(tokens[2 * k]) == k for k in range(m))
         for _, tokens in lines[1:]
     )
 

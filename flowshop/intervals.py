@@ -122,8 +122,10 @@ class WorkUnit:
 
     def __repr__(self) -> str:
         k = len(self._intervals)
-        return (f"WorkUnit(n={self._n}, {k} interval{'' if k == 1 else 's'}, "
-                f"{100 * self.fraction_of_space():.4g}% of space)")
+        return (
+            f"WorkUnit(n={self._n}, {k} interval{'' if k == 1 else 's'}, "
+            f"{100 * self.fraction_of_space():.4g}% of space)"
+        )
 
     def _check_same_n(self, other: WorkUnit) -> None:
         if not isinstance(other, WorkUnit):
@@ -190,7 +192,7 @@ class WorkUnit:
             if acc + (b - a) >= target:
                 cut = a + (target - acc)
                 left = ivs[:i] + (((a, cut),) if cut > a else ())
-                right = (((cut, b),) if cut < b else ()) + ivs[i + 1:]
+                right = (((cut, b),) if cut < b else ()) + ivs[i + 1 :]
                 return WorkUnit._normalized(self._n, left), WorkUnit._normalized(self._n, right)
             acc += b - a
         return self, self  # empty unit
@@ -205,7 +207,7 @@ class WorkUnit:
             return self, self
         i = max(range(len(self._intervals)), key=lambda t: self._intervals[t][1] - self._intervals[t][0])
         (a, mid), right = split_interval(*self._intervals[i])
-        kept = self._intervals[:i] + (((a, mid),) if mid > a else ()) + self._intervals[i + 1:]
+        kept = self._intervals[:i] + (((a, mid),) if mid > a else ()) + self._intervals[i + 1 :]
         return WorkUnit._normalized(self._n, kept), WorkUnit._normalized(self._n, (right,))
 
     def fraction_of_space(self) -> float:
@@ -237,17 +239,18 @@ class WorkUnit:
         return starts, ends, end_is_total
 
     @classmethod
-    def from_digit_arrays(cls, n: int, starts: np.ndarray, ends: np.ndarray,
-                          end_is_total: np.ndarray) -> WorkUnit:
+    def from_digit_arrays(cls, n: int, starts: np.ndarray, ends: np.ndarray, end_is_total: np.ndarray) -> WorkUnit:
         """Inverse of :meth:`to_digit_arrays`; ``ends`` rows flagged in ``end_is_total`` are ignored."""
         starts, ends, flags = np.asarray(starts), np.asarray(ends), np.asarray(end_is_total, dtype=bool)
         k = flags.shape[0] if flags.ndim == 1 else -1
         if starts.shape != (k, n) or ends.shape != (k, n) or flags.shape != (k,):
-            raise ValueError(f"expected shapes (k, {n}), (k, {n}), (k,); got "
-                             f"{starts.shape}, {ends.shape}, {flags.shape}")
+            raise ValueError(
+                f"expected shapes (k, {n}), (k, {n}), (k,); got {starts.shape}, {ends.shape}, {flags.shape}"
+            )
         total = factorial(n)
-        return cls(n, [(digits_to_int(s), total if f else digits_to_int(e))
-                       for s, e, f in zip(starts, ends, flags.tolist())])
+        return cls(
+            n, [(digits_to_int(s), total if f else digits_to_int(e)) for s, e, f in zip(starts, ends, flags.tolist())]
+        )
 
     def to_bytes(self) -> bytes:
         """The bounds as fixed-width big-endian integers (a0 b0 a1 b1 ...), for messages.

@@ -189,8 +189,7 @@ def iterated_greedy(
             break
         steps = chunk if iterations is None else min(chunk, iterations - done)
         tick = time.perf_counter()
-        current_cmax, new_best = _iterate(p, current, current_cmax, best, best_cmax, rng, steps, destroy,
-                                          temperature)  # fmt: skip
+        current_cmax, new_best = _iterate(p, current, current_cmax, best, best_cmax, rng, steps, destroy, temperature)
         took = time.perf_counter() - tick
         done += steps
         if new_best < best_cmax:

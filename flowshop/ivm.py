@@ -33,10 +33,10 @@ from .bounds import (
     LB1,
     LB1_LB2,
     LB2,
+    head_tail_minima,
     lb1_backward_child_body,
     lb1_forward_child_body,
     lb2_body,
-    head_tail_minima,
     lb2_tables,
 )
 
@@ -97,7 +97,9 @@ def _fill_row(M, V, level):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _child_lb2(p, pairs, lags, orders, front, remain, back, job, direction, child_front, child_back, child_remain, scheduled):
+def _child_lb2(
+    p, pairs, lags, orders, front, remain, back, job, direction, child_front, child_back, child_remain, scheduled
+):
     """LB2 of the child adding ``job`` in ``direction`` to the subproblem (front, remain, back)."""
     m = p.shape[1]
     t = 0
@@ -114,8 +116,34 @@ def _child_lb2(p, pairs, lags, orders, front, remain, back, job, direction, chil
 
 
 @_jit
-def _bound_and_prune(row, p, min_heads, min_tails, pairs, lags, orders, mode, branch, M, dirs, F, B, R, ub,
-                     lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain, scheduled):
+def _bound_and_prune(
+    row,
+    p,
+    min_heads,
+    min_tails,
+    pairs,
+    lags,
+    orders,
+    mode,
+    branch,
+    M,
+    dirs,
+    F,
+    B,
+    R,
+    ub,
+    lbf,
+    lbb,
+    front,
+    back,
+    remain,
+    rb,
+    fr,
+    child_front,
+    child_back,
+    child_remain,
+    scheduled,
+):
     """Bound the children in ``row`` (the node's state is index ``row``), branch, prune.
 
     The arrays after ``ub`` are scratch vectors (rb = remain + back, fr = front + remain),
@@ -146,9 +174,13 @@ def _bound_and_prune(row, p, min_heads, min_tails, pairs, lags, orders, mode, br
         lbb[c] = ub
         if mode == LB2:
             if do_forward:
-                lbf[c] = _child_lb2(p, pairs, lags, orders, front, remain, back, j, 0, child_front, child_back, child_remain, scheduled)
+                lbf[c] = _child_lb2(
+                    p, pairs, lags, orders, front, remain, back, j, 0, child_front, child_back, child_remain, scheduled
+                )
             if do_backward:
-                lbb[c] = _child_lb2(p, pairs, lags, orders, front, remain, back, j, 1, child_front, child_back, child_remain, scheduled)
+                lbb[c] = _child_lb2(
+                    p, pairs, lags, orders, front, remain, back, j, 1, child_front, child_back, child_remain, scheduled
+                )
         else:
             if do_forward:
                 lbf[c] = lb1_forward_child_body(front, rb, p, j)
@@ -174,7 +206,24 @@ def _bound_and_prune(row, p, min_heads, min_tails, pairs, lags, orders, mode, br
     for c in range(count):
         lb = lbf[c] if direction == 0 else lbb[c]
         if mode == LB1_LB2 and lb < ub:
-            lb = max(lb, _child_lb2(p, pairs, lags, orders, front, remain, back, M[row, c], direction, child_front, child_back, child_remain, scheduled))
+            lb = max(
+                lb,
+                _child_lb2(
+                    p,
+                    pairs,
+                    lags,
+                    orders,
+                    front,
+                    remain,
+                    back,
+                    M[row, c],
+                    direction,
+                    child_front,
+                    child_back,
+                    child_remain,
+                    scheduled,
+                ),
+            )
         if lb >= ub:
             M[row, c] = ~M[row, c]
 
@@ -238,8 +287,34 @@ def set_root(p, bound_data, mode, branch, ub, ivm):
         for j in range(n):
             total += p[j, k]
         R[0, k] = total
-    _bound_and_prune(0, p, min_heads, min_tails, pairs, lags, orders, mode, branch, M, dirs, F, B, R, ub,
-                     lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain, scheduled)
+    _bound_and_prune(
+        0,
+        p,
+        min_heads,
+        min_tails,
+        pairs,
+        lags,
+        orders,
+        mode,
+        branch,
+        M,
+        dirs,
+        F,
+        B,
+        R,
+        ub,
+        lbf,
+        lbb,
+        front,
+        back,
+        remain,
+        rb,
+        fr,
+        child_front,
+        child_back,
+        child_remain,
+        scheduled,
+    )
 
 
 @_jit
@@ -274,8 +349,34 @@ def init_at(p, bound_data, mode, branch, ivm, start):
             break
         _descend(p, M[l, V[l]], dirs[l], l, F, B, R)
         _fill_row(M, V, l)
-        _bound_and_prune(l + 1, p, min_heads, min_tails, pairs, lags, orders, mode, branch, M, dirs, F, B, R, sc[UB],
-                     lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain, scheduled)
+        _bound_and_prune(
+            l + 1,
+            p,
+            min_heads,
+            min_tails,
+            pairs,
+            lags,
+            orders,
+            mode,
+            branch,
+            M,
+            dirs,
+            F,
+            B,
+            R,
+            sc[UB],
+            lbf,
+            lbb,
+            front,
+            back,
+            remain,
+            rb,
+            fr,
+            child_front,
+            child_back,
+            child_remain,
+            scheduled,
+        )
     sc[LEVEL] = level
     if sc[DONE] == 1 or V[level] != 0:  # pruned cells moved it off 0, or nothing is left: count now
         sc[NODES] += sc[ROOT_PENDING]
@@ -321,8 +422,34 @@ def explore_steps(p, bound_data, mode, branch, ivm, max_steps):
         else:
             nodes += 1
             _fill_row(M, V, level)
-            _bound_and_prune(level + 1, p, min_heads, min_tails, pairs, lags, orders, mode, branch, M, dirs, F, B, R, sc[UB],
-                     lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain, scheduled)
+            _bound_and_prune(
+                level + 1,
+                p,
+                min_heads,
+                min_tails,
+                pairs,
+                lags,
+                orders,
+                mode,
+                branch,
+                M,
+                dirs,
+                F,
+                B,
+                R,
+                sc[UB],
+                lbf,
+                lbb,
+                front,
+                back,
+                remain,
+                rb,
+                fr,
+                child_front,
+                child_back,
+                child_remain,
+                scheduled,
+            )
             level += 1
         level, exhausted = _select(M, V, level)
         if exhausted:
@@ -365,8 +492,19 @@ class IVM:
         self.scalars[DONE] = 1
         self.best = np.zeros(n, np.int32)
         work = [np.zeros(n, np.int32), np.zeros(n, np.int32)] + [np.zeros(m, np.int32) for _ in range(8)]
-        self.arrays = (self.M, self.V, self.dirs, self.F, self.B, self.R, self.end, self.scalars, self.best,
-                       tuple(work), np.zeros(n, np.int8))
+        self.arrays = (
+            self.M,
+            self.V,
+            self.dirs,
+            self.F,
+            self.B,
+            self.R,
+            self.end,
+            self.scalars,
+            self.best,
+            tuple(work),
+            np.zeros(n, np.int8),
+        )
 
     def start(self, start_digits: np.ndarray, end_digits: np.ndarray | None, ub: int) -> None:
         """Begin the interval [start, end); ``end_digits`` None means end = n!."""

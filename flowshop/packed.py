@@ -291,7 +291,7 @@ class PackedUnit:
         i = _largest(self.bounds)
         if i < 0:
             return self, None
-        (a, b), = PackedUnit(self.n, self.bounds[i : i + 1]).intervals()
+        ((a, b),) = PackedUnit(self.n, self.bounds[i : i + 1]).intervals()
         mid = (a + b) // 2
         if mid > a:
             kept = self.bounds.copy()
@@ -319,7 +319,7 @@ class PackedUnit:
         i = _largest(self.bounds)
         if i < 0:
             return None
-        (a, b), = PackedUnit(self.n, self.bounds[i : i + 1]).intervals()
+        ((a, b),) = PackedUnit(self.n, self.bounds[i : i + 1]).intervals()
         if b - a < max(2, min_split):
             return None
         kept, given = self.split_largest()

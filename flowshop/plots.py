@@ -47,6 +47,13 @@ def plot_run(store: RunStore, out: Path) -> list[Path]:
     written = []
     if latest.solution is not None:
         written.append(gantt(instance.p, list(latest.solution), out / "gantt.png", instance.name))
-    written.append(history(latest.series, out / "history.png", f"{instance.name} ({state(store)})",
-                           remaining="remaining share of [0, n!)", incumbent="incumbent (makespan)"))  # fmt: skip
+    written.append(
+        history(
+            latest.series,
+            out / "history.png",
+            f"{instance.name} ({state(store)})",
+            remaining="remaining share of [0, n!)",
+            incumbent="incumbent (makespan)",
+        )
+    )
     return written

@@ -20,12 +20,20 @@ INITIAL_NAMES = ("neh", "ig")
 KEYS = ("bound", "branch", "search_ub", "user_ub", "initial", "initial_makespan", "root_lower_bound")
 
 
-def run_options(p: np.ndarray, *, bound: str, branch: str, user_ub: int | None, initial: str,
-                initial_makespan: int) -> dict:  # fmt: skip
+def run_options(
+    p: np.ndarray, *, bound: str, branch: str, user_ub: int | None, initial: str, initial_makespan: int
+) -> dict:
     """The options of a new run on ``p`` (``search_ub`` and ``root_lower_bound`` derived)."""
     search_ub = initial_makespan if user_ub is None else min(user_ub, initial_makespan)
-    options = {"bound": bound, "branch": branch, "search_ub": search_ub, "user_ub": user_ub, "initial": initial,
-               "initial_makespan": initial_makespan, "root_lower_bound": lower_bound(p, [], [], bound)}  # fmt: skip
+    options = {
+        "bound": bound,
+        "branch": branch,
+        "search_ub": search_ub,
+        "user_ub": user_ub,
+        "initial": initial,
+        "initial_makespan": initial_makespan,
+        "root_lower_bound": lower_bound(p, [], [], bound),
+    }
     check_options(options, p)
     return options
 
@@ -42,16 +50,21 @@ def check_options(options: Any, p: np.ndarray) -> None:
     for key in ("search_ub", "initial_makespan", "root_lower_bound", "user_ub"):
         value = options[key]
         if not (type(value) is int and value >= 0 or key == "user_ub" and value is None):
-            raise ValueError(f"option {key} must be an integer >= 0{' or null' * (key == 'user_ub')}, "
-                             f"not {value!r}")  # fmt: skip
+            raise ValueError(f"option {key} must be an integer >= 0{' or null' * (key == 'user_ub')}, not {value!r}")
     root = lower_bound(p, [], [], options["bound"])
     if options["root_lower_bound"] != root:
-        raise ValueError(f"option root_lower_bound is {options['root_lower_bound']}, the instance's root bound "
-                         f"({options['bound']}) is {root}")  # fmt: skip
+        raise ValueError(
+            f"option root_lower_bound is {options['root_lower_bound']}, the instance's root bound "
+            f"({options['bound']}) is {root}"
+        )
     if not root <= options["initial_makespan"] <= int(p.sum(dtype=np.int64)):
-        raise ValueError(f"option initial_makespan {options['initial_makespan']} is not a makespan of the "
-                         f"instance (below its root bound {root} or above its total work)")  # fmt: skip
+        raise ValueError(
+            f"option initial_makespan {options['initial_makespan']} is not a makespan of the "
+            f"instance (below its root bound {root} or above its total work)"
+        )
     user_ub, initial = options["user_ub"], options["initial_makespan"]
     if options["search_ub"] != (initial if user_ub is None else min(user_ub, initial)):
-        raise ValueError(f"option search_ub {options['search_ub']} is not the smaller of user_ub {user_ub} "
-                         f"and initial_makespan {initial}")  # fmt: skip
+        raise ValueError(
+            f"option search_ub {options['search_ub']} is not the smaller of user_ub {user_ub} "
+            f"and initial_makespan {initial}"
+        )

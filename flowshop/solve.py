@@ -9,21 +9,38 @@ import numpy as np
 from ..core.result import Result, Status
 from .bounds import lower_bound
 from .evaluation import makespan, neh
-from .instance import FlowShop
 from .explorer import Snapshot, explore
+from .instance import FlowShop
 from .intervals import WorkUnit
 
 
-def flowshop_result(instance: str, n: int, m: int, status: Status, best_makespan: int | None,
-                    permutation, lower_bound: int, nodes: int, leaves: int, elapsed_s: float,
-                    remaining: WorkUnit) -> Result:  # fmt: skip
+def flowshop_result(
+    instance: str,
+    n: int,
+    m: int,
+    status: Status,
+    best_makespan: int | None,
+    permutation,
+    lower_bound: int,
+    nodes: int,
+    leaves: int,
+    elapsed_s: float,
+    remaining: WorkUnit,
+) -> Result:
     """The :class:`Result` of a flow-shop search that left ``remaining``."""
     return Result(
-        kind="flowshop", name=instance, status=status, value=best_makespan,
-        solution=None if permutation is None else [int(j) for j in permutation], lower_bound=lower_bound,
-        nodes=nodes, elapsed_s=round(elapsed_s, 6), remaining_fraction=remaining.fraction_of_space(),
-        remaining_log10=remaining.log10_fraction(), extras={"n": n, "m": m, "leaves": leaves},
-    )  # fmt: skip
+        kind="flowshop",
+        name=instance,
+        status=status,
+        value=best_makespan,
+        solution=None if permutation is None else [int(j) for j in permutation],
+        lower_bound=lower_bound,
+        nodes=nodes,
+        elapsed_s=round(elapsed_s, 6),
+        remaining_fraction=remaining.fraction_of_space(),
+        remaining_log10=remaining.log10_fraction(),
+        extras={"n": n, "m": m, "leaves": leaves},
+    )
 
 
 def solve(
@@ -53,16 +70,34 @@ def solve(
     known = [v for v in (ub, best_makespan) if v is not None]
     search_ub = min(known) if known else int(p.sum()) + 1  # every schedule beats sum + 1
     result = explore(
-        p, WorkUnit.full(instance.n), search_ub, bound=bound, branch=branch, threads=threads,
-        max_nodes=node_limit, max_seconds=time_limit, on_progress=on_progress,
-    )  # fmt: skip
+        p,
+        WorkUnit.full(instance.n),
+        search_ub,
+        bound=bound,
+        branch=branch,
+        threads=threads,
+        max_nodes=node_limit,
+        max_seconds=time_limit,
+        on_progress=on_progress,
+    )
     if result.best_makespan is not None:
         best_makespan, best_permutation = result.best_makespan, result.best_permutation
         if makespan(p, best_permutation) != best_makespan:
             raise RuntimeError("internal error: the schedule found does not have the reported makespan")
     status, proved = classify(not result.remaining, best_makespan, search_ub, lower_bound(p, [], [], bound))
-    return flowshop_result(instance.name, instance.n, instance.m, status, best_makespan, best_permutation, proved,
-                           result.nodes, result.leaves, result.elapsed_s, result.remaining)
+    return flowshop_result(
+        instance.name,
+        instance.n,
+        instance.m,
+        status,
+        best_makespan,
+        best_permutation,
+        proved,
+        result.nodes,
+        result.leaves,
+        result.elapsed_s,
+        result.remaining,
+    )
 
 
 def classify(finished: bool, best_makespan: int | None, search_ub: int, root_bound: int) -> tuple[Status, int]:

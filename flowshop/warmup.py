@@ -33,11 +33,11 @@ from ..core.compiling import CodeLoad, in_cache, recording, start_apart
 from ..core.files import open_append
 from ..workflow.fastexit import exit_without_final_gc
 from .bounds import lower_bound
-from .evaluation import makespan, neh
-from .iterated_greedy import iterated_greedy
 from .estimate import load_probes
+from .evaluation import makespan, neh
 from .explorer import explore
 from .intervals import WorkUnit
+from .iterated_greedy import iterated_greedy
 from .packed import PackedUnit
 
 SMALL_N = 6  # jobs of the instance slice the code runs on (numba compiles per type, not per size)
@@ -116,8 +116,9 @@ def compile_eta_apart(command: list[str] | None = None) -> None:
         with contextlib.suppress(OSError):
             PROBES_LOCK.parent.mkdir(exist_ok=True)
         command = [sys.executable, "-c", _COMPILE_PROBES.format(lock=str(PROBES_LOCK))]
-    _eta_compile = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL)  # fmt: skip
+    _eta_compile = subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
 
 
 def _probes_lock_free() -> bool:
@@ -213,8 +214,9 @@ def warm_worker(p: np.ndarray, bound: str, branch: str) -> CodeLoad:
                 _coordinator_code(small.shape[0])  # the GPU explorer's work units are packed
                 iterated_greedy(small, iterations=1)  # a heuristic task runs beside by default
             else:
-                explore(small, WorkUnit.full(small.shape[0]), int(small.sum()) + 1, bound=bound, branch=branch,
-                        max_nodes=64)  # fmt: skip
+                explore(
+                    small, WorkUnit.full(small.shape[0]), int(small.sum()) + 1, bound=bound, branch=branch, max_nodes=64
+                )
     _loaded.add(code)
     return CodeLoad(outcome["seconds"], outcome["compiled"])
 
@@ -223,9 +225,8 @@ def code_cached(initial: str | None) -> bool:
     """Whether numba's on-disk cache holds the flow-shop code a run on the CPU loads (the client's,
     with its ``initial`` heuristic, and the explorer's); False: this is the machine's first run, or
     its first since an upgrade."""
-    from . import evaluation
+    from . import evaluation, ivm, packed
     from . import iterated_greedy as ig
-    from . import ivm, packed
 
     heuristic = {"ig": [ig._iterate, ig._local_search], "neh": [evaluation.insert_best]}.get(initial, [])
     return in_cache(*heuristic, packed._coalesce, packed._intersect, ivm.explore_steps, ivm.init_at, ivm.set_root)

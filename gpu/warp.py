@@ -19,6 +19,7 @@ FULL_MASK = 0xFFFFFFFF
 WARPS_PER_BLOCK = 1 if SIMULATED else 4
 SHIFTS = tuple(1 << i for i in range(WARP.bit_length() - 1))  # 1, 2, 4, ... WARP / 2
 
+
 def shared_body(function):
     """A ``numba.njit`` body shared with the CPU code, callable from a kernel.
 

@@ -81,15 +81,19 @@ class Network:
         if missing:
             raise ProblemError(f"{where}: an ANN file needs the keys {', '.join(missing)}")
         layers = document["layers"]
-        if not (isinstance(layers, list) and len(layers) >= 2
-                and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in layers)):
+        if not (
+            isinstance(layers, list)
+            and len(layers) >= 2
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in layers)
+        ):
             raise ProblemError(f"{where}: layers must be a list of at least two positive integers")
         if layers[-1] != 1:
             raise ProblemError(f"{where}: the last layer must have 1 output (the objective), not {layers[-1]}")
         depth = len(layers) - 1
         weights, biases = document["W"], document["b"]
-        if not (isinstance(weights, list) and len(weights) == depth
-                and isinstance(biases, list) and len(biases) == depth):
+        if not (
+            isinstance(weights, list) and len(weights) == depth and isinstance(biases, list) and len(biases) == depth
+        ):
             raise ProblemError(f"{where}: W and b must be lists of {depth} layers (layers has {len(layers)} sizes)")
         for k in range(depth):
             _check_matrix(weights[k], layers[k + 1], layers[k], where, f"W[{k}]")

@@ -54,19 +54,42 @@ def result_status(unsplittable: int, found: bool, lower_bound: float) -> Status:
     return Status.OPTIMAL if lower_bound > -math.inf else Status.LIMIT
 
 
-def make_result(problem: Problem, options: MinimizeOptions, incumbent: _Incumbent, local: _LocalSolver | None,
-                status: Status | None, unsplittable: int, lower_bound: float, nodes: int, subdomains: int,
-                began: float, open_boxes: int, remaining: BoxSet, **details) -> Result:  # fmt: skip
+def make_result(
+    problem: Problem,
+    options: MinimizeOptions,
+    incumbent: _Incumbent,
+    local: _LocalSolver | None,
+    status: Status | None,
+    unsplittable: int,
+    lower_bound: float,
+    nodes: int,
+    subdomains: int,
+    began: float,
+    open_boxes: int,
+    remaining: BoxSet,
+    **details,
+) -> Result:
     """The result of a search (CPU or GPU) that ended with ``status`` (None: ran to its end, see
     :func:`result_status`) leaving the boxes ``remaining``; ``details`` (the backend and its
     counters) join its extras."""
     elapsed_s = time.perf_counter() - began
     found = incumbent.x is not None
-    return box_result(problem, options, status or result_status(unsplittable, found, lower_bound),
-                      incumbent.value if found else None, incumbent.x.tolist() if found else None, lower_bound,
-                      nodes, elapsed_s, remaining, open_boxes, subdomains=subdomains,
-                      local_solves=0 if local is None else local.count,
-                      local_solve_s=round(0.0 if local is None else local.seconds, 6), **details)  # fmt: skip
+    return box_result(
+        problem,
+        options,
+        status or result_status(unsplittable, found, lower_bound),
+        incumbent.value if found else None,
+        incumbent.x.tolist() if found else None,
+        lower_bound,
+        nodes,
+        elapsed_s,
+        remaining,
+        open_boxes,
+        subdomains=subdomains,
+        local_solves=0 if local is None else local.count,
+        local_solve_s=round(0.0 if local is None else local.seconds, 6),
+        **details,
+    )
 
 
 # what a first run compiles, and about how long that takes (measured: benchmarks/first_run.py)
@@ -96,8 +119,7 @@ def code_cached(options: MinimizeOptions) -> bool:
     this is the machine's first run, or its first since an upgrade)."""
     from . import bounds, contract, floateval
 
-    code = [bounds._bound_work_items_parallel if options.parallel else bounds._bound_work_items,
-            bounds._point_outputs]  # fmt: skip
+    code = [bounds._bound_work_items_parallel if options.parallel else bounds._bound_work_items, bounds._point_outputs]
     if options.contract:
         code.append(contract._contract_boxes)
     if options.local_solves:
@@ -134,9 +156,14 @@ def load_float_code(problem: Problem) -> None:
     evaluate_float_gradients(problem.tape, problem.lower)
 
 
-def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
-             progress: Callable[[Progress], None] | None = None, progress_seconds: float = 0.5,
-             should_stop: Callable[[], bool] | None = None) -> Result:  # fmt: skip
+def minimize(
+    problem: Problem,
+    options: MinimizeOptions | None = None,
+    *,
+    progress: Callable[[Progress], None] | None = None,
+    progress_seconds: float = 0.5,
+    should_stop: Callable[[], bool] | None = None,
+) -> Result:
     """Minimize ``problem`` by spatial B&B on the CPU: an :class:`.explorer.Exploration` of the
     whole domain run to its end or to a limit; see the module docstring."""
     options = options or MinimizeOptions()
@@ -145,9 +172,14 @@ def minimize(problem: Problem, options: MinimizeOptions | None = None, *,
     return run_to_end(exploration, began, should_stop, progress, progress_seconds, lambda: {"backend": "cpu"})
 
 
-def run_to_end(exploration, began: float, should_stop: Callable[[], bool] | None,
-               progress: Callable[[Progress], None] | None, progress_seconds: float,
-               details: Callable[[], dict]) -> Result:  # fmt: skip
+def run_to_end(
+    exploration,
+    began: float,
+    should_stop: Callable[[], bool] | None,
+    progress: Callable[[Progress], None] | None,
+    progress_seconds: float,
+    details: Callable[[], dict],
+) -> Result:
     """Run an exploration of the whole domain (CPU or GPU), made at ``began``, to its end or to its
     options' limits (counted from ``began``), as ``minimize``'s result (``details()``: the backend's,
     read after the run)."""
@@ -155,10 +187,21 @@ def run_to_end(exploration, began: float, should_stop: Callable[[], bool] | None
     time_limit = None if options.time_limit is None else options.time_limit - (time.perf_counter() - began)
     node_limit = None if options.node_limit is None else options.node_limit - exploration.nodes
     report = exploration.run(should_stop, time_limit, node_limit, progress=progress, progress_seconds=progress_seconds)
-    return make_result(problem, options, exploration.incumbent, exploration.local,
-                       None if report.done else Status.LIMIT, report.unsplittable, report.lower_bound,
-                       report.total_nodes, exploration.n_per_dim**problem.dimension, began,
-                       report.open_boxes + report.unsplittable, _left(exploration), **details())  # fmt: skip
+    return make_result(
+        problem,
+        options,
+        exploration.incumbent,
+        exploration.local,
+        None if report.done else Status.LIMIT,
+        report.unsplittable,
+        report.lower_bound,
+        report.total_nodes,
+        exploration.n_per_dim**problem.dimension,
+        began,
+        report.open_boxes + report.unsplittable,
+        _left(exploration),
+        **details(),
+    )
 
 
 def _left(exploration) -> BoxSet:

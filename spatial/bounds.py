@@ -24,15 +24,34 @@ import numba
 import numpy as np
 
 from . import interval as iv
-from .opcodes import (_VAR, _CONST, _ADD, _SUB, _MUL, _DIV, _NEG, _POWI, _SQRT, _EXP, _LOG, _TANH, _SIN,
-                      _COS, _TAN, _ABS, _ATAN2, _MIN, _MAX, _SIGMOID)
+from .opcodes import (
+    _ABS,
+    _ADD,
+    _ATAN2,
+    _CONST,
+    _COS,
+    _DIV,
+    _EXP,
+    _LOG,
+    _MAX,
+    _MIN,
+    _MUL,
+    _NEG,
+    _POWI,
+    _SIGMOID,
+    _SIN,
+    _SQRT,
+    _SUB,
+    _TAN,
+    _TANH,
+    _VAR,
+)
 from .tape import Tape
 
 LANES = 64  # subdomains per interpreter chunk (8, 16, 32, 64, 128 measured on the peaks ANN: 32 and 64 tie)
 MAX_SUBDOMAINS = 2**40
 
 jit = numba.njit(cache=True, nogil=True)
-
 
 
 _NIE = 1
@@ -87,8 +106,15 @@ def _varying_slots(op: np.ndarray, arg0: np.ndarray, arg1: np.ndarray) -> np.nda
             varying[k] = True
         elif code == _CONST:
             varying[k] = False
-        elif code == _ADD or code == _SUB or code == _MUL or code == _DIV or code == _ATAN2 \
-                or code == _MIN or code == _MAX:
+        elif (
+            code == _ADD
+            or code == _SUB
+            or code == _MUL
+            or code == _DIV
+            or code == _ATAN2
+            or code == _MIN
+            or code == _MAX
+        ):
             varying[k] = varying[arg0[k]] or varying[arg1[k]]
         else:
             varying[k] = varying[arg0[k]]
@@ -96,8 +122,7 @@ def _varying_slots(op: np.ndarray, arg0: np.ndarray, arg1: np.ndarray) -> np.nda
 
 
 @jit
-def _unary_derivative(code: int, alo: float, ahi: float, vlo: float, vhi: float, k: int
-                      ) -> tuple[float, float, bool]:
+def _unary_derivative(code: int, alo: float, ahi: float, vlo: float, vhi: float, k: int) -> tuple[float, float, bool]:
     """An enclosure of the derivative over a (v = the value there), and whether a kink is inside."""
     if code == _TANH:
         slo, shi = iv.powi(vlo, vhi, 2)
@@ -143,8 +168,9 @@ def _unary_derivative(code: int, alo: float, ahi: float, vlo: float, vhi: float,
 
 
 @jit
-def _binary_derivatives(code: int, alo: float, ahi: float, blo: float, bhi: float, vlo: float,
-                        vhi: float) -> tuple[float, float, float, float, bool]:
+def _binary_derivatives(
+    code: int, alo: float, ahi: float, blo: float, bhi: float, vlo: float, vhi: float
+) -> tuple[float, float, float, float, bool]:
     """Enclosures of d/da and d/db over the operands (v = the value), and whether a kink or a jump
     may lie inside (then the mean value form does not apply)."""
     if code == _MUL:
@@ -262,8 +288,9 @@ def _linear_tangents(code, a, b, k, n_vars, n_lanes, varying, tlo, thi):
 
 
 @jit
-def _run_tape(op, arg0, arg1, const_lo, const_hi, varying, x_lo, x_hi, n_lanes, vlo, vhi,
-              with_tangents, tlo, thi, kink):
+def _run_tape(
+    op, arg0, arg1, const_lo, const_hi, varying, x_lo, x_hi, n_lanes, vlo, vhi, with_tangents, tlo, thi, kink
+):
     """Evaluate the tape on ``n_lanes`` boxes ``x_lo[:, lane], x_hi[:, lane]`` into ``vlo, vhi``
     (slot, lane); with tangents also into ``tlo, thi`` (slot, variable, lane) for varying slots,
     setting ``kink[lane]`` where a non-differentiable point of a varying slot may lie inside."""
@@ -298,7 +325,8 @@ def _run_tape(op, arg0, arg1, const_lo, const_hi, varying, x_lo, x_hi, n_lanes, 
         elif code == _MUL or code == _DIV or code == _ATAN2 or code == _MIN or code == _MAX:
             for lane in range(n_lanes):
                 dalo, dahi, dblo, dbhi, bent = _binary_derivatives(
-                    code, vlo[a, lane], vhi[a, lane], vlo[b, lane], vhi[b, lane], vlo[k, lane], vhi[k, lane])
+                    code, vlo[a, lane], vhi[a, lane], vlo[b, lane], vhi[b, lane], vlo[k, lane], vhi[k, lane]
+                )
                 if bent:
                     kink[lane] = True
                 for j in range(n_vars):
@@ -313,8 +341,7 @@ def _run_tape(op, arg0, arg1, const_lo, const_hi, varying, x_lo, x_hi, n_lanes, 
                     thi[k, j, lane] = hi
         else:
             for lane in range(n_lanes):
-                dlo, dhi, bent = _unary_derivative(code, vlo[a, lane], vhi[a, lane], vlo[k, lane],
-                                                   vhi[k, lane], b)
+                dlo, dhi, bent = _unary_derivative(code, vlo[a, lane], vhi[a, lane], vlo[k, lane], vhi[k, lane], b)
                 if bent:
                     kink[lane] = True
                 for j in range(n_vars):
@@ -376,9 +403,37 @@ def _mean_value_form(o, lane, center_lo, center_hi, tlo, thi, slot, varying, x_l
 
 
 @jit
-def _bound_chunk(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, varying, edges, box, first,
-                 n_lanes, n_per_dim, mode, feas_tol, threshold, cells, scratch_lo, scratch_hi, tlo, thi,
-                 kink, x_lo, x_hi, center, center_lo, center_hi, mvf_lo, mvf_hi):
+def _bound_chunk(
+    op,
+    arg0,
+    arg1,
+    const_lo,
+    const_hi,
+    outputs,
+    n_ineq,
+    varying,
+    edges,
+    box,
+    first,
+    n_lanes,
+    n_per_dim,
+    mode,
+    feas_tol,
+    threshold,
+    cells,
+    scratch_lo,
+    scratch_hi,
+    tlo,
+    thi,
+    kink,
+    x_lo,
+    x_hi,
+    center,
+    center_lo,
+    center_hi,
+    mvf_lo,
+    mvf_hi,
+):
     """Bound subdomains first .. first + n_lanes - 1 of ``box``: (min lb, its subdomain or -1,
     number kept, number of MVF fallbacks); ``cells[0]``/``cells[1]`` become the lowest/highest
     cell along each axis of a kept subdomain whose lb is below ``threshold``."""
@@ -388,14 +443,44 @@ def _bound_chunk(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, varying, e
             center[i, lane] = _midpoint(x_lo[i, lane], x_hi[i, lane])
     use_mvf = mode != _NIE
     if use_mvf:
-        _run_tape(op, arg0, arg1, const_lo, const_hi, varying, center, center, n_lanes, scratch_lo,
-                  scratch_hi, False, tlo, thi, kink)
+        _run_tape(
+            op,
+            arg0,
+            arg1,
+            const_lo,
+            const_hi,
+            varying,
+            center,
+            center,
+            n_lanes,
+            scratch_lo,
+            scratch_hi,
+            False,
+            tlo,
+            thi,
+            kink,
+        )
         for o in range(len(outputs)):
             for lane in range(n_lanes):
                 center_lo[o, lane] = scratch_lo[outputs[o], lane]
                 center_hi[o, lane] = scratch_hi[outputs[o], lane]
-    _run_tape(op, arg0, arg1, const_lo, const_hi, varying, x_lo, x_hi, n_lanes, scratch_lo, scratch_hi,
-              use_mvf, tlo, thi, kink)
+    _run_tape(
+        op,
+        arg0,
+        arg1,
+        const_lo,
+        const_hi,
+        varying,
+        x_lo,
+        x_hi,
+        n_lanes,
+        scratch_lo,
+        scratch_hi,
+        use_mvf,
+        tlo,
+        thi,
+        kink,
+    )
     best = math.inf
     best_s = -1
     kept = 0
@@ -404,8 +489,9 @@ def _bound_chunk(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, varying, e
         mvf_applies = use_mvf and not kink[lane]
         if mvf_applies:
             for o in range(len(outputs)):
-                mvf_lo[o], mvf_hi[o] = _mean_value_form(o, lane, center_lo, center_hi, tlo, thi,
-                                                        outputs[o], varying, x_lo, x_hi, center)
+                mvf_lo[o], mvf_hi[o] = _mean_value_form(
+                    o, lane, center_lo, center_hi, tlo, thi, outputs[o], varying, x_lo, x_hi, center
+                )
                 if iv.is_empty(mvf_lo[o], mvf_hi[o]):
                     mvf_applies = False
                     break
@@ -445,9 +531,27 @@ def _bound_chunk(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, varying, e
 
 
 @jit
-def _bound_work_items(thread, n_threads, op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, edges,
-                      n_per_dim, mode, feas_tol, threshold, chunk_best, chunk_subdomain, chunk_kept,
-                      chunk_fallbacks, chunk_cells):
+def _bound_work_items(
+    thread,
+    n_threads,
+    op,
+    arg0,
+    arg1,
+    const_lo,
+    const_hi,
+    outputs,
+    n_ineq,
+    edges,
+    n_per_dim,
+    mode,
+    feas_tol,
+    threshold,
+    chunk_best,
+    chunk_subdomain,
+    chunk_kept,
+    chunk_fallbacks,
+    chunk_cells,
+):
     """Bound work items thread, thread + n_threads, ... (item = a box and a chunk of LANES of its
     subdomains) with this thread's own scratch."""
     n_boxes, n_chunks = chunk_best.shape
@@ -477,9 +581,36 @@ def _bound_work_items(thread, n_threads, op, arg0, arg1, const_lo, const_hi, out
         cells[0, :] = n_per_dim
         cells[1, :] = -1
         best, best_s, kept, fallbacks = _bound_chunk(
-            op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, varying, edges, box, first, n_lanes,
-            n_per_dim, mode, feas_tol, threshold[box], cells, scratch_lo, scratch_hi, tlo, thi, kink, x_lo,
-            x_hi, center, center_lo, center_hi, mvf_lo, mvf_hi)
+            op,
+            arg0,
+            arg1,
+            const_lo,
+            const_hi,
+            outputs,
+            n_ineq,
+            varying,
+            edges,
+            box,
+            first,
+            n_lanes,
+            n_per_dim,
+            mode,
+            feas_tol,
+            threshold[box],
+            cells,
+            scratch_lo,
+            scratch_hi,
+            tlo,
+            thi,
+            kink,
+            x_lo,
+            x_hi,
+            center,
+            center_lo,
+            center_hi,
+            mvf_lo,
+            mvf_hi,
+        )
         chunk_best[box, chunk] = best
         chunk_subdomain[box, chunk] = best_s
         chunk_kept[box, chunk] = kept
@@ -487,19 +618,67 @@ def _bound_work_items(thread, n_threads, op, arg0, arg1, const_lo, const_hi, out
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _bound_work_items_parallel(n_threads, op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, edges,
-                               n_per_dim, mode, feas_tol, threshold, chunk_best, chunk_subdomain, chunk_kept,
-                               chunk_fallbacks, chunk_cells):
+def _bound_work_items_parallel(
+    n_threads,
+    op,
+    arg0,
+    arg1,
+    const_lo,
+    const_hi,
+    outputs,
+    n_ineq,
+    edges,
+    n_per_dim,
+    mode,
+    feas_tol,
+    threshold,
+    chunk_best,
+    chunk_subdomain,
+    chunk_kept,
+    chunk_fallbacks,
+    chunk_cells,
+):
     """The work items spread over ``n_threads`` numba threads (one strided share each)."""
     for thread in numba.prange(n_threads):
-        _bound_work_items(thread, n_threads, op, arg0, arg1, const_lo, const_hi, outputs, n_ineq,
-                          edges, n_per_dim, mode, feas_tol, threshold, chunk_best, chunk_subdomain,
-                          chunk_kept, chunk_fallbacks, chunk_cells)
+        _bound_work_items(
+            thread,
+            n_threads,
+            op,
+            arg0,
+            arg1,
+            const_lo,
+            const_hi,
+            outputs,
+            n_ineq,
+            edges,
+            n_per_dim,
+            mode,
+            feas_tol,
+            threshold,
+            chunk_best,
+            chunk_subdomain,
+            chunk_kept,
+            chunk_fallbacks,
+            chunk_cells,
+        )
 
 
 @jit
-def _reduce_chunks(edges, n_per_dim, chunk_best, chunk_subdomain, chunk_kept, chunk_fallbacks, chunk_cells,
-                   lb, best_point, n_kept, n_fallback, hull_lo, hull_hi):
+def _reduce_chunks(
+    edges,
+    n_per_dim,
+    chunk_best,
+    chunk_subdomain,
+    chunk_kept,
+    chunk_fallbacks,
+    chunk_cells,
+    lb,
+    best_point,
+    n_kept,
+    n_fallback,
+    hull_lo,
+    hull_hi,
+):
     """Per box: the lowest chunk bound (the first on ties), its subdomain's midpoint, the counts,
     and the hull of the subdomains below the threshold (NaN where there is none)."""
     x_lo = np.empty((edges.shape[1], 1))
@@ -529,8 +708,9 @@ def _reduce_chunks(edges, n_per_dim, chunk_best, chunk_subdomain, chunk_kept, ch
                 best_point[box, i] = _midpoint(x_lo[i, 0], x_hi[i, 0])
 
 
-def checked_request(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, n_per_dim: int, mode: int,
-                    threshold: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def checked_request(
+    tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, n_per_dim: int, mode: int, threshold: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The boxes and thresholds of a :func:`bound_boxes` request as contiguous float64 arrays
     (threshold +inf by default); ValueError for anything malformed."""
     box_lo = np.ascontiguousarray(box_lo, dtype=np.float64)
@@ -552,9 +732,16 @@ def checked_request(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, n_per_di
     return box_lo, box_hi, threshold
 
 
-def bound_boxes(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, n_per_dim: int,
-                mode: int = Mode.BOTH, feas_tol: float = 1e-6, parallel: bool = True,
-                threshold: np.ndarray | None = None) -> BoxBounds:
+def bound_boxes(
+    tape: Tape,
+    box_lo: np.ndarray,
+    box_hi: np.ndarray,
+    n_per_dim: int,
+    mode: int = Mode.BOTH,
+    feas_tol: float = 1e-6,
+    parallel: bool = True,
+    threshold: np.ndarray | None = None,
+) -> BoxBounds:
     """Subdomain lower bounds of f on B boxes ``[box_lo[b], box_hi[b]]`` (float64 (B, d), finite),
     each split into ``n_per_dim ** d`` uniform subdomains bounded by ``mode`` (see :class:`Mode`).
     ``threshold`` (B,) (default +inf): ``hull_lo/hull_hi`` are the hull of the kept subdomains
@@ -568,9 +755,25 @@ def bound_boxes(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, n_per_dim: i
     chunk_kept = np.empty((n_boxes, n_chunks), dtype=np.int64)
     chunk_fallbacks = np.empty((n_boxes, n_chunks), dtype=np.int64)
     chunk_cells = np.empty((n_boxes, n_chunks, 2, tape.n_vars), dtype=np.int64)
-    arguments = (tape.op, tape.arg0, tape.arg1, tape.const_lo, tape.const_hi, tape.outputs, tape.n_ineq,
-                 edges, int(n_per_dim), int(mode), float(feas_tol), threshold, chunk_best, chunk_subdomain,
-                 chunk_kept, chunk_fallbacks, chunk_cells)
+    arguments = (
+        tape.op,
+        tape.arg0,
+        tape.arg1,
+        tape.const_lo,
+        tape.const_hi,
+        tape.outputs,
+        tape.n_ineq,
+        edges,
+        int(n_per_dim),
+        int(mode),
+        float(feas_tol),
+        threshold,
+        chunk_best,
+        chunk_subdomain,
+        chunk_kept,
+        chunk_fallbacks,
+        chunk_cells,
+    )
     if parallel:
         _bound_work_items_parallel(numba.get_num_threads(), *arguments)
     else:
@@ -581,10 +784,24 @@ def bound_boxes(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, n_per_dim: i
     n_fallback = np.zeros(n_boxes, dtype=np.int64)
     hull_lo = np.full((n_boxes, tape.n_vars), np.nan)
     hull_hi = np.full((n_boxes, tape.n_vars), np.nan)
-    _reduce_chunks(edges, int(n_per_dim), chunk_best, chunk_subdomain, chunk_kept, chunk_fallbacks, chunk_cells,
-                   lb, best_point, n_kept, n_fallback, hull_lo, hull_hi)
-    return BoxBounds(lb=lb, best_point=best_point, n_kept=n_kept, n_fallback=n_fallback, hull_lo=hull_lo,
-                     hull_hi=hull_hi)
+    _reduce_chunks(
+        edges,
+        int(n_per_dim),
+        chunk_best,
+        chunk_subdomain,
+        chunk_kept,
+        chunk_fallbacks,
+        chunk_cells,
+        lb,
+        best_point,
+        n_kept,
+        n_fallback,
+        hull_lo,
+        hull_hi,
+    )
+    return BoxBounds(
+        lb=lb, best_point=best_point, n_kept=n_kept, n_fallback=n_fallback, hull_lo=hull_lo, hull_hi=hull_hi
+    )
 
 
 # ---------------------------------------------------------------- points
@@ -626,8 +843,12 @@ def evaluate_point(tape: Tape, x: np.ndarray) -> PointValue:
 def _feasible(f_lo, g_hi, h_lo, h_hi, feas_tol: float):
     """f is defined, every g's enclosure is <= 0 and every h's enclosure lies in [-feas_tol, feas_tol]
     (one point, or points along the last axis: constraints along the first)."""
-    return (f_lo == f_lo) & np.all(g_hi <= 0.0, axis=0) & np.all(h_lo >= -feas_tol, axis=0) & np.all(
-        h_hi <= feas_tol, axis=0)  # fmt: skip
+    return (
+        (f_lo == f_lo)
+        & np.all(g_hi <= 0.0, axis=0)
+        & np.all(h_lo >= -feas_tol, axis=0)
+        & np.all(h_hi <= feas_tol, axis=0)
+    )
 
 
 def is_feasible(value: PointValue, feas_tol: float) -> bool:

@@ -183,8 +183,11 @@ class BoxSet:
         d = sets[0].d
         if any(s.d != d for s in sets):
             raise ValueError(f"box set: concat of sets of dimensions {sorted({s.d for s in sets})}")
-        return cls(np.concatenate([s.lo for s in sets]), np.concatenate([s.hi for s in sets]),
-                   np.concatenate([s.lb for s in sets]))  # fmt: skip
+        return cls(
+            np.concatenate([s.lo for s in sets]),
+            np.concatenate([s.hi for s in sets]),
+            np.concatenate([s.lb for s in sets]),
+        )
 
     @property
     def d(self) -> int:
@@ -223,8 +226,10 @@ class BoxSet:
             return (BoxSet(halves[0][:1], halves[1][:1], self.lb), BoxSet(halves[0][1:], halves[1][1:], self.lb))
         order = np.argsort(self.lb, kind="stable")
         first, second = order[0::2], order[1::2]
-        return (BoxSet(self.lo[first], self.hi[first], self.lb[first]),
-                BoxSet(self.lo[second], self.hi[second], self.lb[second]))  # fmt: skip
+        return (
+            BoxSet(self.lo[first], self.hi[first], self.lb[first]),
+            BoxSet(self.lo[second], self.hi[second], self.lb[second]),
+        )
 
     def to_bytes(self) -> bytes:
         """The wire format: header, then lo, hi, lb as little-endian float64."""

@@ -25,8 +25,29 @@ import numba
 import numpy as np
 
 from . import interval as iv
-from .opcodes import (_VAR, _CONST, _ADD, _SUB, _MUL, _DIV, _NEG, _POWI, _SQRT, _EXP, _LOG, _TANH, _SIN,
-                      _COS, _TAN, _ABS, _ATAN2, _MIN, _MAX, _SIGMOID, _RELU)
+from .opcodes import (
+    _ABS,
+    _ADD,
+    _ATAN2,
+    _CONST,
+    _COS,
+    _DIV,
+    _EXP,
+    _LOG,
+    _MAX,
+    _MIN,
+    _MUL,
+    _NEG,
+    _POWI,
+    _RELU,
+    _SIGMOID,
+    _SIN,
+    _SQRT,
+    _SUB,
+    _TAN,
+    _TANH,
+    _VAR,
+)
 from .tape import Tape
 
 SWEEPS = 4  # forward-backward sweeps per box at most
@@ -34,7 +55,6 @@ MIN_SHRINK = 0.05  # another sweep only when a side lost more than this share of
 ROOT_TRIES = 64  # outward steps (doubling) when verifying a k-th root
 
 jit = numba.njit(cache=True, nogil=True)
-
 
 
 # ---------------------------------------------------------------- forward
@@ -154,8 +174,9 @@ def _power_operand(rlo: float, rhi: float, alo: float, ahi: float, k: int) -> tu
 
 
 @jit
-def project(code: int, k: int, rlo: float, rhi: float, alo: float, ahi: float, blo: float, bhi: float
-            ) -> tuple[float, float, float, float]:
+def project(
+    code: int, k: int, rlo: float, rhi: float, alo: float, ahi: float, blo: float, bhi: float
+) -> tuple[float, float, float, float]:
     """Narrow the operands A (and B) of ``r = op(a, b)`` given the result interval R: every a in A,
     b in B with op(a, b) defined and in R stays inside the returned ones (EMPTY when none is left).
     ``k`` is POWI's exponent; B is returned unchanged for unary operations."""
@@ -248,20 +269,27 @@ def _mark_needed(op, arg0, arg1, outputs, needed) -> None:
         if not needed[k] or op[k] == _VAR or op[k] == _CONST:
             continue
         needed[arg0[k]] = True
-        if op[k] == _ADD or op[k] == _SUB or op[k] == _MUL or op[k] == _DIV or op[k] == _ATAN2 \
-                or op[k] == _MIN or op[k] == _MAX:
+        if (
+            op[k] == _ADD
+            or op[k] == _SUB
+            or op[k] == _MUL
+            or op[k] == _DIV
+            or op[k] == _ATAN2
+            or op[k] == _MIN
+            or op[k] == _MAX
+        ):
             needed[arg1[k]] = True
 
 
 @jit
 def _is_binary(code: int) -> bool:
-    return code == _ADD or code == _SUB or code == _MUL or code == _DIV or code == _ATAN2 \
-        or code == _MIN or code == _MAX
+    return (
+        code == _ADD or code == _SUB or code == _MUL or code == _DIV or code == _ATAN2 or code == _MIN or code == _MAX
+    )
 
 
 @jit
-def _sweep(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, needed, lo, hi, ub, feas_tol, first,
-           vlo, vhi) -> bool:
+def _sweep(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, needed, lo, hi, ub, feas_tol, first, vlo, vhi) -> bool:
     """One forward-backward sweep narrowing ``lo, hi`` in place; True when it proves the box empty.
     After the first sweep the forward values are intersected with the last sweep's (they enclose
     the slot at every kept point of the larger box before)."""
@@ -319,16 +347,18 @@ def _sweep(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, needed, lo, hi, 
 
 
 @jit
-def _contract_into(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, needed, lo, hi, ub, feas_tol,
-                   sweeps, vlo, vhi, before) -> bool:
+def _contract_into(
+    op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, needed, lo, hi, ub, feas_tol, sweeps, vlo, vhi, before
+) -> bool:
     """Contract ``lo, hi`` in place by up to ``sweeps`` sweeps; True when the box holds no kept point.
     ``vlo, vhi`` (a value per slot) and ``before`` (per variable) are scratch: nothing is allocated,
     so the GPU runs this same code (:mod:`pbbflow.gpu.spatial.contract`)."""
     for sweep in range(sweeps):
         for i in range(len(lo)):
             before[i] = hi[i] - lo[i]
-        if _sweep(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, needed, lo, hi, ub, feas_tol,
-                  sweep == 0, vlo, vhi):
+        if _sweep(
+            op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, needed, lo, hi, ub, feas_tol, sweep == 0, vlo, vhi
+        ):
             return True
         shrunk = False
         for i in range(len(lo)):
@@ -340,8 +370,9 @@ def _contract_into(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, needed, 
 
 
 @jit
-def _contract_boxes(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, box_lo, box_hi, ub, feas_tol,
-                    sweeps, new_lo, new_hi, empty) -> None:
+def _contract_boxes(
+    op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, box_lo, box_hi, ub, feas_tol, sweeps, new_lo, new_hi, empty
+) -> None:
     needed = _needed_slots(op, arg0, arg1, outputs)
     vlo = np.empty(len(op))
     vhi = np.empty(len(op))
@@ -349,15 +380,32 @@ def _contract_boxes(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, box_lo,
     for box in range(box_lo.shape[0]):
         new_lo[box] = box_lo[box]
         new_hi[box] = box_hi[box]
-        empty[box] = _contract_into(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, needed,
-                                    new_lo[box], new_hi[box], ub, feas_tol, sweeps, vlo, vhi, before)
+        empty[box] = _contract_into(
+            op,
+            arg0,
+            arg1,
+            const_lo,
+            const_hi,
+            outputs,
+            n_ineq,
+            needed,
+            new_lo[box],
+            new_hi[box],
+            ub,
+            feas_tol,
+            sweeps,
+            vlo,
+            vhi,
+            before,
+        )
         if empty[box]:
             new_lo[box] = math.nan
             new_hi[box] = math.nan
 
 
-def checked_request(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, ub: float, feas_tol: float,
-                    sweeps: int = SWEEPS) -> tuple[np.ndarray, np.ndarray]:
+def checked_request(
+    tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, ub: float, feas_tol: float, sweeps: int = SWEEPS
+) -> tuple[np.ndarray, np.ndarray]:
     """The boxes of a :func:`contract_boxes` request as contiguous float64 arrays; ValueError for
     anything malformed."""
     box_lo = np.ascontiguousarray(box_lo, dtype=np.float64)
@@ -369,8 +417,14 @@ def checked_request(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, ub: floa
     return box_lo, box_hi
 
 
-def contract_boxes(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, ub: float = math.inf,
-                   feas_tol: float = 1e-6, sweeps: int = SWEEPS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def contract_boxes(
+    tape: Tape,
+    box_lo: np.ndarray,
+    box_hi: np.ndarray,
+    ub: float = math.inf,
+    feas_tol: float = 1e-6,
+    sweeps: int = SWEEPS,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Contract B boxes ``[box_lo[b], box_hi[b]]`` (float64 (B, d)): ``(new_lo, new_hi, empty)``,
     each new box inside its box and holding every point of it with f <= ub, g <= 0 and
     |h| <= feas_tol; ``empty[b]`` (its new box NaN) when no such point exists."""
@@ -378,14 +432,29 @@ def contract_boxes(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, ub: float
     new_lo = np.empty_like(box_lo)
     new_hi = np.empty_like(box_hi)
     empty = np.empty(box_lo.shape[0], dtype=np.bool_)
-    _contract_boxes(tape.op, tape.arg0, tape.arg1, tape.const_lo, tape.const_hi, tape.outputs, tape.n_ineq,
-                    box_lo, box_hi, float(ub), float(feas_tol), int(sweeps), new_lo, new_hi, empty)
+    _contract_boxes(
+        tape.op,
+        tape.arg0,
+        tape.arg1,
+        tape.const_lo,
+        tape.const_hi,
+        tape.outputs,
+        tape.n_ineq,
+        box_lo,
+        box_hi,
+        float(ub),
+        float(feas_tol),
+        int(sweeps),
+        new_lo,
+        new_hi,
+        empty,
+    )
     return new_lo, new_hi, empty
 
 
-def contract_box(tape: Tape, lo: np.ndarray, hi: np.ndarray, ub: float = math.inf, feas_tol: float = 1e-6,
-                 sweeps: int = SWEEPS) -> tuple[np.ndarray, np.ndarray, bool]:
+def contract_box(
+    tape: Tape, lo: np.ndarray, hi: np.ndarray, ub: float = math.inf, feas_tol: float = 1e-6, sweeps: int = SWEEPS
+) -> tuple[np.ndarray, np.ndarray, bool]:
     """One box ``[lo, hi]`` (float64 (d,)) contracted: see :func:`contract_boxes`."""
-    new_lo, new_hi, empty = contract_boxes(tape, np.reshape(lo, (1, -1)), np.reshape(hi, (1, -1)), ub,
-                                           feas_tol, sweeps)
+    new_lo, new_hi, empty = contract_boxes(tape, np.reshape(lo, (1, -1)), np.reshape(hi, (1, -1)), ub, feas_tol, sweeps)
     return new_lo[0], new_hi[0], bool(empty[0])

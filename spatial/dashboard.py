@@ -44,6 +44,8 @@ class SpatialView:
         self.activity.draw(history, t)
         state = "closed" if history.closed else "live"
         speed = f"{rate[-1]:,.0f} boxes/s" if rate.size else "no rate yet"
-        return (f"<h3>pbbflow: {history.label} ({state})</h3><p>{history.t[-1]:.0f} s, "
-                f"{bounds_text(history.lower_bound[-1], history.incumbent[-1])}, "
-                f"{history.pieces[-1]:,} open boxes, {speed}, {history.nodes[-1]:,} boxes bounded</p>")  # fmt: skip
+        return (
+            f"<h3>pbbflow: {history.label} ({state})</h3><p>{history.t[-1]:.0f} s, "
+            f"{bounds_text(history.lower_bound[-1], history.incumbent[-1])}, "
+            f"{history.pieces[-1]:,} open boxes, {speed}, {history.nodes[-1]:,} boxes bounded</p>"
+        )

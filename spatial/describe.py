@@ -14,8 +14,21 @@ if TYPE_CHECKING:
 
 # ``pbbflow minimize --json``'s first fields, in order ("key=field": the shared field ``field`` as
 # ``key``); the extras follow (options, and a search's own counters)
-result_fields = ("problem=name", "dimension", "status", "objective=value", "x=solution", "lower_bound", "gap_abs",
-                 "gap_rel", "nodes", "elapsed_s", "open_boxes", "remaining_fraction", "remaining_log10")  # fmt: skip
+result_fields = (
+    "problem=name",
+    "dimension",
+    "status",
+    "objective=value",
+    "x=solution",
+    "lower_bound",
+    "gap_abs",
+    "gap_rel",
+    "nodes",
+    "elapsed_s",
+    "open_boxes",
+    "remaining_fraction",
+    "remaining_log10",
+)
 
 
 def _number(value) -> str:

@@ -34,13 +34,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .local import _LocalSolver
-from .options import (BATCH_SUBDOMAINS, BOUNDS, LOCAL_EVERY_SUBDOMAINS, MinimizeOptions, Progress, _Incumbent,
-                      prune_level, subdomains_per_dim)
 from .bounds import BoxBounds, bound_boxes
 from .boxes import BoxSet, bisect_many
 from .contract import contract_boxes
 from .lagrangian import LagrangianBound, lagrangian_bound, multipliers
+from .local import _LocalSolver
+from .options import (
+    BATCH_SUBDOMAINS,
+    BOUNDS,
+    LOCAL_EVERY_SUBDOMAINS,
+    MinimizeOptions,
+    Progress,
+    _Incumbent,
+    prune_level,
+    subdomains_per_dim,
+)
 from .problem import Problem
 
 
@@ -195,9 +203,15 @@ class ExplorationBase:
             self.replace(keep)
         return give
 
-    def run(self, should_stop: Callable[[], bool] | None = None, time_limit: float | None = None,
-            node_limit: int | None = None, *, progress: Callable[[Progress], None] | None = None,
-            progress_seconds: float = 0.5) -> RunReport:  # fmt: skip
+    def run(
+        self,
+        should_stop: Callable[[], bool] | None = None,
+        time_limit: float | None = None,
+        node_limit: int | None = None,
+        *,
+        progress: Callable[[Progress], None] | None = None,
+        progress_seconds: float = 0.5,
+    ) -> RunReport:
         """Explore best first until nothing is left below the prune level, ``time_limit`` seconds
         or ``node_limit`` boxes bounded in this call (0 or less: stop unless done), or
         ``should_stop()``, checked between steps; ``progress`` gets a snapshot every ``progress_seconds``."""
@@ -213,9 +227,11 @@ class ExplorationBase:
             if self.done:
                 done = True
                 break
-            if ((time_limit is not None and now - began >= time_limit)
-                    or (node_limit is not None and self.nodes - nodes_before >= node_limit)
-                    or (should_stop is not None and should_stop())):  # fmt: skip
+            if (
+                (time_limit is not None and now - began >= time_limit)
+                or (node_limit is not None and self.nodes - nodes_before >= node_limit)
+                or (should_stop is not None and should_stop())
+            ):
                 done = False
                 break
             self._step()
@@ -341,8 +357,16 @@ class Exploration(ExplorationBase):
         if not len(lo):
             return None
         level = self.level
-        found = bound_boxes(tape, lo, hi, self.n_per_dim, self._mode, options.feas_tol, options.parallel,
-                            threshold=np.full(len(lo), level))  # fmt: skip
+        found = bound_boxes(
+            tape,
+            lo,
+            hi,
+            self.n_per_dim,
+            self._mode,
+            options.feas_tol,
+            options.parallel,
+            threshold=np.full(len(lo), level),
+        )
         self.incumbent.offer_many(found.best_point)
         lb, hull_lo, hull_hi = found.lb, found.hull_lo, found.hull_hi
         if self._lagrangian is not None:
@@ -363,8 +387,16 @@ class Exploration(ExplorationBase):
         intersection of the hulls; a box whose L-hull is empty has nothing below the level)."""
         bound_l, options = self._lagrangian, self.options
         threshold = math.nextafter(level + bound_l.slack, math.inf)
-        by_l = bound_boxes(bound_l.tape, lo, hi, self.n_per_dim, self._mode, options.feas_tol, options.parallel,
-                           threshold=np.full(len(lo), threshold))  # fmt: skip
+        by_l = bound_boxes(
+            bound_l.tape,
+            lo,
+            hi,
+            self.n_per_dim,
+            self._mode,
+            options.feas_tol,
+            options.parallel,
+            threshold=np.full(len(lo), threshold),
+        )
         lb_l = np.where(by_l.lb < np.inf, np.nextafter(by_l.lb - bound_l.slack, -np.inf), np.inf)  # rounded down
         lb = np.maximum(lb, lb_l)
         none_below = np.isnan(by_l.hull_lo[:, 0]) & (lb < math.inf)

@@ -36,13 +36,13 @@ import numpy as np
 
 from ..core.files import FileRefused, loads_json
 from ..core.result import Result, Status
-from .local import _LocalSolver
-from .options import MinimizeOptions, _Incumbent, prune_level
 from .bounds import evaluate_point
 from .boxes import BoxSet
 from .defaults import CPU_SUBDOMAINS, GPU_SUBDOMAINS
 from .describe import history_text, result_fields, result_lines  # noqa: F401 (the family describes its results)
 from .explorer import Exploration
+from .local import _LocalSolver
+from .options import MinimizeOptions, _Incumbent, prune_level
 from .problem import Problem, ProblemError
 
 if TYPE_CHECKING:
@@ -209,8 +209,9 @@ class ExplorationEngine:
         return {"settled": min(e.settled_lb, e.unsplittable_lb)}
 
 
-def side_heuristic(options: dict, seed: int, improved: Callable[[float, list[float]], None],
-                   stopping: Callable[[], bool]) -> dict:  # fmt: skip
+def side_heuristic(
+    options: dict, seed: int, improved: Callable[[float, list[float]], None], stopping: Callable[[], bool]
+) -> dict:
     """Local solves (SLSQP) from uniform random starts in the domain until ``stopping()``, each
     followed by a pause: they are Python that holds the GIL, which the explorer beside them in the
     worker needs (a GPU's kernel launches wait for it), so they take at most ``HEURISTIC_DUTY`` of
@@ -369,8 +370,9 @@ class SpatialRun:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             return f"its value must be a finite number, not {value!r}"
         x = np.asarray(solution, dtype=np.float64)
-        if x.shape != (self.problem.dimension,) or not (np.all(x >= self.problem.lower)
-                                                       and np.all(x <= self.problem.upper)):  # fmt: skip
+        if x.shape != (self.problem.dimension,) or not (
+            np.all(x >= self.problem.lower) and np.all(x <= self.problem.upper)
+        ):
             return "its point is not a point of the domain"
         enclosure = evaluate_point(self.problem.tape, x)
         slack = 1e-9 * max(1.0, abs(enclosure.f_hi))
@@ -397,8 +399,18 @@ class SpatialRun:
             status = Status.INFEASIBLE if lower == math.inf else Status.LIMIT
         else:  # ended; boxes too small to split may hold a gap (in ``settled``)
             status = Status.OPTIMAL if lower >= prune_level(incumbent, options) else Status.LIMIT
-        return box_result(self.problem, options, status, incumbent, None if solution is None else
-                          [float(v) for v in solution], lower, nodes, elapsed_s, remaining, len(remaining))  # fmt: skip
+        return box_result(
+            self.problem,
+            options,
+            status,
+            incumbent,
+            None if solution is None else [float(v) for v in solution],
+            lower,
+            nodes,
+            elapsed_s,
+            remaining,
+            len(remaining),
+        )
 
     def no_gpu(self) -> None:
         return None
@@ -422,21 +434,45 @@ class SpatialRun:
         return warm_worker, (self.problem.source, self.options)
 
 
-def box_result(problem: Problem, options: MinimizeOptions, status: Status, value: float | None, x: list[float] | None,
-               lower_bound: float, nodes: int, elapsed_s: float, remaining: BoxSet, open_boxes: int,
-               **extras) -> Result:  # fmt: skip
+def box_result(
+    problem: Problem,
+    options: MinimizeOptions,
+    status: Status,
+    value: float | None,
+    x: list[float] | None,
+    lower_bound: float,
+    nodes: int,
+    elapsed_s: float,
+    remaining: BoxSet,
+    open_boxes: int,
+    **extras,
+) -> Result:
     """The :class:`Result` of a spatial search (``minimize`` or a run) with ``options`` that left
     the boxes ``remaining`` (``open_boxes`` of them counted open); ``extras``: the search's own."""
     space = BoxSpace(problem.lower, problem.upper)
     work = [space.decode(remaining.to_bytes())]
     return Result(
-        kind="spatial", name=problem.name, status=status, value=value, solution=x, lower_bound=float(lower_bound),
-        nodes=nodes, elapsed_s=round(elapsed_s, 6), remaining_fraction=space.remaining_fraction(work),
+        kind="spatial",
+        name=problem.name,
+        status=status,
+        value=value,
+        solution=x,
+        lower_bound=float(lower_bound),
+        nodes=nodes,
+        elapsed_s=round(elapsed_s, 6),
+        remaining_fraction=space.remaining_fraction(work),
         remaining_log10=space.remaining_log10(work),
-        extras={"dimension": problem.dimension, "open_boxes": open_boxes, **extras, "feas_tol": options.feas_tol,
-                "bound": options.bound, "eps_abs": options.eps_abs, "eps_rel": options.eps_rel,
-                "contract": options.contract},
-    )  # fmt: skip
+        extras={
+            "dimension": problem.dimension,
+            "open_boxes": open_boxes,
+            **extras,
+            "feas_tol": options.feas_tol,
+            "bound": options.bound,
+            "eps_abs": options.eps_abs,
+            "eps_rel": options.eps_rel,
+            "contract": options.contract,
+        },
+    )
 
 
 @dataclass(frozen=True)
@@ -457,9 +493,13 @@ def first_work(run: SpatialRun) -> FirstWork:
     exploration = Exploration(run.problem, dataclasses.replace(run.minimize_options(), parallel=False))
     exploration.settle()
     found = exploration.incumbent.x is not None
-    return FirstWork(exploration.remaining(), exploration.incumbent.value if found else None,
-                     exploration.incumbent.x.tolist() if found else None,
-                     min(exploration.settled_lb, exploration.unsplittable_lb), exploration.nodes)  # fmt: skip
+    return FirstWork(
+        exploration.remaining(),
+        exploration.incumbent.value if found else None,
+        exploration.incumbent.x.tolist() if found else None,
+        min(exploration.settled_lb, exploration.unsplittable_lb),
+        exploration.nodes,
+    )
 
 
 def warm_worker(source: dict, options: dict):

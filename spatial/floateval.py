@@ -21,10 +21,29 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
-from .opcodes import (_VAR, _CONST, _ADD, _SUB, _MUL, _DIV, _NEG, _POWI, _SQRT, _EXP, _LOG, _TANH, _SIN,
-                      _COS, _TAN, _ABS, _ATAN2, _MIN, _MAX, _SIGMOID)
+from .opcodes import (
+    _ABS,
+    _ADD,
+    _ATAN2,
+    _CONST,
+    _COS,
+    _DIV,
+    _EXP,
+    _LOG,
+    _MAX,
+    _MIN,
+    _MUL,
+    _NEG,
+    _POWI,
+    _SIGMOID,
+    _SIN,
+    _SQRT,
+    _SUB,
+    _TAN,
+    _TANH,
+    _VAR,
+)
 from .tape import Tape
-
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

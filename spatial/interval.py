@@ -111,7 +111,7 @@ def step(x: float, n: int) -> float:
     ordinal = ((bits & _ABS_MASK) ^ sign) - sign + n
     ordinal = min(max(ordinal, -_ORDINAL_INF), _ORDINAL_INF)
     sign = ordinal >> 63
-    return _bits_float((((ordinal ^ sign) - sign) | (sign & _SIGN_BIT)))
+    return _bits_float(((ordinal ^ sign) - sign) | (sign & _SIGN_BIT))
 
 
 @inline

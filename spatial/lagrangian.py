@@ -86,7 +86,8 @@ def lagrangian_bound(tape: Tape, mu: np.ndarray, lam: np.ndarray, feas_tol: floa
     slack = math.fsum(abs(v) for v in lam.tolist()) * feas_tol
     slack = math.nextafter(math.nextafter(slack, math.inf), math.inf)  # above the sum's and product's rounding
     return LagrangianBound(
-        tape=builder.build(total, [slots[s] for s in tape.inequalities.tolist()],
-                           [slots[s] for s in tape.equalities.tolist()]),  # fmt: skip
+        tape=builder.build(
+            total, [slots[s] for s in tape.inequalities.tolist()], [slots[s] for s in tape.equalities.tolist()]
+        ),
         slack=slack,
     )

@@ -48,8 +48,9 @@ def load_problem(spec: str) -> Problem:
     if spec in ERROR_BUILTINS:
         sign, optimum, x_optimum = ERROR_BUILTINS[spec]
         network, function = (_bundled_json(BUILTINS[name]) for name in ("peaks-ann", "peaks"))
-        return surrogate_error_problem(network, function, sign, spec, spec, optimum=optimum, x_optimum=x_optimum,
-                                       origin=f"builtin:{spec}")
+        return surrogate_error_problem(
+            network, function, sign, spec, spec, optimum=optimum, x_optimum=x_optimum, origin=f"builtin:{spec}"
+        )
     path = Path(spec)
     if path.suffix.lower() == ".json":
         return _from_document(read_json(path, path.name), path.name, default_name=path.stem, origin=str(path))

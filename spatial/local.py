@@ -73,11 +73,21 @@ class _LocalSolver:
         constraints = []
         if analytic:
             if tape.n_ineq:
-                constraints.append({"type": "ineq", "fun": lambda x: -self._at(x)[0][ineq] - margin,
-                                    "jac": lambda x: -self._rows(x, ineq)})
+                constraints.append(
+                    {
+                        "type": "ineq",
+                        "fun": lambda x: -self._at(x)[0][ineq] - margin,
+                        "jac": lambda x: -self._rows(x, ineq),
+                    }
+                )
             if tape.n_eq:
-                constraints.append({"type": "eq", "fun": lambda x: self._at(x)[0][eq].copy(),
-                                    "jac": lambda x: self._rows(x, eq).copy()})
+                constraints.append(
+                    {
+                        "type": "eq",
+                        "fun": lambda x: self._at(x)[0][eq].copy(),
+                        "jac": lambda x: self._rows(x, eq).copy(),
+                    }
+                )
             objective, gradient = (lambda x: float(self._at(x)[0][0])), (lambda x: self._rows(x, 0).copy())
         else:
             if tape.n_ineq:
@@ -88,8 +98,15 @@ class _LocalSolver:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             try:
-                found = minimize(objective, start, method="SLSQP", jac=gradient, bounds=self.bounds,
-                                 constraints=constraints, options={"maxiter": 200, "ftol": 1e-12})
+                found = minimize(
+                    objective,
+                    start,
+                    method="SLSQP",
+                    jac=gradient,
+                    bounds=self.bounds,
+                    constraints=constraints,
+                    options={"maxiter": 200, "ftol": 1e-12},
+                )
             except (ValueError, ArithmeticError):  # a start where the functions are undefined
                 return None
         return found.x if np.all(np.isfinite(found.x)) else None

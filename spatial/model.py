@@ -46,9 +46,19 @@ _RENDER_CHARS = 200  # str(expr) is cut here: a DAG with sharing can spell out e
 
 _INFIX = {Op.ADD: " + ", Op.SUB: " - ", Op.MUL: " * ", Op.DIV: " / "}
 _CALLS = {
-    Op.SQRT: "sqrt", Op.EXP: "exp", Op.LOG: "log", Op.TANH: "tanh", Op.SIN: "sin", Op.COS: "cos",
-    Op.TAN: "tan", Op.ABS: "abs", Op.ATAN2: "atan2", Op.MIN: "minimum", Op.MAX: "maximum",
-    Op.SIGMOID: "sigmoid", Op.RELU: "relu",
+    Op.SQRT: "sqrt",
+    Op.EXP: "exp",
+    Op.LOG: "log",
+    Op.TANH: "tanh",
+    Op.SIN: "sin",
+    Op.COS: "cos",
+    Op.TAN: "tan",
+    Op.ABS: "abs",
+    Op.ATAN2: "atan2",
+    Op.MIN: "minimum",
+    Op.MAX: "maximum",
+    Op.SIGMOID: "sigmoid",
+    Op.RELU: "relu",
 }
 
 
@@ -102,8 +112,12 @@ class Expr:
         return power(self, exponent)
 
     def __rpow__(self, base):
-        raise ProblemError.at(WHERE, "power", f"{base!r} ** ({self})",
-                              "the exponent must be an integer, not an expression (write exp(y * log(b)) for b ** y)")
+        raise ProblemError.at(
+            WHERE,
+            "power",
+            f"{base!r} ** ({self})",
+            "the exponent must be an integer, not an expression (write exp(y * log(b)) for b ** y)",
+        )
 
     def __le__(self, other):
         return Constraint(_binary(Op.SUB, self, other), equality=False)
@@ -154,8 +168,12 @@ class Constraint:
         self.equality = equality
 
     def __bool__(self):
-        raise ProblemError.at(WHERE, "constraint", str(self),
-                              "a constraint has no truth value (comparisons of expressions make constraints)")
+        raise ProblemError.at(
+            WHERE,
+            "constraint",
+            str(self),
+            "a constraint has no truth value (comparisons of expressions make constraints)",
+        )
 
     def __str__(self) -> str:
         return f"{render(self.expression)} {'==' if self.equality else '<='} 0"
@@ -219,8 +237,9 @@ def power(base, exponent) -> Expr:
         raise ProblemError.at(WHERE, "power", f"{base} ** {exponent!r}", "the exponent must be an integer")
     k = int(exponent)
     if not -MAX_EXPONENT <= k <= MAX_EXPONENT:
-        raise ProblemError.at(WHERE, "power", f"{base} ** {shorten(str(k))}",
-                              f"the exponent must be within +-{MAX_EXPONENT}")
+        raise ProblemError.at(
+            WHERE, "power", f"{base} ** {shorten(str(k))}", f"the exponent must be within +-{MAX_EXPONENT}"
+        )
     if k == 0:
         return constant(1)
     if k == 1:
@@ -295,8 +314,12 @@ def dense(inputs: Sequence, W, b, activation: str = "linear") -> list[Expr]:
     if bias.ndim != 1:
         raise ProblemError.at(WHERE, "dense layer", None, f"b must be a vector, got shape {bias.shape}")
     if weights.ndim != 2 or weights.shape != (len(bias), len(inputs)):
-        raise ProblemError.at(WHERE, "dense layer", None,
-                              f"W has shape {weights.shape}, expected ({len(bias)}, {len(inputs)}) = (outputs, inputs)")
+        raise ProblemError.at(
+            WHERE,
+            "dense layer",
+            None,
+            f"W has shape {weights.shape}, expected ({len(bias)}, {len(inputs)}) = (outputs, inputs)",
+        )
     if activation not in ACTIVATIONS:
         raise ProblemError.at(WHERE, "activation", repr(activation), f"expected one of {', '.join(ACTIVATIONS)}")
     values = [_operand(value) for value in inputs]
@@ -422,8 +445,9 @@ class Model:
             raise ProblemError.at(self.where, part, str(value), "expected an expression, not a constraint")
         return _operand(value)
 
-    def problem(self, name: str | None = None, optimum: float | None = None, x_optimum=None,
-                origin: str = "model") -> Problem:
+    def problem(
+        self, name: str | None = None, optimum: float | None = None, x_optimum=None, origin: str = "model"
+    ) -> Problem:
         """Compile to a :class:`Problem` (common subexpressions once)."""
         name = self.name if name is None else name
         if not self._variables:
@@ -475,8 +499,12 @@ class _Compiler:
         code = node.op
         if code is Op.VAR:
             if node.model is not self.model:
-                raise ProblemError.at(self.model.where, part, str(root),
-                                      f"variable {node.name} belongs to another model ({node.model.name})")
+                raise ProblemError.at(
+                    self.model.where,
+                    part,
+                    str(root),
+                    f"variable {node.name} belongs to another model ({node.model.name})",
+                )
             return self.builder.var(node.data)
         if code is Op.CONST:
             return self.builder.const(node.data[0], node.data[1])

@@ -53,7 +53,8 @@ class MinimizeOptions:
     def limit_reached(self, elapsed_s: float, nodes: int) -> bool:
         """Whether a search that ran ``elapsed_s`` seconds and bounded ``nodes`` boxes must stop."""
         return (self.time_limit is not None and elapsed_s >= self.time_limit) or (
-            self.node_limit is not None and nodes >= self.node_limit)
+            self.node_limit is not None and nodes >= self.node_limit
+        )
 
 
 @dataclass(frozen=True)

@@ -32,23 +32,56 @@ from .problem import Problem, ProblemError, shorten
 from .tape import MAX_EXPONENT
 
 MAX_EXPRESSION_CHARS = 2**20
-PROBLEM_KEYS = {"name", "variables", "domain", "objective", "inequalities", "equalities", "optimum",
-                "x_optimum", "source", "notes"}
+PROBLEM_KEYS = {
+    "name",
+    "variables",
+    "domain",
+    "objective",
+    "inequalities",
+    "equalities",
+    "optimum",
+    "x_optimum",
+    "source",
+    "notes",
+}
 FUNCTIONS = {  # name -> (function, least and most arguments)
-    "sin": (api.sin, 1, 1), "cos": (api.cos, 1, 1), "tan": (api.tan, 1, 1), "exp": (api.exp, 1, 1),
-    "log": (api.log, 1, 1), "sqrt": (api.sqrt, 1, 1), "tanh": (api.tanh, 1, 1), "abs": (api.abs_, 1, 1),
-    "sigmoid": (api.sigmoid, 1, 1), "relu": (api.relu, 1, 1), "atan2": (api.atan2, 2, 2),
-    "min": (api.minimum, 2, None), "max": (api.maximum, 2, None),
+    "sin": (api.sin, 1, 1),
+    "cos": (api.cos, 1, 1),
+    "tan": (api.tan, 1, 1),
+    "exp": (api.exp, 1, 1),
+    "log": (api.log, 1, 1),
+    "sqrt": (api.sqrt, 1, 1),
+    "tanh": (api.tanh, 1, 1),
+    "abs": (api.abs_, 1, 1),
+    "sigmoid": (api.sigmoid, 1, 1),
+    "relu": (api.relu, 1, 1),
+    "atan2": (api.atan2, 2, 2),
+    "min": (api.minimum, 2, None),
+    "max": (api.maximum, 2, None),
 }
 CONSTANTS = {"pi": api.pi, "e": api.e}
 _BINARY = {ast.Add: "__add__", ast.Sub: "__sub__", ast.Mult: "__mul__", ast.Div: "__truediv__"}
 _REFUSED = {  # readable names for common syntax that is not allowed
-    ast.Attribute: "attribute access", ast.Lambda: "a lambda", ast.NamedExpr: "an assignment (:=)",
-    ast.ListComp: "a comprehension", ast.GeneratorExp: "a comprehension", ast.SetComp: "a comprehension",
-    ast.DictComp: "a comprehension", ast.JoinedStr: "an f-string", ast.Starred: "unpacking (*)",
-    ast.Compare: "a comparison", ast.BoolOp: "and/or", ast.IfExp: "a conditional expression",
-    ast.List: "a list", ast.Tuple: "a tuple", ast.Dict: "a dict", ast.Set: "a set",
-    ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield", ast.Slice: "a slice",
+    ast.Attribute: "attribute access",
+    ast.Lambda: "a lambda",
+    ast.NamedExpr: "an assignment (:=)",
+    ast.ListComp: "a comprehension",
+    ast.GeneratorExp: "a comprehension",
+    ast.SetComp: "a comprehension",
+    ast.DictComp: "a comprehension",
+    ast.JoinedStr: "an f-string",
+    ast.Starred: "unpacking (*)",
+    ast.Compare: "a comparison",
+    ast.BoolOp: "and/or",
+    ast.IfExp: "a conditional expression",
+    ast.List: "a list",
+    ast.Tuple: "a tuple",
+    ast.Dict: "a dict",
+    ast.Set: "a set",
+    ast.Await: "await",
+    ast.Yield: "yield",
+    ast.YieldFrom: "yield",
+    ast.Slice: "a slice",
 }
 
 
@@ -94,8 +127,9 @@ def problem_from_dict(document: dict, where: str, default_name: str = "problem",
     if optimum is not None and (isinstance(optimum, bool) or not isinstance(optimum, (int, float))):
         raise ProblemError(f"{where}: optimum must be a number or null")
     x_optimum = document.get("x_optimum")
-    if x_optimum is not None and (not isinstance(x_optimum, list) or len(x_optimum) != d
-                                  or not all(_is_number(v) for v in x_optimum)):
+    if x_optimum is not None and (
+        not isinstance(x_optimum, list) or len(x_optimum) != d or not all(_is_number(v) for v in x_optimum)
+    ):
         raise ProblemError(f"{where}: x_optimum must be a list of {d} numbers or null")
     try:
         return model.problem(name, optimum=optimum, x_optimum=x_optimum, origin=origin)
@@ -148,8 +182,13 @@ def parse_expression(text, variables: list[Expr], where: str, part: str) -> Expr
     except SyntaxError as error:
         raise ProblemError.at(where, part, text, f"not a Python expression ({shorten(error.msg, 80)})") from None
     except (RecursionError, MemoryError):
-        raise ProblemError.at(where, part, text, "nested too deeply for Python's parser (about 3,000 levels; "
-                              "group long sums in parentheses or write a Python model)") from None
+        raise ProblemError.at(
+            where,
+            part,
+            text,
+            "nested too deeply for Python's parser (about 3,000 levels; "
+            "group long sums in parentheses or write a Python model)",
+        ) from None
     except ValueError as error:  # e.g. null bytes
         raise ProblemError.at(where, part, text, str(error)) from None
     return _Converter(text.strip(), variables, where, part).convert(tree.body)
@@ -254,8 +293,9 @@ class _Converter:
         if isinstance(literal, ast.UnaryOp) and isinstance(literal.op, (ast.USub, ast.UAdd)):
             sign = -1 if isinstance(literal.op, ast.USub) else 1
             literal = literal.operand
-        if not (isinstance(literal, ast.Constant) and isinstance(literal.value, int)
-                and not isinstance(literal.value, bool)):
+        if not (
+            isinstance(literal, ast.Constant) and isinstance(literal.value, int) and not isinstance(literal.value, bool)
+        ):
             raise self.refuse(node, "the exponent must be an integer literal, as in x[0] ** 2")
         value = sign * literal.value
         if abs(value) > MAX_EXPONENT:

@@ -27,8 +27,13 @@ from .summary import bounds_text, finite  # noqa: E402
 SETTLED = "0.82"  # the colour of the domain outside the open boxes: pruned or settled
 ZOOM = 0.25  # a second panel zooms on the open boxes when they span less than this share of a side
 CMAP = plt.get_cmap("viridis").with_extremes(under="black")  # under: boxes not bounded yet (-inf)
-INCUMBENT = {"marker": "*", "markerfacecolor": "none", "markeredgecolor": "red", "markeredgewidth": 1.5,
-             "linestyle": "none"}  # fmt: skip
+INCUMBENT = {
+    "marker": "*",
+    "markerfacecolor": "none",
+    "markeredgecolor": "red",
+    "markeredgewidth": 1.5,
+    "linestyle": "none",
+}
 
 
 def plot_run(store: RunStore, out: Path) -> list[Path]:
@@ -64,16 +69,24 @@ def _bounds(ax, t: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
     panels.line(ax, t, upper, "objective", color="firebrick", label="incumbent (UB)")
     if not t.size:
         return
-    ax.plot(t, lower, drawstyle="steps-post", marker="o", markersize=3, color="tab:blue",
-            label="certified lower bound (LB)")  # fmt: skip
+    ax.plot(
+        t, lower, drawstyle="steps-post", marker="o", markersize=3, color="tab:blue", label="certified lower bound (LB)"
+    )
     ax.fill_between(t, lower, upper, step="post", color="tab:purple", alpha=0.15)
     handles = ax.get_legend_handles_labels()[0]
     gap = upper - lower
     shown = gap > 0  # False where either is NaN
     if shown.any():
         right = ax.twinx()
-        handles += right.plot(t[shown], gap[shown], drawstyle="steps-post", linestyle="--", linewidth=1, color="0.3",
-                              label="gap UB - LB (right, log)")  # fmt: skip
+        handles += right.plot(
+            t[shown],
+            gap[shown],
+            drawstyle="steps-post",
+            linestyle="--",
+            linewidth=1,
+            color="0.3",
+            label="gap UB - LB (right, log)",
+        )
         right.set_yscale("log")
         right.set_ylabel("gap")
     ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1), ncols=len(handles), fontsize=8, frameon=False)
@@ -94,8 +107,11 @@ def boxes(problem: Problem, open_boxes: BoxSet, x: list[float] | None, path: Pat
     norm = Normalize(finite.min(), finite.max()) if finite.size else Normalize(0.0, 1.0)
     for ax, (lo, hi) in zip(axes[0], views, strict=True):
         ax.add_patch(Rectangle(problem.lower, *(problem.upper - problem.lower), facecolor=SETTLED, edgecolor="none"))
-        ax.add_collection(PolyCollection(_corners(open_boxes), array=open_boxes.lb, cmap=CMAP, norm=norm,
-                                         edgecolors="face", linewidths=0.4))  # fmt: skip
+        ax.add_collection(
+            PolyCollection(
+                _corners(open_boxes), array=open_boxes.lb, cmap=CMAP, norm=norm, edgecolors="face", linewidths=0.4
+            )
+        )
         if x is not None:
             ax.plot(*x, markersize=16, **INCUMBENT)
         ax.set_xlim(lo[0], hi[0])
@@ -109,8 +125,13 @@ def boxes(problem: Problem, open_boxes: BoxSet, x: list[float] | None, path: Pat
     handles = [Patch(facecolor=SETTLED, label="pruned or settled")]
     if len(open_boxes):
         unbounded = finite.size < len(open_boxes)  # boxes of bound -inf: CMAP's under colour
-        bar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=CMAP), ax=axes[0].tolist(), pad=0.02,
-                           label="lower bound of an open box", extend="min" if unbounded else "neither")  # fmt: skip
+        bar = fig.colorbar(
+            plt.cm.ScalarMappable(norm=norm, cmap=CMAP),
+            ax=axes[0].tolist(),
+            pad=0.02,
+            label="lower bound of an open box",
+            extend="min" if unbounded else "neither",
+        )
         bar.formatter.set_useOffset(False)  # the bounds themselves, however close together
         handles.append(Patch(facecolor=CMAP(0.5), label=f"open ({len(open_boxes):,} boxes)"))
     if x is not None:
@@ -121,5 +142,6 @@ def boxes(problem: Problem, open_boxes: BoxSet, x: list[float] | None, path: Pat
 
 def _corners(b: BoxSet) -> np.ndarray:
     """The boxes' corners, k x 4 x 2, for a PolyCollection (one collection draws 100,000 boxes)."""
-    return np.stack([b.lo, np.column_stack([b.hi[:, 0], b.lo[:, 1]]), b.hi, np.column_stack([b.lo[:, 0], b.hi[:, 1]])],
-                    axis=1)  # fmt: skip
+    return np.stack(
+        [b.lo, np.column_stack([b.hi[:, 0], b.lo[:, 1]]), b.hi, np.column_stack([b.lo[:, 0], b.hi[:, 1]])], axis=1
+    )

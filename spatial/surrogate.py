@@ -18,8 +18,16 @@ from .parse import parse_domain, parse_expression
 from .problem import Problem, ProblemError
 
 
-def surrogate_error_problem(network_document: dict, function_document: dict, sign: int, name: str, where: str,
-                            optimum: float | None = None, x_optimum=None, origin: str = "") -> Problem:
+def surrogate_error_problem(
+    network_document: dict,
+    function_document: dict,
+    sign: int,
+    name: str,
+    where: str,
+    optimum: float | None = None,
+    x_optimum=None,
+    origin: str = "",
+) -> Problem:
     """Minimize ``sign * (ANN(x) - f(x))`` (``sign``: 1 or -1); ``where`` names the pair in messages,
     ``optimum``/``x_optimum`` are metadata as in :class:`.Problem`."""
     if sign not in (1, -1):
@@ -27,8 +35,10 @@ def surrogate_error_problem(network_document: dict, function_document: dict, sig
     network = Network.from_document(network_document, f"{where} (network)")
     lower, upper = parse_domain(function_document.get("domain"), f"{where} (function)")
     if (lower, upper) != (network.in_lo, network.in_hi):
-        raise ProblemError(f"{where}: the function's domain {list(zip(lower, upper))} is not the network's "
-                           f"input box {list(zip(network.in_lo, network.in_hi))}")
+        raise ProblemError(
+            f"{where}: the function's domain {list(zip(lower, upper))} is not the network's "
+            f"input box {list(zip(network.in_lo, network.in_hi))}"
+        )
     if function_document.get("inequalities") or function_document.get("equalities"):
         raise ProblemError(f"{where}: the function must have no constraints")
     model = Model(name)

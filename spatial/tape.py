@@ -114,9 +114,7 @@ class Tape:
             raise TapeError("tape outputs do not match its constraint counts")
         if not np.all((self.outputs >= 0) & (self.outputs < k)):
             raise TapeError("a tape output names a slot that does not exist")
-        if not np.all(np.isfinite(self.const_lo) & np.isfinite(self.const_hi)) or np.any(
-            self.const_lo > self.const_hi
-        ):
+        if not np.all(np.isfinite(self.const_lo) & np.isfinite(self.const_hi)) or np.any(self.const_lo > self.const_hi):
             raise TapeError("tape constants must be finite intervals with lo <= hi")
         codes = {int(code) for code in Op}
         for i, (code, a, b) in enumerate(zip(self.op.tolist(), self.arg0.tolist(), self.arg1.tolist())):

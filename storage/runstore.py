@@ -205,8 +205,7 @@ class RunStore:
         arrays = sorted(instance.arrays().items())
         options = _plain_json(instance.options, "options")
         header = {"format": FORMAT, "kind": KIND, "family": instance.kind}
-        signed = {"pbbflow": header, "instance": str(instance.name), "options": options,
-                  "store_id": uuid.uuid4().hex}  # fmt: skip
+        signed = {"pbbflow": header, "instance": str(instance.name), "options": options, "store_id": uuid.uuid4().hex}
         sha256 = _digest([(f"instance/{k}", a) for k, a in arrays], signed)
         lock, owner = cls.reserve(path, overwrite=overwrite), _new_owner()
         try:
@@ -301,9 +300,19 @@ class RunStore:
 
     # ------------------------------------------------------------------ writing
 
-    def commit(self, *, remaining: StoredWork, incumbent: Any, solution: Any, nodes: int, leaves: int,
-               elapsed_s: float, series: Mapping[str, Any], settled: float = math.inf,
-               result: dict | None = None) -> int:  # fmt: skip
+    def commit(
+        self,
+        *,
+        remaining: StoredWork,
+        incumbent: Any,
+        solution: Any,
+        nodes: int,
+        leaves: int,
+        elapsed_s: float,
+        series: Mapping[str, Any],
+        settled: float = math.inf,
+        result: dict | None = None,
+    ) -> int:
         """Write a new checkpoint version, make it current, drop older spares; return its ``seq``.
         ``remaining`` and ``solution`` are the family's (ValueError when its instance refuses them)."""
         instance = self._instance
@@ -319,8 +328,10 @@ class RunStore:
         if len({len(c) for c in cols.values()}) > 1:
             raise ValueError(f"series columns differ in length: { {k: len(c) for k, c in cols.items()} }")
         work = instance.encode_work(remaining)
-        arrays = [*((k, work[k]) for k in instance.work_arrays),
-                  (instance.solution_array, instance.encode_solution(solution))]  # fmt: skip
+        arrays = [
+            *((k, work[k]) for k in instance.work_arrays),
+            (instance.solution_array, instance.encode_solution(solution)),
+        ]
         arrays += [(f"series/{k}", c) for k, c in cols.items()]
 
         root = self._owned_root()
@@ -330,10 +341,14 @@ class RunStore:
             self._partials_cleaned = True
         seq = int(root.attrs.get("current_seq", 0)) + 1
         attrs = {
-            "complete": True, "seq": seq,
-            "nodes": str(operator.index(nodes)), "leaves": str(operator.index(leaves)),
-            "incumbent": _plain_json(incumbent, "incumbent"), "settled": None if settled == math.inf else settled,
-            "elapsed_s": elapsed_s, "result": _plain_json(result, "result"),
+            "complete": True,
+            "seq": seq,
+            "nodes": str(operator.index(nodes)),
+            "leaves": str(operator.index(leaves)),
+            "incumbent": _plain_json(incumbent, "incumbent"),
+            "settled": None if settled == math.inf else settled,
+            "elapsed_s": elapsed_s,
+            "result": _plain_json(result, "result"),
             "series_columns": list(cols),
         }
         attrs["sha256"] = self._version_digest(arrays, attrs)
@@ -344,9 +359,9 @@ class RunStore:
         for key, data in arrays:
             _write_array(group, key, data)
         # Group.update_attributes writes zarr.json once; attrs.update would write it once per key.
-        group.update_attributes(attrs)                                   # the version is complete
+        group.update_attributes(attrs)  # the version is complete
         root = self._owned_root()  # the owner again, just before the commit
-        root.update_attributes({"current": name, "current_seq": seq})   # the commit: one atomic write
+        root.update_attributes({"current": name, "current_seq": seq})  # the commit: one atomic write
         for old in (self._path / _CKPT).iterdir():
             if _VERSION_NAME.fullmatch(old.name) and int(old.name) < seq - 1:
                 shutil.rmtree(old, ignore_errors=True)
@@ -414,10 +429,17 @@ class RunStore:
         if not (settled is None or type(settled) in (int, float) and settled > -math.inf):
             raise RunStoreDamaged(self._path, f"{where} holds settled {settled!r}, not a number")
         return Checkpoint(
-            seq=attrs["seq"], remaining=remaining, incumbent=attrs["incumbent"], solution=solution,
+            seq=attrs["seq"],
+            remaining=remaining,
+            incumbent=attrs["incumbent"],
+            solution=solution,
             settled=math.inf if settled is None else float(settled),
-            nodes=int(attrs["nodes"]), leaves=int(attrs["leaves"]), elapsed_s=float(attrs["elapsed_s"]),
-            series={c: arrays[f"series/{c}"] for c in columns}, result=attrs["result"])
+            nodes=int(attrs["nodes"]),
+            leaves=int(attrs["leaves"]),
+            elapsed_s=float(attrs["elapsed_s"]),
+            series={c: arrays[f"series/{c}"] for c in columns},
+            result=attrs["result"],
+        )
 
     def _owned_root(self) -> zarr.Group:
         """The root group, writable; RunStoreError unless this object holds the store."""
@@ -426,8 +448,9 @@ class RunStore:
         root = _open_root(self._path, mode="r+")
         owner = root.attrs.get("owner")
         if not isinstance(owner, dict) or owner.get("run") != self._owner:
-            raise RunStoreError(self._path, f"taken over by another run ({_describe(owner)}); this run "
-                                            "no longer writes to it")  # fmt: skip
+            raise RunStoreError(
+                self._path, f"taken over by another run ({_describe(owner)}); this run no longer writes to it"
+            )
         return root
 
     def _version_digest(self, arrays: Iterable[tuple[str, np.ndarray]], attrs: Mapping[str, Any]) -> str:
@@ -437,8 +460,12 @@ class RunStore:
 
 def _new_owner() -> dict:
     """A new run id, with where and when it runs, for the root's ``owner``."""
-    return {"run": uuid.uuid4().hex, "pid": os.getpid(), "host": socket.gethostname(),
-            "since": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}  # fmt: skip
+    return {
+        "run": uuid.uuid4().hex,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "since": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+    }
 
 
 def _describe(owner: Any) -> str:
@@ -485,8 +512,7 @@ def _lock(path: Path) -> DirectoryLock:
         except (FileRefused, KeyError, TypeError, AttributeError):
             owner = None
         holder = _describe(owner) if owner is not None else "a process that is creating it"
-        raise RunStoreError(path, f"in use by another run ({holder}); a run store has one writer at a "
-                                  "time") from None  # fmt: skip
+        raise RunStoreError(path, f"in use by another run ({holder}); a run store has one writer at a time") from None
     except OSError as e:
         raise RunStoreError(path, f"cannot open it ({e.strerror})") from None
 
@@ -562,13 +588,17 @@ def _family_of(path: Path, header: Any) -> str:
         return legacy
     if header.get("format") != FORMAT or header.get("kind") != KIND:
         hint = "; format 1 did not checksum the options: solve again into a new store"
-        raise RunStoreFormatError(path, f"unsupported run store format {header.get('format')!r} "
-                                  f"(this pbbflow reads formats 2 and {FORMAT}{hint * (header.get('format') == 1)})")
+        raise RunStoreFormatError(
+            path,
+            f"unsupported run store format {header.get('format')!r} "
+            f"(this pbbflow reads formats 2 and {FORMAT}{hint * (header.get('format') == 1)})",
+        )
     kind = header.get("family")
     try:
         family(kind)
     except (ValueError, TypeError):
         *others, last = known_kinds()
-        raise RunStoreFormatError(path, f"a run of an unknown family {kind!r} (this pbbflow knows "
-                                        f"{', '.join(others)} and {last})") from None  # fmt: skip
+        raise RunStoreFormatError(
+            path, f"a run of an unknown family {kind!r} (this pbbflow knows {', '.join(others)} and {last})"
+        ) from None
     return kind

@@ -25,8 +25,9 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     install()
 
 import dask.config  # noqa: E402
-import pbbflow  # noqa: E402
 import pytest  # noqa: E402
+
+import pbbflow  # noqa: E402
 
 # In-process Dask workers sample every thread's frame (``sys._current_frames``) every 10 ms to
 # profile.  Beside the CUDA simulator, which starts threads all the time, and hypothesis' gc
@@ -129,10 +130,16 @@ def sm90_ptx(tmp_path_factory) -> Path:
     simulator (which types more leniently); skips where there is no CUDA toolchain."""
     out = tmp_path_factory.mktemp("ptx")
     environment = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    environment["PYTHONPATH"] = os.pathsep.join([str(Path(pbbflow.__file__).resolve().parents[1]),
-                                                 environment.get("PYTHONPATH", "")])
-    done = subprocess.run([sys.executable, str(Path(__file__).with_name("sm90_ptx.py")), str(out)],
-                          capture_output=True, text=True, env=environment, timeout=900)
+    environment["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(pbbflow.__file__).resolve().parents[1]), environment.get("PYTHONPATH", "")]
+    )
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("sm90_ptx.py")), str(out)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     if done.stdout.startswith("SKIP"):
         pytest.skip(f"no CUDA toolchain to compile with ({done.stdout[5:].strip()})")

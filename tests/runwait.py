@@ -19,8 +19,12 @@ def handles(pid: int, signum: int) -> bool:
     return bool(caught & (1 << (signum - 1)))
 
 
-def wait_for_handler(process: subprocess.Popen, seconds: float, signum: int = signal.SIGTERM,
-                     meanwhile: Callable[[float], None] = time.sleep) -> None:  # fmt: skip
+def wait_for_handler(
+    process: subprocess.Popen,
+    seconds: float,
+    signum: int = signal.SIGTERM,
+    meanwhile: Callable[[float], None] = time.sleep,
+) -> None:
     """Return once ``process`` handles ``signum``; fail where it ends first or after ``seconds``.
     ``meanwhile(0.02)`` between looks (e.g. reading the command's terminal).
 

@@ -110,8 +110,9 @@ def _shared_array(original):
         with _SHARED_LOCK:
             found = self._allocations.get(key)
             if found is None:
-                found = self._allocations[key] = np.empty(shape, numpy_support.as_dtype(dtype)
-                                                          if isinstance(dtype, types.Type) else dtype)
+                found = self._allocations[key] = np.empty(
+                    shape, numpy_support.as_dtype(dtype) if isinstance(dtype, types.Type) else dtype
+                )
         return found
 
     return array

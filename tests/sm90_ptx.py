@@ -33,22 +33,32 @@ def _kernels() -> dict:
         "classify": (kernels.classify, f"({J2}, {J2}, {I2}, {J1}, {I1})"),
         "list_victims": (kernels.list_victims, f"({J2}, {J2}, {I2}, {J1}, {I1}, int64)"),
         "steal": (kernels.steal, f"({J2}, {J2}, {J2}, {I2}, {J1}, {J1}, {I1})"),
-        "bound_subdomains": (spatial_kernels.bounding_kernel(512, 2, 4),
-                             f"({TAPE}, {B1}, int64, {B1}, {A3}, int64, int64, int64, float64, {A1}, {A2}, {A1}, "
-                             f"{I1}, {I1}, {I2}, {I2})"),
+        "bound_subdomains": (
+            spatial_kernels.bounding_kernel(512, 2, 4),
+            f"({TAPE}, {B1}, int64, {B1}, {A3}, int64, int64, int64, float64, {A1}, {A2}, {A1}, "
+            f"{I1}, {I1}, {I2}, {I2})",
+        ),
         "fill_edges": (spatial_kernels.fill_edges, f"(int64, {A2}, {A2}, {A3})"),
         "reset_boxes": (spatial_kernels._reset_boxes, f"(int64, int64, {A1}, {I1}, {I1}, {I2}, {I2}, {I1})"),
         "first_best": (spatial_kernels._first_best, f"(int64, {A2}, {A1}, {I1})"),
         "finish_boxes": (spatial_kernels._finish_boxes, f"(int64, {A3}, int64, {I1}, {I2}, {I2}, {A2}, {A2}, {A2})"),
-        "contract": (spatial_contract.contracting_kernel(64, 2),
-                     f"({TAPE}, {A2}, {A2}, int64, {A1}, float64, {B1})"),
+        "contract": (spatial_contract.contracting_kernel(64, 2), f"({TAPE}, {A2}, {A2}, int64, {A1}, float64, {B1})"),
         "begin_phase": (spatial_phase.begin_phase, f"({A1}, {I1}, float64)"),
-        "branch": (spatial_phase.branch, f"(int64, {A2}, {A2}, {A1}, float64, int64, int64, {A1}, float64, float64, "
-                                         f"{A1}, {I1}, {A2}, {A2}, {A1}, {A2}, {A2})"),
+        "branch": (
+            spatial_phase.branch,
+            f"(int64, {A2}, {A2}, {A1}, float64, int64, int64, {A1}, float64, float64, "
+            f"{A1}, {I1}, {A2}, {A2}, {A1}, {A2}, {A2})",
+        ),
         "fill_levels": (spatial_phase.fill_levels, f"(int64, {A1}, float64, float64, float64, {A1}, {A1})"),
-        "offer_candidates": (spatial_phase.candidate_kernel(64, 2), f"({TAPE}, {B1}, int64, {A2}, float64, {A1}, {A1})"),
-        "keep": (spatial_phase.keep, f"(int64, {A2}, {A2}, {B1}, {A1}, {A2}, {A2}, {A1}, boolean, {A1}, {A2}, {A2}, "
-                                     f"float64, float64, float64, {A1}, {I1}, {A1}, {A2}, {A2}, {A1})"),
+        "offer_candidates": (
+            spatial_phase.candidate_kernel(64, 2),
+            f"({TAPE}, {B1}, int64, {A2}, float64, {A1}, {A1})",
+        ),
+        "keep": (
+            spatial_phase.keep,
+            f"(int64, {A2}, {A2}, {B1}, {A1}, {A2}, {A2}, {A1}, boolean, {A1}, {A2}, {A2}, "
+            f"float64, float64, float64, {A1}, {I1}, {A1}, {A2}, {A2}, {A1})",
+        ),
         "claim": (spatial_phase.claim, f"(int64, {A1}, {A1}, {A1}, {I1})"),
     }
 

@@ -215,7 +215,7 @@ def random_interval(rng: np.random.Generator) -> tuple[float, float]:
         span = (700, 720) if rng.random() < 0.5 else (-760, -700)
         return tuple(sorted(rng.uniform(*span, 2).tolist()))
     if kind == 10:
-        centre = float(rng.integers(-10**6, 10**6)) * math.pi
+        centre = float(rng.integers(-(10**6), 10**6)) * math.pi
         return centre - 1e-3, centre + 1e-3 + float(rng.uniform(0, 8))
     return -abs(x), -abs(x) / 2
 

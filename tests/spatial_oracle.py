@@ -28,8 +28,11 @@ class Oracle:
         rng = np.random.default_rng(seed)
         width = problem.upper - problem.lower
         uniform = problem.lower + rng.random((count, problem.dimension)) * width
-        near = [np.asarray(x) + rng.normal(size=(count // 6, problem.dimension)) * width * scale
-                for x in minimizers for scale in (1e-4, 1e-3, 1e-2)]  # fmt: skip
+        near = [
+            np.asarray(x) + rng.normal(size=(count // 6, problem.dimension)) * width * scale
+            for x in minimizers
+            for scale in (1e-4, 1e-3, 1e-2)
+        ]
         self.points = np.clip(np.vstack([uniform, *near]), problem.lower, problem.upper)
         values = [evaluate_float(problem.tape, point) for point in self.points]
         self.f = np.array([v[0] for v in values])

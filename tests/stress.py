@@ -57,8 +57,9 @@ def _stopper(kind: str, rng: random.Random):
     return on_progress
 
 
-def explore_in_pieces(p: np.ndarray, ub: int, rng: random.Random, *, max_threads: int = 4,
-                      max_calls: int = 20_000) -> Pieces:
+def explore_in_pieces(
+    p: np.ndarray, ub: int, rng: random.Random, *, max_threads: int = 4, max_calls: int = 20_000
+) -> Pieces:
     """Explore [0, n!) under ``ub`` in randomly stopped calls until nothing is left."""
     n = p.shape[0]
     work = WorkUnit.full(n)
@@ -113,8 +114,11 @@ def gpu_in_pieces(p: np.ndarray, ub: int, rng: random.Random, *, max_ivms: int =
             return launches <= 0
 
         kind = rng.choice(("nodes", "launches", "seconds"))
-        budget = {"nodes": {"max_nodes": rng.randint(1, max_nodes)}, "launches": {"on_launch": on_launch},
-                  "seconds": {"max_seconds": rng.uniform(0, 0.5)}}[kind]  # fmt: skip
+        budget = {
+            "nodes": {"max_nodes": rng.randint(1, max_nodes)},
+            "launches": {"on_launch": on_launch},
+            "seconds": {"max_seconds": rng.uniform(0, 0.5)},
+        }[kind]
         counts = explorer.run(ub, steps=rng.randint(1, 4), **budget)
         left = explorer.remaining().to_work_unit()
         totals.explored += check_books(work, left)

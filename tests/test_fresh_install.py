@@ -33,7 +33,9 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], expect: tuple[int, ...
     return _process(argv, cwd, env, expect).stdout
 
 
-def _process(argv: list[str], cwd: Path, env: dict[str, str], expect: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess:
+def _process(
+    argv: list[str], cwd: Path, env: dict[str, str], expect: tuple[int, ...] = (0,)
+) -> subprocess.CompletedProcess:
     proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=STEP_SECONDS)
     assert proc.returncode in expect, (argv, proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:])
     return proc
@@ -43,13 +45,18 @@ def _told_first_run(stderr: str, what: str) -> bool:
     """Whether stderr gave the first run's notice for ``what`` (its first line), then the figure."""
     lines = stderr.splitlines()
     figures = [line for line in lines if line.startswith("pbbflow: compiled in ")]
-    return lines[0].startswith(f"pbbflow: compiling {what} for this machine: first run only, about ") and len(figures) == 1
+    return (
+        lines[0].startswith(f"pbbflow: compiling {what} for this machine: first run only, about ") and len(figures) == 1
+    )
 
 
 @pytest.mark.slow
 def test_the_wheel_runs_both_families_in_a_fresh_venv(tmp_path):
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "NUMBA_ENABLE_CUDASIM", "VIRTUAL_ENV", "PYTHONHOME", "NUMBA_CACHE_DIR")}  # fmt: skip
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "NUMBA_ENABLE_CUDASIM", "VIRTUAL_ENV", "PYTHONHOME", "NUMBA_CACHE_DIR")
+    }
     wheels = tmp_path / "wheels"
     _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(ROOT)], tmp_path, env)
     (wheel,) = wheels.glob("pbbflow-*.whl")
@@ -73,11 +80,21 @@ def test_the_wheel_runs_both_families_in_a_fresh_venv(tmp_path):
     again = _process([pbbflow, "minimize", "peaks", "--json"], work, env)
     assert "compil" not in again.stderr  # the cache holds it now
     problem = work / "camel.json"
-    problem.write_text(json.dumps({
-        "name": "six-hump-camel", "domain": [[-3, 3], [-2, 2]],
-        "objective": "(4 - 2.1*x[0]**2 + x[0]**4/3)*x[0]**2 + x[0]*x[1] + (-4 + 4*x[1]**2)*x[1]**2"}))
-    _run([pbbflow, "minimize", str(problem), "--run", "camel.zarr", "--node-limit", "1", "--workers", "1",
-          "--json"], work, env, expect=(3, 0))  # (0: done before the limit was checked, on a loaded machine)
+    problem.write_text(
+        json.dumps(
+            {
+                "name": "six-hump-camel",
+                "domain": [[-3, 3], [-2, 2]],
+                "objective": "(4 - 2.1*x[0]**2 + x[0]**4/3)*x[0]**2 + x[0]*x[1] + (-4 + 4*x[1]**2)*x[1]**2",
+            }
+        )
+    )
+    _run(
+        [pbbflow, "minimize", str(problem), "--run", "camel.zarr", "--node-limit", "1", "--workers", "1", "--json"],
+        work,
+        env,
+        expect=(3, 0),
+    )  # (0: done before the limit was checked, on a loaded machine)
     resumed = json.loads(_run([pbbflow, "resume", "camel.zarr", "--workers", "1", "--json"], work, env))
     assert resumed["status"] == "optimal" and resumed["objective"] == pytest.approx(-1.0316, abs=1e-4)
     info = json.loads(_run([pbbflow, "info", "camel.zarr", "--json"], work, env))

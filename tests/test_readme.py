@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from pbbflow.cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,8 +56,12 @@ def _pbbflow_commands() -> list[list[str]]:
 
 
 def test_every_file_a_readme_command_names_is_in_the_repository():
-    named = {word for command in _pbbflow_commands() for word in command[1:]
-             if word.endswith(FILE_SUFFIXES) and not word.startswith("-")}  # fmt: skip
+    named = {
+        word
+        for command in _pbbflow_commands()
+        for word in command[1:]
+        if word.endswith(FILE_SUFFIXES) and not word.startswith("-")
+    }
     assert {"examples/B1-branin.json", "examples/VFR20_10_3_Gap.txt", "examples/model.py"} <= named
     assert sorted(path for path in named if not (ROOT / path).is_file()) == []
 
@@ -83,8 +88,7 @@ def test_a_quick_readme_command_runs_as_written(line, tmp_path):
     argv = shlex.split(line)
     assert argv in _pbbflow_commands()
     (tmp_path / "examples").symlink_to(ROOT / "examples")  # the README's paths, run stores in tmp_path
-    proc = subprocess.run(_console() + argv[1:], check=False, capture_output=True, text=True, timeout=300,
-                          cwd=tmp_path)
+    proc = subprocess.run(_console() + argv[1:], check=False, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert QUICK[line] in proc.stdout
     if "--json" in argv:

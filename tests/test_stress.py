@@ -13,12 +13,12 @@ import threading
 
 import numpy as np
 import pytest
+from stress import explore_in_pieces, gpu_in_pieces
 
 from pbbflow.flowshop.evaluation import brute_force_optimum, neh
-from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.flowshop.explorer import explore
 from pbbflow.flowshop.intervals import WorkUnit
-from stress import explore_in_pieces, gpu_in_pieces
+from pbbflow.flowshop.taillard import taillard_instance
 
 # optima from ../shared/data/taillard/bounds.csv
 TAILLARD = {11: 1582, 12: 1659, 13: 1496, 30: 2178, 41: 2991}
@@ -105,8 +105,8 @@ def test_workflow_checkpoints_in_pieces(tmp_path):
     budgets of 5-50 ms; every committed remainder lies inside the one before it."""
     from distributed import Client, LocalCluster
 
-    from pbbflow.storage.runstore import RunStore
     from pbbflow.flowshop.family import create_flowshop_run
+    from pbbflow.storage.runstore import RunStore
     from pbbflow.workflow.run import drive
 
     instance = taillard_instance(30)  # 2.8 M nodes, 3 s on one core
@@ -120,14 +120,20 @@ def test_workflow_checkpoints_in_pieces(tmp_path):
         workers = rng.randint(1, 3)
         stop = threading.Event()
         kind = rng.choice(("nodes", "seconds", "signal"))
-        limits = {"nodes": {"node_limit": store.latest().nodes + rng.randint(1, 200_000)},
-                  "seconds": {"time_limit": rng.uniform(0.05, 0.5)}, "signal": {"stop": stop}}[kind]  # fmt: skip
+        limits = {
+            "nodes": {"node_limit": store.latest().nodes + rng.randint(1, 200_000)},
+            "seconds": {"time_limit": rng.uniform(0.05, 0.5)},
+            "signal": {"stop": stop},
+        }[kind]
         timer = threading.Timer(rng.uniform(0.05, 0.5), stop.set)
         timer.start()
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=False, dashboard_address=None) as c, \
-                Client(c) as client:  # fmt: skip
-            result = drive(RunStore.open(path), client, checkpoint_every=0.05, budget_s=rng.uniform(0.005, 0.05),
-                           **limits)  # fmt: skip
+        with (
+            LocalCluster(n_workers=workers, threads_per_worker=1, processes=False, dashboard_address=None) as c,
+            Client(c) as client,
+        ):
+            result = drive(
+                RunStore.open(path), client, checkpoint_every=0.05, budget_s=rng.uniform(0.005, 0.05), **limits
+            )
         timer.cancel()
         after = RunStore.open(path).latest().remaining
         assert after.difference(before).is_empty()

@@ -110,8 +110,12 @@ class RunPage:
 
 def figure_options() -> dict:
     """The options of every figure of the page."""
-    return {"height": 260, "sizing_mode": "stretch_width", "tools": "pan,wheel_zoom,box_zoom,reset,save",
-            "x_axis_label": "elapsed (s)"}  # fmt: skip
+    return {
+        "height": 260,
+        "sizing_mode": "stretch_width",
+        "tools": "pan,wheel_zoom,box_zoom,reset,save",
+        "x_axis_label": "elapsed (s)",
+    }
 
 
 def _nan_none(value: float) -> float | None:
@@ -172,8 +176,9 @@ class HistoryView:
         rate.yaxis.formatter = NumeralTickFormatter(format="0.0a")
         incumbent = figure(title=self.incumbent_title, **figure_options())
         incumbent.step("t", "incumbent", source=self.series, mode="after", line_width=2, color="firebrick")
-        self.layout = gridplot([[remaining, rate], [incumbent, self.activity.figure], [eta, None]],
-                               sizing_mode="stretch_width")  # fmt: skip
+        self.layout = gridplot(
+            [[remaining, rate], [incumbent, self.activity.figure], [eta, None]], sizing_mode="stretch_width"
+        )
 
     def draw(self, history: RunHistory) -> str:
         """Draw ``history``; returns the header's HTML."""
@@ -183,8 +188,11 @@ class HistoryView:
         eta, low, high = eta_curve(t, nodes, *left)
         self.etas.data = {"t": t, "eta": positive(eta), "low": positive(low), "high": positive(high)}
         eta_text = Eta(*(_nan_none(v[-1]) for v in left), recent_rate(t, nodes)).text()
-        self.series.data = {"t": t, "remaining": positive(history.remaining_fraction),
-                            "incumbent": np.asarray(history.incumbent, dtype=float)}  # fmt: skip
+        self.series.data = {
+            "t": t,
+            "remaining": positive(history.remaining_fraction),
+            "incumbent": np.asarray(history.incumbent, dtype=float),
+        }
         rate_t, rate = node_rate(t, nodes)
         self.rates.data = {"t": rate_t, "rate": rate}
         self.activity.draw(history, t)
@@ -193,6 +201,8 @@ class HistoryView:
         if not eta_text:
             outgrown = history.estimate is not None and math.isnan(history.estimate_nodes[-1])
             eta_text = "ETA unknown (the run outgrew its last estimate)" if outgrown else "no ETA yet"
-        return (f"<h3>pbbflow: {history.label} ({state})</h3><p>{history.t[-1]:.0f} s, "
-                f"{history.nodes[-1]:,} nodes, {speed}, {history.remaining_fraction[-1]:.6%} of the space left, "
-                f"{eta_text}, incumbent {history.incumbent[-1]}</p>")  # fmt: skip
+        return (
+            f"<h3>pbbflow: {history.label} ({state})</h3><p>{history.t[-1]:.0f} s, "
+            f"{history.nodes[-1]:,} nodes, {speed}, {history.remaining_fraction[-1]:.6%} of the space left, "
+            f"{eta_text}, incumbent {history.incumbent[-1]}</p>"
+        )

@@ -47,8 +47,15 @@ def _activity(ax, t: np.ndarray, series: dict[str, np.ndarray], columns: list[st
     grid = np.vstack([column(series, k) for k in columns])
     workers = [k[len(ACTIVITY_PREFIX) :] for k in columns]
     edges = np.append(t, t[-1] + (t[-1] - t[-2] if t.size > 1 else 1.0)) if t.size else np.zeros(1)
-    mesh = ax.pcolormesh(edges, np.arange(len(workers) + 1), np.ma.masked_invalid(grid), cmap="viridis",
-                         vmin=0.0, vmax=1.0, shading="flat")  # fmt: skip
+    mesh = ax.pcolormesh(
+        edges,
+        np.arange(len(workers) + 1),
+        np.ma.masked_invalid(grid),
+        cmap="viridis",
+        vmin=0.0,
+        vmax=1.0,
+        shading="flat",
+    )
     if len(workers) <= 16:
         ax.set_yticks(np.arange(len(workers)) + 0.5, workers, fontsize=7)
     ax.set_ylabel("worker")

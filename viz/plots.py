@@ -29,15 +29,21 @@ def plot_run(store: RunStore, out: Path) -> list[Path]:
 
 
 def state(store: RunStore) -> str:
-    """"finished", or the share of the space its latest checkpoint leaves."""
+    """ "finished", or the share of the space its latest checkpoint leaves."""
     latest, space = store.latest(), store.instance.space()
     if not latest.remaining:
         return "finished"
     return f"{space.remaining_fraction([space.decode(latest.remaining.to_bytes())]):.3%} left"
 
 
-def history(series: dict[str, np.ndarray], path: Path, title: str, *,
-            remaining: str = "remaining share", incumbent: str = "incumbent") -> Path:
+def history(
+    series: dict[str, np.ndarray],
+    path: Path,
+    title: str,
+    *,
+    remaining: str = "remaining share",
+    incumbent: str = "incumbent",
+) -> Path:
     """Remaining share of the search space (log), nodes/s, incumbent and the activity of each
     worker over time (or the number of active explorers, for runs that did not record it);
     ``remaining`` and ``incumbent`` label their panels."""

@@ -41,8 +41,11 @@ WORKER_PROFILE = "distributed.worker.profile.enabled"
 # the scheduler's and each worker's event loop "tick" 50 times a second to see whether they are
 # blocked (one second still tells a loop blocked for seconds, Dask's warning threshold), and the
 # worker reads its process's memory 10 times a second (pbbflow's tasks hold their own data).
-QUIET_DASK = {WORKER_PROFILE: False, "distributed.admin.tick.interval": "1s",
-              "distributed.worker.memory.monitor-interval": "1s"}  # fmt: skip
+QUIET_DASK = {
+    WORKER_PROFILE: False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.worker.memory.monitor-interval": "1s",
+}
 HTTP_PREFIX = "/"  # the http_prefix of the schedulers started here (Dask's default)
 logger = logging.getLogger(__name__)
 
@@ -122,8 +125,7 @@ def _slurm_cluster(slurm: SlurmOptions, dashboard_address: str):
         worker_command = "dask_cuda.cli"
         # jobqueue passes --nthreads/--memory-limit for the whole job; dask-cuda applies them per GPU
         # worker, and click keeps the last value, so override them here.
-        worker_args += ["--resources", "GPU=1", "--nthreads", "2",
-                        "--memory-limit", str(memory // slurm.gpus_per_job)]
+        worker_args += ["--resources", "GPU=1", "--nthreads", "2", "--memory-limit", str(memory // slurm.gpus_per_job)]
     interface = slurm.interface or dask.config.get("jobqueue.slurm.interface", None)
     scheduler_options = dict(dask.config.get("jobqueue.slurm.scheduler-options", None) or {})
     scheduler_options["dashboard_address"] = dashboard_address
@@ -173,8 +175,9 @@ def _check_job_script(script: str) -> None:
         f.write(script)
         f.flush()
         try:
-            test = subprocess.run(["sbatch", "--test-only", f.name],
-                                  capture_output=True, text=True, timeout=60, check=False)
+            test = subprocess.run(
+                ["sbatch", "--test-only", f.name], capture_output=True, text=True, timeout=60, check=False
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ClusterError(f"sbatch --test-only failed: {exc}") from None
     if test.returncode != 0:
@@ -281,8 +284,14 @@ class _PlainWorker(Worker):
 def _in_process_cluster(dashboard_address: str, **options) -> LocalCluster:
     """A LocalCluster of worker threads in this process whose HTTP servers listen on the loopback
     and start no Bokeh (0.35 s of the start-up: :func:`attach_dashboard` adds it later)."""
-    return LocalCluster(processes=False, dashboard_address=dashboard_address, scheduler_kwargs={"dashboard": False},
-                        worker_class=_PlainWorker, worker_dashboard_address=f"{LOOPBACK}:0", **options)  # fmt: skip
+    return LocalCluster(
+        processes=False,
+        dashboard_address=dashboard_address,
+        scheduler_kwargs={"dashboard": False},
+        worker_class=_PlainWorker,
+        worker_dashboard_address=f"{LOOPBACK}:0",
+        **options,
+    )
 
 
 def _local_gpu_cluster(gpus: int, dashboard_address: str):
@@ -299,9 +308,16 @@ def _local_gpu_cluster(gpus: int, dashboard_address: str):
 
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     devices = [d.strip() for d in visible.split(",")][:gpus] if visible else list(range(gpus))
-    return LocalCUDACluster(host=LOOPBACK, CUDA_VISIBLE_DEVICES=devices, n_workers=gpus, threads_per_worker=2,
-                            resources={"GPU": 1}, dashboard_address=dashboard_address,
-                            security=Security.temporary(), protocol="tls")  # fmt: skip
+    return LocalCUDACluster(
+        host=LOOPBACK,
+        CUDA_VISIBLE_DEVICES=devices,
+        n_workers=gpus,
+        threads_per_worker=2,
+        resources={"GPU": 1},
+        dashboard_address=dashboard_address,
+        security=Security.temporary(),
+        protocol="tls",
+    )
 
 
 def _local_cpu_cluster(workers: int | None, threads_per_worker: int | None, dashboard_address: str):
@@ -309,8 +325,9 @@ def _local_cpu_cluster(workers: int | None, threads_per_worker: int | None, dash
     core; the numba code releases the GIL): it starts in a fraction of a second, and it talks over
     an in-memory transport, so it listens on no port that another local user could reach."""
     n = workers or max(1, usable_cores() // (threads_per_worker or 1))
-    return _in_process_cluster(dashboard_address, n_workers=n,
-                               threads_per_worker=threads_per_worker or max(1, usable_cores() // n))
+    return _in_process_cluster(
+        dashboard_address, n_workers=n, threads_per_worker=threads_per_worker or max(1, usable_cores() // n)
+    )
 
 
 async def _identity(address: str, timeout: float) -> dict:
@@ -338,7 +355,7 @@ def _connect(scheduler: str, timeout: float) -> Client:
     what = f"no Dask scheduler answered at {scheduler} within {timeout:g} s"
     try:  # Client alone waits for ever on a listener that never answers, and may read a banner as a frame size
         identity = asyncio.run(_identity(scheduler, timeout))
-    except (asyncio.TimeoutError, TimeoutError):
+    except TimeoutError:
         raise ClusterError(what) from None
     except OSError as exc:  # refused, unknown host (distributed retries those until the timeout)
         raise ClusterError(f"{what} ({exc})") from None
@@ -429,6 +446,8 @@ def open_cluster(
                 client.wait_for_workers(1, timeout=slurm.start_timeout)
             except TimeoutError:
                 logs = f"; job logs in {slurm.log_directory}" if slurm.log_directory else ""
-                raise ClusterError(f"no Slurm worker connected within {slurm.start_timeout:g} s: "
-                                   f"check the jobs with `squeue --me`{logs}") from None
+                raise ClusterError(
+                    f"no Slurm worker connected within {slurm.start_timeout:g} s: "
+                    f"check the jobs with `squeue --me`{logs}"
+                ) from None
         yield client

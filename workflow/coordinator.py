@@ -87,13 +87,34 @@ class Coordinator(SchedulerPlugin):
 
     def route_handlers(self) -> list[Callable[..., dict]]:
         """The handlers of every route but ``open``, each with its ``route``."""
-        return [self.checkpoint, self.improve, self.waiting, self.status, self.state, self.stop_run, self.close_run,
-                self.estimate]  # fmt: skip
+        return [
+            self.checkpoint,
+            self.improve,
+            self.waiting,
+            self.status,
+            self.state,
+            self.stop_run,
+            self.close_run,
+            self.estimate,
+        ]
 
     # ------------------------------------------------------------------ handlers
-    def open_run(self, run: str, kind: str, space: dict, work: bytes, ub, solution=None, nodes: int = 0,
-                 leaves: int = 0, settled: float = math.inf, pieces: int = 1, min_split: int = 2, label: str = "",
-                 client: str | None = None) -> dict:  # fmt: skip
+    def open_run(
+        self,
+        run: str,
+        kind: str,
+        space: dict,
+        work: bytes,
+        ub,
+        solution=None,
+        nodes: int = 0,
+        leaves: int = 0,
+        settled: float = math.inf,
+        pieces: int = 1,
+        min_split: int = 2,
+        label: str = "",
+        client: str | None = None,
+    ) -> dict:
         """Start a run's ledger (refused if the run id is in use): ``kind`` and ``space`` name its work
         space (``family.work_space``); ``label`` names it on the dashboard; the run closes when
         ``client`` (the id of the client that drives it) leaves the scheduler."""
@@ -102,22 +123,42 @@ class Coordinator(SchedulerPlugin):
         unassigned = work_space(kind, space).decode(work)
         if client is not None:
             self.clients[run] = client
-        self.runs[run] = Ledger(unassigned, ub=ub, solution=solution, nodes=nodes, leaves=leaves, settled=settled,
-                                pieces=pieces, min_split=min_split)  # fmt: skip
+        self.runs[run] = Ledger(
+            unassigned,
+            ub=ub,
+            solution=solution,
+            nodes=nodes,
+            leaves=leaves,
+            settled=settled,
+            pieces=pieces,
+            min_split=min_split,
+        )
         self.histories[run] = RunHistory(label or run, kind=kind)
         self.histories[run].record(self.runs[run])
         return {"run": run}
 
     @_of_open_run(Route.CHECKPOINT)
-    def checkpoint(self, run: str, explorer: str, worker: str, remaining: bytes, nodes: int = 0, leaves: int = 0,
-                   capacity: int = 1, best=None, solution=None, settled: float = math.inf,
-                   generation: int | None = None) -> dict:  # fmt: skip
+    def checkpoint(
+        self,
+        run: str,
+        explorer: str,
+        worker: str,
+        remaining: bytes,
+        nodes: int = 0,
+        leaves: int = 0,
+        capacity: int = 1,
+        best=None,
+        solution=None,
+        settled: float = math.inf,
+        generation: int | None = None,
+    ) -> dict:
         """An explorer's checkpoint (``protocol.Checkpoint``); returns a ``protocol.CheckpointReply``."""
         ledger = self.runs[run]
         if best is not None:
             ledger.improve(best, solution)
-        reply = ledger.checkpoint(explorer, worker, ledger.space.decode(remaining), nodes, leaves, capacity, settled,
-                                  generation)  # fmt: skip
+        reply = ledger.checkpoint(
+            explorer, worker, ledger.space.decode(remaining), nodes, leaves, capacity, settled, generation
+        )
         work = reply.work.to_bytes() if reply.action == Action.REPLACE else None
         return CheckpointReply(reply.action, reply.ub, work, reply.hurry, ledger.solution, reply.generation).to_wire()
 

@@ -159,8 +159,9 @@ class Estimator:
     def refresh(self, now: float, state: dict) -> None:
         """Estimate the work of the coordinator's ``state`` (with its intervals) in the background."""
         self.asked = now
-        self.pending = self.thread.submit(self._estimate, state["remaining"], state["ub"], state["nodes"],
-                                          self.generation)  # fmt: skip
+        self.pending = self.thread.submit(
+            self._estimate, state["remaining"], state["ub"], state["nodes"], self.generation
+        )
 
     def final(self, state: dict) -> None:
         """Estimate the final work now: at once where none is left (an estimate under way is then

@@ -74,12 +74,23 @@ class RunHistory:
         left = None
         if self.estimate is not None:  # less the nodes done since it was made
             left = left_after(self.estimate[1], max(0, ledger.nodes - self.estimate[0]))
-        for column, value in zip((self.estimate_nodes, self.estimate_low, self.estimate_high), left or (math.nan,) * 3,
-                                 strict=True):
+        for column, value in zip(
+            (self.estimate_nodes, self.estimate_low, self.estimate_high), left or (math.nan,) * 3, strict=True
+        ):
             column.append(value)
         if len(self.t) > self.max_samples:
-            for column in (self.t, self.nodes, self.remaining_fraction, self.incumbent, self.lower_bound, self.pieces,
-                           self.activity, self.estimate_nodes, self.estimate_low, self.estimate_high):  # fmt: skip
+            for column in (
+                self.t,
+                self.nodes,
+                self.remaining_fraction,
+                self.incumbent,
+                self.lower_bound,
+                self.pieces,
+                self.activity,
+                self.estimate_nodes,
+                self.estimate_low,
+                self.estimate_high,
+            ):
                 del column[1::2]
             self.generation += 1
 

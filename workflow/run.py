@@ -70,14 +70,31 @@ class Progress:
     eta: Eta = Eta()  # the estimate of the nodes left and its ETA (``workflow.eta``), where the family has one
 
 
-def create_run(path, instance: RunInstance, *, work: StoredWork, incumbent: Any = None, solution: Any = None,
-               settled: float = math.inf, nodes: int = 0, overwrite: bool = False) -> RunStore:  # fmt: skip
+def create_run(
+    path,
+    instance: RunInstance,
+    *,
+    work: StoredWork,
+    incumbent: Any = None,
+    solution: Any = None,
+    settled: float = math.inf,
+    nodes: int = 0,
+    overwrite: bool = False,
+) -> RunStore:
     """A new run store of ``instance`` whose first checkpoint is ``work`` (all of the space, or
     what is left after the family's first steps: ``nodes`` of them, ``settled``) and the first
     incumbent, if any."""
     store = RunStore.create(path, instance, overwrite=overwrite)
-    store.commit(remaining=work, incumbent=incumbent, solution=solution, settled=settled, nodes=nodes, leaves=0,
-                 elapsed_s=0.0, series={k: [] for k in SERIES})  # fmt: skip
+    store.commit(
+        remaining=work,
+        incumbent=incumbent,
+        solution=solution,
+        settled=settled,
+        nodes=nodes,
+        leaves=0,
+        elapsed_s=0.0,
+        series={k: [] for k in SERIES},
+    )
     return store
 
 
@@ -117,8 +134,9 @@ def _is_gpu(worker_info: dict) -> bool:
 class _Session:
     """One ``drive`` call: the run id, the task futures, the series, the writer thread."""
 
-    def __init__(self, store: RunStore, client: Client, budget_s: float, ivms: int | None,
-                 heuristics: int | None) -> None:
+    def __init__(
+        self, store: RunStore, client: Client, budget_s: float, ivms: int | None, heuristics: int | None
+    ) -> None:
         self.store, self.client = store, client
         self.start = store.latest()
         self.run = uuid.uuid4().hex
@@ -139,9 +157,20 @@ class _Session:
         info = client.scheduler_info()["workers"]
         space = instance.space()
         self.kind = space.kind
-        self.call(Route.OPEN, kind=space.kind, space=space.params(), work=self.start.remaining.to_bytes(), ub=ub,
-                  solution=solution, nodes=self.start.nodes, leaves=self.start.leaves, settled=self.start.settled,
-                  pieces=max(1, len(info)), label=instance.name, client=client.id)  # fmt: skip
+        self.call(
+            Route.OPEN,
+            kind=space.kind,
+            space=space.params(),
+            work=self.start.remaining.to_bytes(),
+            ub=ub,
+            solution=solution,
+            nodes=self.start.nodes,
+            leaves=self.start.leaves,
+            settled=self.start.settled,
+            pieces=max(1, len(info)),
+            label=instance.name,
+            client=client.id,
+        )
         self.budget_s, self.ivms = budget_s, ivms
         self.futures = []
         self.served: set[str] = set()  # workers that were given their tasks
@@ -177,18 +206,36 @@ class _Session:
 
     def _submit_explorer(self, worker: str) -> None:
         explorer = f"{self.run}-{self.explorers}"
-        self.futures.append(self.client.submit(
-            explorer_task, self.run, explorer, self.kind, self.engine_options(), self.budget_s,
-            key=f"pbbflow-explorer-{explorer}", workers=[worker], allow_other_workers=True, pure=False,
-        ))  # fmt: skip
+        self.futures.append(
+            self.client.submit(
+                explorer_task,
+                self.run,
+                explorer,
+                self.kind,
+                self.engine_options(),
+                self.budget_s,
+                key=f"pbbflow-explorer-{explorer}",
+                workers=[worker],
+                allow_other_workers=True,
+                pure=False,
+            )
+        )
         self.explorers += 1
 
     def _submit_heuristic(self, worker: str) -> None:
-        self.futures.append(self.client.submit(
-            heuristic_task, self.run, self.kind, self.engine_options(), self.heuristics,
-            key=f"pbbflow-heuristic-{self.run}-{self.heuristics}", workers=[worker], allow_other_workers=True,
-            pure=False,
-        ))  # fmt: skip
+        self.futures.append(
+            self.client.submit(
+                heuristic_task,
+                self.run,
+                self.kind,
+                self.engine_options(),
+                self.heuristics,
+                key=f"pbbflow-heuristic-{self.run}-{self.heuristics}",
+                workers=[worker],
+                allow_other_workers=True,
+                pure=False,
+            )
+        )
         self.heuristics += 1
 
     def engine_options(self) -> dict:
@@ -201,8 +248,16 @@ class _Session:
 
     def sample(self, state: dict) -> None:
         lower = state["lower_bound"]
-        row = (self.elapsed(), state["nodes"], state["leaves"], state["remaining_fraction"], state["ub"],
-               math.nan if lower is None else lower, state["pieces"], state["active_explorers"])  # fmt: skip
+        row = (
+            self.elapsed(),
+            state["nodes"],
+            state["leaves"],
+            state["remaining_fraction"],
+            state["ub"],
+            math.nan if lower is None else lower,
+            state["pieces"],
+            state["active_explorers"],
+        )
         # a column new to the store (the store of an older release, a worker that came, the ETA's
         # estimates) is NaN before its first value; per-worker busy share: NaN where a worker held
         # no explorer (workers come and go)
@@ -225,12 +280,27 @@ class _Session:
         incumbent, solution = self.start.incumbent, self.start.solution
         if state["solution"] is not None:
             incumbent, solution = state["ub"], state["solution"]
-        args = {"remaining": remaining, "incumbent": incumbent, "solution": solution, "settled": state["settled"],
-                "nodes": state["nodes"], "leaves": state["leaves"], "elapsed_s": self.elapsed(),
-                "series": {k: list(v) for k, v in self.series.items()}}  # fmt: skip
+        args = {
+            "remaining": remaining,
+            "incumbent": incumbent,
+            "solution": solution,
+            "settled": state["settled"],
+            "nodes": state["nodes"],
+            "leaves": state["leaves"],
+            "elapsed_s": self.elapsed(),
+            "series": {k: list(v) for k, v in self.series.items()},
+        }
         if final and not remaining:  # the search ended: the result goes into the store too
-            args["result"] = _result(self.store, remaining, incumbent, solution, state["settled"], state["nodes"],
-                                     state["leaves"], args["elapsed_s"]).to_dict()  # fmt: skip
+            args["result"] = _result(
+                self.store,
+                remaining,
+                incumbent,
+                solution,
+                state["settled"],
+                state["nodes"],
+                state["leaves"],
+                args["elapsed_s"],
+            ).to_dict()
         self.pending = self.writer.submit(lambda: self.store.commit(**args))
         if final:
             self.pending.result()
@@ -274,11 +344,21 @@ class _Session:
                 raise
 
 
-def drive(store: RunStore, client: Client, *, time_limit: float | None = None, node_limit: int | None = None,
-          checkpoint_every: float = 60.0, budget_s: float = 2.0, stop: threading.Event | None = None,
-          on_progress: Callable[[Progress], None] | None = None, ivms: int | None = None,
-          heuristics: int | None = None, timings: dict[str, float] | None = None,
-          hurry: threading.Event | None = None) -> Result:
+def drive(
+    store: RunStore,
+    client: Client,
+    *,
+    time_limit: float | None = None,
+    node_limit: int | None = None,
+    checkpoint_every: float = 60.0,
+    budget_s: float = 2.0,
+    stop: threading.Event | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    ivms: int | None = None,
+    heuristics: int | None = None,
+    timings: dict[str, float] | None = None,
+    hurry: threading.Event | None = None,
+) -> Result:
     """Continue the run in ``store`` until it ends, a limit is reached or ``stop`` is set.
 
     ``time_limit`` counts this session's seconds; ``node_limit`` the run's total nodes (checked
@@ -308,8 +388,12 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
             except GpuError:
                 raise
             except Exception as error:  # noqa: BLE001 (e.g. a store that cannot be written any more)
-                raise RunFailed("the final checkpoint", f"{type(error).__name__}: {error}", traceback.format_exc(),
-                                checkpointed=False) from error  # fmt: skip
+                raise RunFailed(
+                    "the final checkpoint",
+                    f"{type(error).__name__}: {error}",
+                    traceback.format_exc(),
+                    checkpointed=False,
+                ) from error
             if failure is not None:
                 raise RunFailed(*failure, checkpointed=True)
         else:
@@ -326,8 +410,14 @@ def drive(store: RunStore, client: Client, *, time_limit: float | None = None, n
     return result_of(store)
 
 
-def _search(session: _Session, stop: threading.Event, time_limit: float | None, node_limit: int | None,
-            checkpoint_every: float, on_progress: Callable[[Progress], None] | None):  # fmt: skip
+def _search(
+    session: _Session,
+    stop: threading.Event,
+    time_limit: float | None,
+    node_limit: int | None,
+    checkpoint_every: float,
+    on_progress: Callable[[Progress], None] | None,
+):
     """Poll the coordinator until the search ends, a limit passes, ``stop`` is set or a task
     fails; returns None, or (where, error, traceback) of the first failure."""
     last_checkpoint = last_sample = time.monotonic()
@@ -338,10 +428,20 @@ def _search(session: _Session, stop: threading.Event, time_limit: float | None, 
             session.estimate(now)
             if on_progress is not None:
                 rate = (state["nodes"] - session.start.nodes) / max(now - session.started, 1e-9)
-                on_progress(Progress(session.elapsed(), state["nodes"], rate, state["ub"],
-                                     state["remaining_fraction"], state["remaining_log10"],
-                                     state["active_explorers"], state["lower_bound"], state["pieces"],
-                                     session.eta(state["nodes"], rate)))  # fmt: skip
+                on_progress(
+                    Progress(
+                        session.elapsed(),
+                        state["nodes"],
+                        rate,
+                        state["ub"],
+                        state["remaining_fraction"],
+                        state["remaining_log10"],
+                        state["active_explorers"],
+                        state["lower_bound"],
+                        state["pieces"],
+                        session.eta(state["nodes"], rate),
+                    )
+                )
             if now - last_sample >= 1.0:
                 session.sample(state)
                 last_sample = now
@@ -381,8 +481,9 @@ def _failed_task(futures) -> tuple[str, str, str] | None:
     return None
 
 
-def _final_checkpoint(session: _Session, hurry: threading.Event,
-                      timings: dict[str, float] | None = None) -> tuple[str, str, str] | None:  # fmt: skip
+def _final_checkpoint(
+    session: _Session, hurry: threading.Event, timings: dict[str, float] | None = None
+) -> tuple[str, str, str] | None:
     """Stop the explorers and write the coordinator's state as the final checkpoint once every
     task has ended or every explorer has answered the stop (a worker that left counts as
     answered), after at most ``STOP_SECONDS``, or at once when ``hurry`` is set; an explorer that

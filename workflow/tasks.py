@@ -108,8 +108,9 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
         totals["explorations"] += 1
         improvement = {} if best is None else {"best": best[0], "solution": best[1]}
         began = time.monotonic()
-        reply = checkpoint(engine.remaining(), reply.generation, nodes=nodes, leaves=leaves, **engine.extras(),
-                           **improvement)  # fmt: skip
+        reply = checkpoint(
+            engine.remaining(), reply.generation, nodes=nodes, leaves=leaves, **engine.extras(), **improvement
+        )
         budget = max(budget_s, (time.monotonic() - began) / CHECKPOINT_SHARE)
     return totals
 

@@ -18,9 +18,12 @@ def submit_warm_workers(client: Client, code: Callable[..., CodeLoad], args: tup
     """``code(*args)`` (a run's ``worker_code``: flow shop's :func:`warm_worker`) submitted to every
     worker of ``client`` now, one task each."""
     tag = uuid.uuid4().hex
-    return {w: client.submit(code, *args, key=f"pbbflow-warmup-{tag}-{i}", workers=[w], allow_other_workers=True,
-                             pure=False)
-            for i, w in enumerate(sorted(client.scheduler_info()["workers"]))}  # fmt: skip
+    return {
+        w: client.submit(
+            code, *args, key=f"pbbflow-warmup-{tag}-{i}", workers=[w], allow_other_workers=True, pure=False
+        )
+        for i, w in enumerate(sorted(client.scheduler_info()["workers"]))
+    }
 
 
 def loaded_code(futures: dict[str, Future]) -> dict[str, CodeLoad]:

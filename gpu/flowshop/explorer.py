@@ -23,10 +23,9 @@ from ...flowshop.intervals import WorkUnit
 from ...flowshop.ivm import BRANCH_NAMES
 from ...flowshop.packed import PackedUnit, limbs
 from .. import DEFAULT_IVMS
+from ..warp import WARP, WARPS_PER_BLOCK
 from . import kernels as K
 from .factoradic import digits_to_limbs, limbs_to_digits
-from ..warp import WARP, WARPS_PER_BLOCK
-
 
 STEAL_BELOW = 0.8  # steal when fewer than this share of the IVMs is busy (paper, section 3.3)
 VICTIM_SLACK = 2  # victims: intervals within this many leading factoradic digits of the largest
@@ -115,8 +114,22 @@ class GpuExplorer:
     @property
     def memory_bytes(self) -> int:
         """Device memory held by the IVMs and the instance."""
-        arrays = (self.M, self.V, self.dirs, self.F, self.B, self.R, self.end, self.start, self.state,
-                  self.best_schedule, self.best_cost, self.idle, self.victims, self.p)  # fmt: skip
+        arrays = (
+            self.M,
+            self.V,
+            self.dirs,
+            self.F,
+            self.B,
+            self.R,
+            self.end,
+            self.start,
+            self.state,
+            self.best_schedule,
+            self.best_cost,
+            self.idle,
+            self.victims,
+            self.p,
+        )
         return int(sum(a.nbytes for a in arrays))
 
     # ------------------------------------------------------------------ work in and out
@@ -168,8 +181,15 @@ class GpuExplorer:
         return int(costs[winner]), self.best_schedule.copy_to_host()[winner].copy()
 
     # ------------------------------------------------------------------ exploring
-    def run(self, ub: int, *, max_seconds: float | None = None, max_nodes: int | None = None,
-            steps: int | None = None, on_launch: Callable[[int, int, int], bool | None] | None = None) -> RunCounts:
+    def run(
+        self,
+        ub: int,
+        *,
+        max_seconds: float | None = None,
+        max_nodes: int | None = None,
+        steps: int | None = None,
+        on_launch: Callable[[int, int, int], bool | None] | None = None,
+    ) -> RunCounts:
         """Explore under ``ub`` until the work is done or a budget is reached (checked between launches).
 
         ``steps``: nodes per IVM and launch (default: sized to ``LAUNCH_SECONDS``).
@@ -201,10 +221,12 @@ class GpuExplorer:
             peak_active = max(peak_active, active)
             if stopping:
                 continue
-            stopping = (active == 0
-                        or (on_launch is not None and bool(on_launch(nodes, leaves, int(launch.ub[0]))))
-                        or (deadline is not None and time.monotonic() >= deadline)
-                        or (max_nodes is not None and nodes >= max_nodes))  # fmt: skip
+            stopping = (
+                active == 0
+                or (on_launch is not None and bool(on_launch(nodes, leaves, int(launch.ub[0]))))
+                or (deadline is not None and time.monotonic() >= deadline)
+                or (max_nodes is not None and nodes >= max_nodes)
+            )
             if stopping:
                 continue
             if steps is None:
@@ -219,9 +241,26 @@ class GpuExplorer:
         launch.device_counters.copy_to_device(launch.zero, stream=self.stream)
         launch.began.record(self.stream)
         self.kernel[(self.k + WARPS_PER_BLOCK - 1) // WARPS_PER_BLOCK, WARP * WARPS_PER_BLOCK, self.stream](
-            self.p, self.heads, self.tails, self.M, self.V, self.dirs, self.F, self.B, self.R, self.end, self.start,
-            self.state, self.best_schedule, self.best_cost, self.ub, launch.device_counters, self.steps, self.branch,
-            self.pack_sums)  # fmt: skip
+            self.p,
+            self.heads,
+            self.tails,
+            self.M,
+            self.V,
+            self.dirs,
+            self.F,
+            self.B,
+            self.R,
+            self.end,
+            self.start,
+            self.state,
+            self.best_schedule,
+            self.best_cost,
+            self.ub,
+            launch.device_counters,
+            self.steps,
+            self.branch,
+            self.pack_sums,
+        )
         launch.device_counters.copy_to_host(launch.counters, stream=self.stream)
         self.ub.copy_to_host(launch.ub, stream=self.stream)
         launch.done.record(self.stream)

@@ -42,9 +42,22 @@ import functools
 from numba import cuda, int32, int64, uint32
 
 from ...flowshop import bounds
+from ..warp import (
+    SIMULATED,
+    WARP,
+    WARPS_PER_BLOCK,
+    first_lane,
+    scan_max,
+    scan_sum,
+    shared_body,
+    shfl,
+    sync_lanes,
+    warp_max,
+    warp_min,
+    warp_sum,
+    warp_sum64,
+)
 from . import factoradic
-from ..warp import (SIMULATED, WARP, WARPS_PER_BLOCK, first_lane, shared_body, shfl, scan_max, scan_sum, sync_lanes,
-                   warp_max, warp_min, warp_sum, warp_sum64)
 
 lb1_forward_child_body = shared_body(bounds.lb1_forward_child_body)
 lb1_backward_child_body = shared_body(bounds.lb1_backward_child_body)
@@ -358,8 +371,9 @@ def init_at(p, heads, tails, M, F, B, R, S, start, vloc, dloc, lbf, lbb, w, n, u
             break
         descend(p, F, B, R, w, l, M[w, l, v], get_digit(dloc, l), m, lane)
         fill_row(M, w, l, v, n, chunks, lane)
-        direction = bound_and_prune(p, heads, tails, M, F, B, R, S, w, l + 1, n, ub, branch, pack_sums, lbf, lbb, chunks,
-                                    lane)  # fmt: skip
+        direction = bound_and_prune(
+            p, heads, tails, M, F, B, R, S, w, l + 1, n, ub, branch, pack_sums, lbf, lbb, chunks, lane
+        )
         set_digit(dloc, l + 1, direction, lane)
     return level, done, owned
 
@@ -381,8 +395,27 @@ def _explore_kernel(chunks: int, machines: int):
     staged_stride = machines | 1  # odd: lanes reading one machine of different jobs hit distinct banks
 
     @cuda.jit(cache=True, **EXPLORE_OPTIONS)
-    def explore(p, heads, tails, M, V, dirs, F, B, R, end, start, state, best, best_cost, ub_global, counters,
-                max_steps, branch, pack_sums):
+    def explore(
+        p,
+        heads,
+        tails,
+        M,
+        V,
+        dirs,
+        F,
+        B,
+        R,
+        end,
+        start,
+        state,
+        best,
+        best_cost,
+        ub_global,
+        counters,
+        max_steps,
+        branch,
+        pack_sums,
+    ):
         """Every IVM (one warp each) explores up to about ``max_steps`` nodes and leaves.
 
         Shared memory: 4 rows of m int32 per warp (the parent's front, back, remain + back and
@@ -415,8 +448,28 @@ def _explore_kernel(chunks: int, machines: int):
         nodes = int64(0)
         leaves = int64(0)
         if state[w, INIT] != 0:
-            level, done, owned = init_at(p, heads, tails, M, F, B, R, S, start, vloc, dloc, lbf, lbb, w, n, ub, branch,
-                                         pack_sums, row_chunks, lane)  # fmt: skip
+            level, done, owned = init_at(
+                p,
+                heads,
+                tails,
+                M,
+                F,
+                B,
+                R,
+                S,
+                start,
+                vloc,
+                dloc,
+                lbf,
+                lbb,
+                w,
+                n,
+                ub,
+                branch,
+                pack_sums,
+                row_chunks,
+                lane,
+            )
             nodes += owned
         else:
             for chunk in range(chunks):
@@ -452,8 +505,9 @@ def _explore_kernel(chunks: int, machines: int):
                 nodes += 1
                 fill_row(M, w, level, v, n, row_chunks, lane)
                 ub = min(ub, read_ub(ub_global, lane))
-                direction = bound_and_prune(p, heads, tails, M, F, B, R, S, w, level + 1, n, ub, branch, pack_sums, lbf,
-                                            lbb, row_chunks, lane)  # fmt: skip
+                direction = bound_and_prune(
+                    p, heads, tails, M, F, B, R, S, w, level + 1, n, ub, branch, pack_sums, lbf, lbb, row_chunks, lane
+                )
                 set_digit(dloc, level + 1, direction, lane)
                 level += 1
             level, done = select(M, vloc, w, level, n, row_chunks, lane)
@@ -479,9 +533,11 @@ def _explore_kernel(chunks: int, machines: int):
 # The explore kernel's argument types (gpu/flowshop/explorer.py's arrays), for compiling it without a GPU
 # (gpu/offline_ptx.py): p, heads, tails, M, V, dirs, F, B, R, end, start, state, best, best_cost,
 # ub, counters, max_steps, branch, pack_sums.
-EXPLORE_SIGNATURE = ("(int32[:, ::1], int32[::1], int32[::1], int16[:, :, ::1], int32[:, ::1], int32[:, ::1], "
-                     "int32[:, :, ::1], int32[:, :, ::1], int32[:, :, ::1], int32[:, ::1], int32[:, ::1], "
-                     "int64[:, ::1], int32[:, ::1], int32[::1], int32[::1], int64[::1], int64, int64, boolean)")
+EXPLORE_SIGNATURE = (
+    "(int32[:, ::1], int32[::1], int32[::1], int16[:, :, ::1], int32[:, ::1], int32[:, ::1], "
+    "int32[:, :, ::1], int32[:, :, ::1], int32[:, :, ::1], int32[:, ::1], int32[:, ::1], "
+    "int64[:, ::1], int32[:, ::1], int32[::1], int32[::1], int64[::1], int64, int64, boolean)"
+)
 
 
 def explore_kernel(n: int, m: int):

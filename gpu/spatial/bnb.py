@@ -33,16 +33,24 @@ from numba import config, cuda
 
 from ...core.result import Result
 from ...spatial.bnb import load_host_code, run_to_end
-from ...spatial.local import _LocalSolver
-from ...spatial.options import BOUNDS, MinimizeOptions, Progress, _Incumbent, subdomains_per_dim
 from ...spatial.boxes import BoxSet
 from ...spatial.explorer import ExplorationBase
 from ...spatial.lagrangian import lagrangian_bound, multipliers
+from ...spatial.local import _LocalSolver
+from ...spatial.options import BOUNDS, MinimizeOptions, Progress, _Incumbent, subdomains_per_dim
 from ...spatial.problem import Problem
 from . import phase
 from .contract import contract_boxes_device
-from .kernels import (THREADS_PER_BLOCK, DeviceBoxBounds, DeviceTape, TapeTooLarge, blocks, bound_on_device,
-                              caps, fill_edges)
+from .kernels import (
+    THREADS_PER_BLOCK,
+    DeviceBoxBounds,
+    DeviceTape,
+    TapeTooLarge,
+    blocks,
+    bound_on_device,
+    caps,
+    fill_edges,
+)
 
 config.CUDA_LOW_OCCUPANCY_WARNINGS = False  # early phases bound few boxes by design
 PHASE_SUBDOMAINS = 1 << 21  # subdomain bounds per phase at most (about 30 ms of an H200 on the peaks ANN)
@@ -178,8 +186,15 @@ class GpuExploration(ExplorationBase):
     (``R_PRUNED``) and of those too small to split (``R_UNSPLIT``, ``C_UNSPLIT``) stay on it
     across calls. TapeTooLarge for tapes beyond the kernels' caps."""
 
-    def __init__(self, problem: Problem, options: MinimizeOptions | None = None, boxes: BoxSet | None = None, *,
-                 phase_subdomains: int = PHASE_SUBDOMAINS, capacity: int = CAPACITY):  # fmt: skip
+    def __init__(
+        self,
+        problem: Problem,
+        options: MinimizeOptions | None = None,
+        boxes: BoxSet | None = None,
+        *,
+        phase_subdomains: int = PHASE_SUBDOMAINS,
+        capacity: int = CAPACITY,
+    ):
         options = options or MinimizeOptions()
         d = problem.dimension
         if boxes is not None and boxes.d != d:
@@ -280,8 +295,9 @@ class GpuExploration(ExplorationBase):
         """The open boxes (downloaded, and the host reserve's), whatever their bounds (see :meth:`settle`)."""
         lo, hi, lb = self._lists[self._current].download(self._n_open)
         reserve = self._reserve
-        return BoxSet(np.concatenate([lo, reserve.lo]), np.concatenate([hi, reserve.hi]),
-                      np.concatenate([lb, reserve.lb]))  # fmt: skip
+        return BoxSet(
+            np.concatenate([lo, reserve.lo]), np.concatenate([hi, reserve.hi]), np.concatenate([lb, reserve.lb])
+        )
 
     def _read(self, array) -> np.ndarray:
         """A small device array on the host (the wait for the kernels before it is counted)."""
@@ -327,9 +343,24 @@ class GpuExploration(ExplorationBase):
         options, real, count = self.options, self._real, self._count
         phase.begin_phase[1, 1](real, count, self.ub)
         phase.branch[blocks(n_open), THREADS_PER_BLOCK](
-            n_open, source.lo, source.hi, source.lb, select_lb, selected, levels, self._device_scale,
-            float(options.eps_abs), float(options.eps_rel), real, count, target.lo, target.hi, target.lb, children.lo,
-            children.hi)  # fmt: skip
+            n_open,
+            source.lo,
+            source.hi,
+            source.lb,
+            select_lb,
+            selected,
+            levels,
+            self._device_scale,
+            float(options.eps_abs),
+            float(options.eps_rel),
+            real,
+            count,
+            target.lo,
+            target.hi,
+            target.lb,
+            children.lo,
+            children.hi,
+        )
         n_children = int(self._read(count)[phase.C_CHILDREN])
         self.phases += 1
         if n_children:
@@ -351,28 +382,80 @@ class GpuExploration(ExplorationBase):
         self.nodes += n_children
         grid = blocks(n_children)
         if options.contract:
-            contract_boxes_device(dtape, children.lo, children.hi, n_children, real[phase.R_UB : phase.R_UB + 1],
-                                  feas_tol, children.emptied)  # fmt: skip
+            contract_boxes_device(
+                dtape,
+                children.lo,
+                children.hi,
+                n_children,
+                real[phase.R_UB : phase.R_UB + 1],
+                feas_tol,
+                children.emptied,
+            )
         fill_edges[grid, THREADS_PER_BLOCK](n_children, children.lo, children.hi, children.edges)
         lagrangian = self._lagrangian
         slack = lagrangian[1] if lagrangian is not None else 0.0
-        phase.fill_levels[grid, THREADS_PER_BLOCK](n_children, real, eps_abs, eps_rel, slack, children.threshold,
-                                                   children.threshold_l)  # fmt: skip
+        phase.fill_levels[grid, THREADS_PER_BLOCK](
+            n_children, real, eps_abs, eps_rel, slack, children.threshold, children.threshold_l
+        )
         found = children.bounds
-        bound_on_device(dtape, n_children, children.emptied, children.edges, self.n_per_dim, self._mode, feas_tol,
-                        children.threshold, found)  # fmt: skip
-        self._offer_candidates[grid, THREADS_PER_BLOCK](*dtape.arrays, self.problem.tape.n_ineq, dtape.varying,
-                                                        n_children, found.best_point, feas_tol, children.candidate,
-                                                        real)  # fmt: skip
+        bound_on_device(
+            dtape,
+            n_children,
+            children.emptied,
+            children.edges,
+            self.n_per_dim,
+            self._mode,
+            feas_tol,
+            children.threshold,
+            found,
+        )
+        self._offer_candidates[grid, THREADS_PER_BLOCK](
+            *dtape.arrays,
+            self.problem.tape.n_ineq,
+            dtape.varying,
+            n_children,
+            found.best_point,
+            feas_tol,
+            children.candidate,
+            real,
+        )
         by_l = found
         if lagrangian is not None:
             by_l = children.lagrangian_bounds()
-            bound_on_device(lagrangian[0], n_children, children.emptied, children.edges, self.n_per_dim, self._mode,
-                            feas_tol, children.threshold_l, by_l)  # fmt: skip
+            bound_on_device(
+                lagrangian[0],
+                n_children,
+                children.emptied,
+                children.edges,
+                self.n_per_dim,
+                self._mode,
+                feas_tol,
+                children.threshold_l,
+                by_l,
+            )
         phase.keep[grid, THREADS_PER_BLOCK](
-            n_children, children.lo, children.hi, children.emptied, found.box_lb, found.hull_lo, found.hull_hi,
-            children.threshold, lagrangian is not None, by_l.box_lb, by_l.hull_lo, by_l.hull_hi, slack, eps_abs,
-            eps_rel, real, count, children.kept_lb, out.lo, out.hi, out.lb)
+            n_children,
+            children.lo,
+            children.hi,
+            children.emptied,
+            found.box_lb,
+            found.hull_lo,
+            found.hull_hi,
+            children.threshold,
+            lagrangian is not None,
+            by_l.box_lb,
+            by_l.hull_lo,
+            by_l.hull_hi,
+            slack,
+            eps_abs,
+            eps_rel,
+            real,
+            count,
+            children.kept_lb,
+            out.lo,
+            out.hi,
+            out.lb,
+        )
         phase.claim[grid, THREADS_PER_BLOCK](n_children, children.candidate, children.kept_lb, real, count)
         self._reals, self._counts = self._read(real), self._read(count)
         child = int(self._counts[phase.C_UB_CHILD])
@@ -402,19 +485,35 @@ class GpuExploration(ExplorationBase):
             pass
 
 
-def minimize_gpu(problem: Problem, options: MinimizeOptions | None = None, *,
-                 progress: Callable[[Progress], None] | None = None, progress_seconds: float = 0.5,
-                 should_stop: Callable[[], bool] | None = None, phase_subdomains: int = PHASE_SUBDOMAINS,
-                 capacity: int = CAPACITY) -> Result:  # fmt: skip
+def minimize_gpu(
+    problem: Problem,
+    options: MinimizeOptions | None = None,
+    *,
+    progress: Callable[[Progress], None] | None = None,
+    progress_seconds: float = 0.5,
+    should_stop: Callable[[], bool] | None = None,
+    phase_subdomains: int = PHASE_SUBDOMAINS,
+    capacity: int = CAPACITY,
+) -> Result:
     """Minimize ``problem`` by spatial B&B on the current GPU: a :class:`GpuExploration` of the
     whole domain run to its end or to a limit (see the module docstring); the result is the CPU
     solver's :class:`Result`. TapeTooLarge for tapes beyond the kernels' caps."""
     options = options or MinimizeOptions()
     began = time.perf_counter()
     exploration = GpuExploration(problem, options, phase_subdomains=phase_subdomains, capacity=capacity)
-    return run_to_end(exploration, began, should_stop, progress, progress_seconds,
-                      lambda: {"backend": "gpu", "phases": exploration.phases, "reserve_spills": exploration.spills,
-                               "device_wait_s": round(exploration.device_wait_s, 6)})
+    return run_to_end(
+        exploration,
+        began,
+        should_stop,
+        progress,
+        progress_seconds,
+        lambda: {
+            "backend": "gpu",
+            "phases": exploration.phases,
+            "reserve_spills": exploration.spills,
+            "device_wait_s": round(exploration.device_wait_s, 6),
+        },
+    )
 
 
 def load_code(problem: Problem, options: MinimizeOptions | None = None) -> tuple[float, bool]:

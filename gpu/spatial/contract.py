@@ -32,15 +32,26 @@ from .kernels import SOURCE_STAMP, THREADS_PER_BLOCK, DeviceTape, blocks, caps
 
 _NAMESPACE = dict(vars(cpu))
 _NAMESPACE["iv"] = spatial_interval
-for _name in ("_mark_needed", "_forward", "_quotient", "_root_down", "_root_up", "_signed_hull", "_power_operand",
-              "project", "_is_binary", "_sweep", "_contract_into"):
+for _name in (
+    "_mark_needed",
+    "_forward",
+    "_quotient",
+    "_root_down",
+    "_root_up",
+    "_signed_hull",
+    "_power_operand",
+    "project",
+    "_is_binary",
+    "_sweep",
+    "_contract_into",
+):
     _NAMESPACE[_name] = device_twin(getattr(cpu, _name), _NAMESPACE)
 del _name
 _mark_needed = _NAMESPACE["_mark_needed"]
 _contract_into = _NAMESPACE["_contract_into"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def contracting_kernel(tape_cap: int, vars_cap: int):
     """The kernel contracting box ``t`` in thread ``t < count``, in place (NaN and ``empty[t] = 1``
     when it holds no kept point), for tapes of at most the given slots and variables."""
@@ -59,8 +70,24 @@ def contracting_kernel(tape_cap: int, vars_cap: int):
         before = cuda.local.array(vars_cap, float64)
         lo = box_lo[box]
         hi = box_hi[box]
-        gone = _contract_into(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, needed, lo, hi, ub[0], feas_tol,
-                              SWEEPS, vlo, vhi, before)
+        gone = _contract_into(
+            op,
+            arg0,
+            arg1,
+            const_lo,
+            const_hi,
+            outputs,
+            n_ineq,
+            needed,
+            lo,
+            hi,
+            ub[0],
+            feas_tol,
+            SWEEPS,
+            vlo,
+            vhi,
+            before,
+        )
         empty[box] = gone
         if gone:
             for i in range(lo.shape[0]):
@@ -84,12 +111,14 @@ def contract_boxes_device(dtape: DeviceTape, box_lo, box_hi, count: int, ub, fea
     if count == 0:
         return
     kernel = contracting_kernel(*caps(tape)[:2])
-    kernel[blocks(count), THREADS_PER_BLOCK](*dtape.arrays, tape.n_ineq, box_lo, box_hi, count, ub,
-                                             float(feas_tol), empty)
+    kernel[blocks(count), THREADS_PER_BLOCK](
+        *dtape.arrays, tape.n_ineq, box_lo, box_hi, count, ub, float(feas_tol), empty
+    )
 
 
-def contract_boxes_gpu(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, ub: float = math.inf,
-                       feas_tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def contract_boxes_gpu(
+    tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, ub: float = math.inf, feas_tol: float = 1e-6
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`pbbflow.spatial.contract.contract_boxes` on the GPU: the same arguments (no
     ``sweeps``: always :data:`~pbbflow.spatial.contract.SWEEPS`), the same ``(new_lo, new_hi, empty)``."""
     box_lo, box_hi = checked_request(tape, box_lo, box_hi, ub, feas_tol)
@@ -98,6 +127,5 @@ def contract_boxes_gpu(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, ub: f
     new_lo = cuda.to_device(box_lo)
     new_hi = cuda.to_device(box_hi)
     empty = cuda.device_array(n_boxes, np.bool_)
-    contract_boxes_device(dtape, new_lo, new_hi, n_boxes, cuda.to_device(np.array([float(ub)])), feas_tol,
-                          empty)
+    contract_boxes_device(dtape, new_lo, new_hi, n_boxes, cuda.to_device(np.array([float(ub)])), feas_tol, empty)
     return new_lo.copy_to_host(), new_hi.copy_to_host(), empty.copy_to_host()

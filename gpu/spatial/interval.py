@@ -114,13 +114,39 @@ def _host_exp(x: float) -> float:
 
 _NAMESPACE = dict(vars(cpu))
 _NAMESPACE.update(
-    LIBRARY_ULPS=LIBRARY_ULPS, add_down=add_down, add_up=add_up, mul_down=mul_down, mul_up=mul_up,
-    div_down=div_down, div_up=div_up, sqrt_down=sqrt_down, sqrt_up=sqrt_up,
+    LIBRARY_ULPS=LIBRARY_ULPS,
+    add_down=add_down,
+    add_up=add_up,
+    mul_down=mul_down,
+    mul_up=mul_up,
+    div_down=div_down,
+    div_up=div_up,
+    sqrt_down=sqrt_down,
+    sqrt_up=sqrt_up,
 )
 if SIMULATED:
     _NAMESPACE["math"] = pytypes.SimpleNamespace(**{**vars(math), "exp": _host_exp})
-_TWINS = ("_power_down", "_power_up", "add", "sub", "mul", "div", "_positive_power", "powi", "sqrt", "exp", "log",
-          "tanh", "sigmoid", "_multiples_of_pi", "_periodic", "cos", "sin", "tan", "atan2")
+_TWINS = (
+    "_power_down",
+    "_power_up",
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "_positive_power",
+    "powi",
+    "sqrt",
+    "exp",
+    "log",
+    "tanh",
+    "sigmoid",
+    "_multiples_of_pi",
+    "_periodic",
+    "cos",
+    "sin",
+    "tan",
+    "atan2",
+)
 for _name in _TWINS:
     _NAMESPACE[_name] = device_twin(getattr(cpu, _name), _NAMESPACE)
 del _name

@@ -33,16 +33,15 @@ from numba.cuda import libdevice
 from ...spatial import bounds as cpu
 from ...spatial.bounds import BoxBounds, Mode, checked_request
 from ...spatial.tape import Tape
+from ..warp import SIMULATED
 from . import interval as spatial_interval
 from .interval import device_twin
-from ..warp import SIMULATED
 
 MAX_TAPE = 1024  # slots (1,024 x 8 tangents: 144 KiB of local memory per thread)
 MAX_VARS = 8
 MAX_OUTPUTS = 64
 THREADS_PER_BLOCK = 32 if SIMULATED else 128
 _NO_SUBDOMAIN = np.iinfo(np.int64).max
-
 
 
 def _source_stamp() -> int:
@@ -52,9 +51,14 @@ def _source_stamp() -> int:
     so without it an edited ``spatial/bounds.py`` would run a stale kernel."""
     digest = hashlib.sha256()
     here = Path(__file__).resolve().parent
-    for path in (here.parent.parent / "spatial" / "bounds.py", here.parent.parent / "spatial" / "interval.py",
-                 here.parent.parent / "spatial" / "contract.py", here / "interval.py", here / "kernels.py",
-                 here / "phase.py"):
+    for path in (
+        here.parent.parent / "spatial" / "bounds.py",
+        here.parent.parent / "spatial" / "interval.py",
+        here.parent.parent / "spatial" / "contract.py",
+        here / "interval.py",
+        here / "kernels.py",
+        here / "phase.py",
+    ):
         digest.update(path.read_bytes())
     return int(digest.hexdigest()[:15], 16)
 
@@ -62,8 +66,17 @@ def _source_stamp() -> int:
 SOURCE_STAMP = _source_stamp()
 _NAMESPACE = dict(vars(cpu))
 _NAMESPACE["iv"] = spatial_interval
-for _name in ("_subdomain", "_midpoint", "_unary_derivative", "_binary_derivatives", "_values",
-              "_linear_tangents", "_run_tape", "_mean_value_form", "_bound_chunk"):
+for _name in (
+    "_subdomain",
+    "_midpoint",
+    "_unary_derivative",
+    "_binary_derivatives",
+    "_values",
+    "_linear_tangents",
+    "_run_tape",
+    "_mean_value_form",
+    "_bound_chunk",
+):
     _NAMESPACE[_name] = device_twin(getattr(cpu, _name), _NAMESPACE)
 del _name
 _bound_chunk = _NAMESPACE["_bound_chunk"]
@@ -92,7 +105,7 @@ def blocks(n: int) -> int:
     return max(1, -(-n // THREADS_PER_BLOCK))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def bounding_kernel(tape_cap: int, vars_cap: int, outputs_cap: int):
     """The kernel bounding subdomain ``t % n_subdomains`` of box ``t // n_subdomains`` in thread
     ``t`` (boxes 0 .. n_boxes - 1), for tapes of at most the given slots, variables and outputs
@@ -106,9 +119,30 @@ def bounding_kernel(tape_cap: int, vars_cap: int, outputs_cap: int):
     stamp = SOURCE_STAMP
 
     @cuda.jit(cache=True)
-    def bound_subdomains(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, varying, n_boxes, skip, edges,
-                         n_per_dim, n_subdomains, mode, feas_tol, threshold, sub_lb, box_lb, n_kept, n_fallback,
-                         cell_lo, cell_hi):
+    def bound_subdomains(
+        op,
+        arg0,
+        arg1,
+        const_lo,
+        const_hi,
+        outputs,
+        n_ineq,
+        varying,
+        n_boxes,
+        skip,
+        edges,
+        n_per_dim,
+        n_subdomains,
+        mode,
+        feas_tol,
+        threshold,
+        sub_lb,
+        box_lb,
+        n_kept,
+        n_fallback,
+        cell_lo,
+        cell_hi,
+    ):
         t = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
         if t >= n_boxes * n_subdomains or stamp < 0:
             return
@@ -135,9 +169,36 @@ def bounding_kernel(tape_cap: int, vars_cap: int, outputs_cap: int):
             cells[0, i] = n_per_dim
             cells[1, i] = -1
         best, _, kept, fallbacks = _bound_chunk(
-            op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, varying, edges, box, s, 1, n_per_dim, mode,
-            feas_tol, threshold[box], cells[:, :n_vars], scratch_lo, scratch_hi, tlo, thi, kink, x_lo[:n_vars],
-            x_hi[:n_vars], center[:n_vars], center_lo, center_hi, mvf_lo, mvf_hi)
+            op,
+            arg0,
+            arg1,
+            const_lo,
+            const_hi,
+            outputs,
+            n_ineq,
+            varying,
+            edges,
+            box,
+            s,
+            1,
+            n_per_dim,
+            mode,
+            feas_tol,
+            threshold[box],
+            cells[:, :n_vars],
+            scratch_lo,
+            scratch_hi,
+            tlo,
+            thi,
+            kink,
+            x_lo[:n_vars],
+            x_hi[:n_vars],
+            center[:n_vars],
+            center_lo,
+            center_hi,
+            mvf_lo,
+            mvf_hi,
+        )
         sub_lb[box, s] = best
         if kept > 0:
             cuda.atomic.add(n_kept, box, 1)
@@ -259,7 +320,8 @@ def check_size(tape: Tape) -> None:
     if tape.size > MAX_TAPE or tape.n_vars > MAX_VARS or n_outputs > MAX_OUTPUTS:
         raise TapeTooLarge(
             f"the GPU bounds tapes of at most {MAX_TAPE} slots, {MAX_VARS} variables and {MAX_OUTPUTS} outputs; "
-            f"this one has {tape.size}, {tape.n_vars} and {n_outputs}")
+            f"this one has {tape.size}, {tape.n_vars} and {n_outputs}"
+        )
 
 
 def caps(tape: Tape) -> tuple[int, int, int]:
@@ -285,8 +347,9 @@ class DeviceTape:
     @classmethod
     def upload(cls, tape: Tape) -> DeviceTape:
         kernel = kernel_for(tape)
-        arrays = tuple(cuda.to_device(a) for a in (tape.op, tape.arg0, tape.arg1, tape.const_lo, tape.const_hi,
-                                                   tape.outputs))
+        arrays = tuple(
+            cuda.to_device(a) for a in (tape.op, tape.arg0, tape.arg1, tape.const_lo, tape.const_hi, tape.outputs)
+        )
         varying = cuda.to_device(cpu._varying_slots(tape.op, tape.arg0, tape.arg1))
         return cls(tape, arrays, varying, kernel)
 
@@ -308,35 +371,71 @@ class DeviceBoxBounds:
 
     def to_host(self, n_boxes: int) -> BoxBounds:
         """The first ``n_boxes`` boxes' bounds as the CPU's :class:`BoxBounds`."""
-        return BoxBounds(lb=self.box_lb[:n_boxes].copy_to_host(),
-                         best_point=self.best_point[:n_boxes].copy_to_host(),
-                         n_kept=self.n_kept[:n_boxes].copy_to_host(),
-                         n_fallback=self.n_fallback[:n_boxes].copy_to_host(),
-                         hull_lo=self.hull_lo[:n_boxes].copy_to_host(), hull_hi=self.hull_hi[:n_boxes].copy_to_host())
+        return BoxBounds(
+            lb=self.box_lb[:n_boxes].copy_to_host(),
+            best_point=self.best_point[:n_boxes].copy_to_host(),
+            n_kept=self.n_kept[:n_boxes].copy_to_host(),
+            n_fallback=self.n_fallback[:n_boxes].copy_to_host(),
+            hull_lo=self.hull_lo[:n_boxes].copy_to_host(),
+            hull_hi=self.hull_hi[:n_boxes].copy_to_host(),
+        )
 
 
-def bound_on_device(dtape: DeviceTape, n_boxes: int, skip, edges, n_per_dim: int, mode: int, feas_tol: float,
-                    threshold, out: DeviceBoxBounds) -> None:
+def bound_on_device(
+    dtape: DeviceTape,
+    n_boxes: int,
+    skip,
+    edges,
+    n_per_dim: int,
+    mode: int,
+    feas_tol: float,
+    threshold,
+    out: DeviceBoxBounds,
+) -> None:
     """Bound boxes 0 .. n_boxes - 1 of ``edges`` (device (B, d, n_per_dim + 1), from :func:`fill_edges`)
     into ``out``, below the per-box ``threshold`` (device (B,)), except those whose ``skip`` (device
     (B,) bool) is set; launches only, no transfer."""
     if n_boxes == 0:
         return
     n_subdomains = int(n_per_dim) ** edges.shape[1]
-    _reset_boxes[blocks(n_boxes), THREADS_PER_BLOCK](n_boxes, int(n_per_dim), out.box_lb, out.n_kept, out.n_fallback,
-                                                     out.cell_lo, out.cell_hi, out.best_s)
+    _reset_boxes[blocks(n_boxes), THREADS_PER_BLOCK](
+        n_boxes, int(n_per_dim), out.box_lb, out.n_kept, out.n_fallback, out.cell_lo, out.cell_hi, out.best_s
+    )
     grid = blocks(n_boxes * n_subdomains)
-    dtape.kernel[grid, THREADS_PER_BLOCK](*dtape.arrays, dtape.tape.n_ineq, dtape.varying, n_boxes, skip, edges,
-                                          int(n_per_dim), n_subdomains, int(mode), float(feas_tol), threshold,
-                                          out.sub_lb, out.box_lb, out.n_kept, out.n_fallback, out.cell_lo,
-                                          out.cell_hi)
+    dtape.kernel[grid, THREADS_PER_BLOCK](
+        *dtape.arrays,
+        dtape.tape.n_ineq,
+        dtape.varying,
+        n_boxes,
+        skip,
+        edges,
+        int(n_per_dim),
+        n_subdomains,
+        int(mode),
+        float(feas_tol),
+        threshold,
+        out.sub_lb,
+        out.box_lb,
+        out.n_kept,
+        out.n_fallback,
+        out.cell_lo,
+        out.cell_hi,
+    )
     _first_best[grid, THREADS_PER_BLOCK](n_boxes, out.sub_lb, out.box_lb, out.best_s)
-    _finish_boxes[blocks(n_boxes), THREADS_PER_BLOCK](n_boxes, edges, int(n_per_dim), out.best_s, out.cell_lo,
-                                                      out.cell_hi, out.best_point, out.hull_lo, out.hull_hi)
+    _finish_boxes[blocks(n_boxes), THREADS_PER_BLOCK](
+        n_boxes, edges, int(n_per_dim), out.best_s, out.cell_lo, out.cell_hi, out.best_point, out.hull_lo, out.hull_hi
+    )
 
 
-def bound_boxes_gpu(tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, n_per_dim: int, mode: int = Mode.BOTH,
-                    feas_tol: float = 1e-6, threshold: np.ndarray | None = None) -> BoxBounds:
+def bound_boxes_gpu(
+    tape: Tape,
+    box_lo: np.ndarray,
+    box_hi: np.ndarray,
+    n_per_dim: int,
+    mode: int = Mode.BOTH,
+    feas_tol: float = 1e-6,
+    threshold: np.ndarray | None = None,
+) -> BoxBounds:
     """:func:`pbbflow.spatial.bounds.bound_boxes` on the GPU: the same arguments (no ``parallel``),
     the same :class:`BoxBounds`, the edges and the per-box reduction on the device."""
     box_lo, box_hi, threshold = checked_request(tape, box_lo, box_hi, n_per_dim, mode, threshold)

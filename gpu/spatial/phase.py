@@ -100,8 +100,25 @@ def _widest_side(lo, hi, c, scale):
 
 
 @cuda.jit
-def branch(n_in, in_lo, in_hi, in_lb, select_lb, n_select, levels, scale, eps_abs, eps_rel, real, count, out_lo,
-           out_hi, out_lb, child_lo, child_hi):
+def branch(
+    n_in,
+    in_lo,
+    in_hi,
+    in_lb,
+    select_lb,
+    n_select,
+    levels,
+    scale,
+    eps_abs,
+    eps_rel,
+    real,
+    count,
+    out_lo,
+    out_hi,
+    out_lb,
+    child_lo,
+    child_hi,
+):
     """Per open box: pruned at the level; else, when its bound is at most ``select_lb`` and one of
     the first ``n_select`` to ask, split into up to ``2 ** levels`` children (``levels`` <=
     :data:`MAX_LEVELS` rounds in which every piece is bisected across its widest side relative to
@@ -164,7 +181,7 @@ def fill_levels(n_children, real, eps_abs, eps_rel, slack, threshold, threshold_
     threshold_l[box] = add_up(level, slack)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def candidate_kernel(tape_cap: int, vars_cap: int):
     """The kernel evaluating each child's best point rigorously (point intervals through the tape):
     ``candidate[box]`` = f's upper end where the point is feasible (g <= 0, |h| <= feas_tol, f
@@ -173,8 +190,9 @@ def candidate_kernel(tape_cap: int, vars_cap: int):
     stamp = SOURCE_STAMP  # in the closure: the disk cache's key (kernels.SOURCE_STAMP)
 
     @cuda.jit(cache=True)
-    def offer_candidates(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, varying, n_children, best_point,
-                         feas_tol, candidate, real):
+    def offer_candidates(
+        op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, varying, n_children, best_point, feas_tol, candidate, real
+    ):
         box = _thread()
         if box >= n_children or stamp < 0:
             return
@@ -189,8 +207,23 @@ def candidate_kernel(tape_cap: int, vars_cap: int):
         vhi = cuda.local.array((tape_cap, 1), float64)
         unused = cuda.local.array((1, 1, 1), float64)
         kink = cuda.local.array(1, np.bool_)
-        run_tape(op, arg0, arg1, const_lo, const_hi, varying, x[:n_vars], x[:n_vars], 1, vlo, vhi, False, unused,
-                 unused, kink)
+        run_tape(
+            op,
+            arg0,
+            arg1,
+            const_lo,
+            const_hi,
+            varying,
+            x[:n_vars],
+            x[:n_vars],
+            1,
+            vlo,
+            vhi,
+            False,
+            unused,
+            unused,
+            kink,
+        )
         f_lo = vlo[outputs[0], 0]
         f_hi = vhi[outputs[0], 0]
         if f_lo != f_lo:
@@ -211,8 +244,29 @@ def candidate_kernel(tape_cap: int, vars_cap: int):
 
 
 @cuda.jit
-def keep(n_children, child_lo, child_hi, emptied, lb_f, hull_lo_f, hull_hi_f, threshold, with_l, lb_l, hull_lo_l,
-         hull_hi_l, slack, eps_abs, eps_rel, real, count, kept_lb, out_lo, out_hi, out_lb):
+def keep(
+    n_children,
+    child_lo,
+    child_hi,
+    emptied,
+    lb_f,
+    hull_lo_f,
+    hull_hi_f,
+    threshold,
+    with_l,
+    lb_l,
+    hull_lo_l,
+    hull_hi_l,
+    slack,
+    eps_abs,
+    eps_rel,
+    real,
+    count,
+    kept_lb,
+    out_lo,
+    out_hi,
+    out_lb,
+):
     """Per bounded child, the CPU's rules: emptied by contraction, pruned at the incumbent; proved
     infeasible, dropped; with a Lagrangian bound, the larger bound and the hulls intersected; cut to
     its hull below the level (pruned when empty); pruned at the level; else appended to ``q_out``.

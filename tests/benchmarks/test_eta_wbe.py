@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pbbflow.flowshop.evaluation import neh
 from pbbflow.flowshop.estimate import Prober
+from pbbflow.flowshop.evaluation import neh
 from pbbflow.flowshop.intervals import WorkUnit
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))  # an importable module: numba caches its code

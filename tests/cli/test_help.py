@@ -7,17 +7,33 @@ import inspect
 import re
 
 import pytest
+
 from pbbflow.cli import minimize
 from pbbflow.flowshop.bounds import BOUND_NAMES
 from pbbflow.gpu import DEFAULT_IVMS
 
 cli = importlib.import_module("pbbflow.cli.main")  # the module (pbbflow.cli.main is also the function)
-COMMANDS = {"solve": cli._solve, "resume": cli._resume, "heuristic": cli._heuristic, "info": cli._info,
-            "plot": cli._plot, "minimize": minimize.run}  # fmt: skip
+COMMANDS = {
+    "solve": cli._solve,
+    "resume": cli._resume,
+    "heuristic": cli._heuristic,
+    "info": cli._info,
+    "plot": cli._plot,
+    "minimize": minimize.run,
+}
 FLOWSHOP_ONLY = {"--ub", "--branch", "--ivms", "--format", "--orientation", "--seed"}
 SPATIAL_ONLY = {"--eps-abs", "--eps-rel", "--feas-tol", "--subdomains", "--serial"}
-RUN_ONLY = {"--checkpoint-every", "--cluster", "--scheduler", "--workers", "--threads", "--heuristic-workers",
-            "--jobs", "--dry-run", "--dashboard-after"}  # fmt: skip
+RUN_ONLY = {
+    "--checkpoint-every",
+    "--cluster",
+    "--scheduler",
+    "--workers",
+    "--threads",
+    "--heuristic-workers",
+    "--jobs",
+    "--dry-run",
+    "--dashboard-after",
+}
 # words of the other family's help (searched, ignoring case, in each option's help text and group title)
 FLOWSHOP_WORDS = r"\bIVMs?\b|iterated greedy|\bschedules?\b|makespan|Taillard|flow[ -]shop"
 SPATIAL_WORDS = r"\bbox(es)?\b|local solve|spatial|subdomain|minimi[sz]e"
@@ -37,8 +53,12 @@ def _commands() -> dict[str, argparse.ArgumentParser]:
 
 
 def _options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
-    return {name: action for action in parser._actions for name in action.option_strings
-            if name.startswith("--") and name != "--help"}  # fmt: skip
+    return {
+        name: action
+        for action in parser._actions
+        for name in action.option_strings
+        if name.startswith("--") and name != "--help"
+    }
 
 
 def _texts(parser: argparse.ArgumentParser) -> list[str]:

@@ -18,21 +18,35 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 import numpy as np
+import pytest
 import zarr
 from distributed import LocalCluster
 from gmpy2 import mpz
-from pbbflow.cli.arguments import parse_duration
-from pbbflow.cli.main import main
-from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.flowshop.factoradic import factorial
 from runwait import wait_for_committed_nodes, wait_for_handler
 
+from pbbflow.cli.arguments import parse_duration
+from pbbflow.cli.main import main
+from pbbflow.flowshop.factoradic import factorial
+from pbbflow.flowshop.taillard import taillard_instance
+
 JSON_FIELDS = {
-    "instance", "n", "m", "status", "makespan", "permutation", "lower_bound",
-    "nodes", "leaves", "elapsed_s", "remaining_fraction", "remaining_log10", "run", "startup", "estimate",
-}  # fmt: skip
+    "instance",
+    "n",
+    "m",
+    "status",
+    "makespan",
+    "permutation",
+    "lower_bound",
+    "nodes",
+    "leaves",
+    "elapsed_s",
+    "remaining_fraction",
+    "remaining_log10",
+    "run",
+    "startup",
+    "estimate",
+}
 CLUSTER_OPTIONS = ("--scheduler", "--cluster", "--workers", "--threads", "--dry-run")
 _scheduler = {}  # the shared test cluster's address (set by the autouse fixture)
 TA001_OPT = 1278
@@ -243,7 +257,7 @@ def test_shared_vfr_file_matches_its_matrix(capsys, tmp_path):
     tokens = source.read_text().split()
     n, m = int(tokens[0]), int(tokens[1])
     times = list(map(int, tokens[2:]))[1::2]
-    p = [times[j * m:(j + 1) * m] for j in range(n)]
+    p = [times[j * m : (j + 1) * m] for j in range(n)]
     from_vfr = solve_json(capsys, str(source))
     from_matrix = solve_json(capsys, write(tmp_path / "vfr10_5_1.txt", taillard_text(p)), "--format", "taillard")
     assert from_vfr["status"] == from_matrix["status"] == "optimal"
@@ -318,8 +332,9 @@ def test_bound_and_branch_ta001(capsys, ta001, ta001_mirror, bound, branch):
 
 @pytest.mark.parametrize("bound", BOUNDS)
 def test_forward_on_ta001_is_sound_when_cut_short(capsys, ta001, bound):
-    result = solve_json(capsys, "ta001", "--ub", "neh", "--bound", bound, "--branch", "forward",
-                        "--node-limit", "200000", expect_code=3)  # fmt: skip
+    result = solve_json(
+        capsys, "ta001", "--ub", "neh", "--bound", bound, "--branch", "forward", "--node-limit", "200000", expect_code=3
+    )
     assert result["status"] == "limit"
     assert result["lower_bound"] <= TA001_OPT <= result["makespan"]
     check_schedule(result, ta001)
@@ -462,8 +477,9 @@ def test_an_endless_instance_file_is_refused_at_once(tmp_path, kind, patience):
         path = str(tmp_path / "pipe.txt")
         os.mkfifo(path)
     start = time.monotonic()
-    proc = subprocess.run(_command() + ["solve", path], capture_output=True, text=True, timeout=patience(60),
-                          cwd=tmp_path, check=False)  # fmt: skip
+    proc = subprocess.run(
+        _command() + ["solve", path], capture_output=True, text=True, timeout=patience(60), cwd=tmp_path, check=False
+    )
     assert proc.returncode == 2 and proc.stdout == "", (proc.stdout, proc.stderr)
     assert proc.stderr == f"pbbflow: error: {path}: not a regular file\n"
     assert time.monotonic() - start < patience(30)
@@ -552,12 +568,14 @@ def test_missing_command_or_instance(capsys, argv):
 @pytest.mark.parametrize(
     "argv, line",
     [
-        (["solve", "ta001", "--no-such-option"],
-         "pbbflow solve: error: unrecognized arguments: --no-such-option (pbbflow solve --help for usage)"),
+        (
+            ["solve", "ta001", "--no-such-option"],
+            "pbbflow solve: error: unrecognized arguments: --no-such-option (pbbflow solve --help for usage)",
+        ),
         (["info"], "pbbflow info: error: the following arguments are required: run (pbbflow info --help for usage)"),
         (["--version"], "pbbflow: error: the following arguments are required: command (pbbflow --help for usage)"),
     ],
-)  # fmt: skip
+)
 def test_a_usage_error_is_one_line_naming_the_command(capsys, argv, line):
     assert assert_usage_error(capsys, *argv) == line
 
@@ -615,8 +633,11 @@ def test_console_script_exit_codes(argv, code, tmp_path, patience):
 def test_module_entry_point(tmp_path, patience):
     proc = subprocess.run(
         [sys.executable, "-m", "pbbflow.cli.main", "solve", "ta001", "--json", "--quiet"],
-        capture_output=True, text=True, timeout=patience(120), cwd=tmp_path,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=patience(120),
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["makespan"] == TA001_OPT
 
@@ -626,9 +647,12 @@ def test_ctrl_c_stops_with_a_limit_result(tmp_path, patience):
     path = tmp_path / "c.zarr"
     proc = subprocess.Popen(
         _command() + ["solve", "ta021", "--ub", "neh", "--json", "--run", str(path), "--checkpoint-every", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )  # fmt: skip
+    )
     wait_for_committed_nodes(path, patience(120))  # the explorers are searching
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=patience(60))
@@ -648,16 +672,34 @@ def test_progress_bar_line(monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")  # a wide terminal: every field
     stream = io.StringIO()
     bar = ProgressBar(stream, "http://127.0.0.1:8787/status", every=0)
-    bar(Progress(elapsed_s=3723.0, nodes=10, nodes_per_s=5e6, ub=1484, remaining_fraction=0.25,
-                 remaining_log10=math.log10(0.25), active_explorers=2))  # fmt: skip
+    bar(
+        Progress(
+            elapsed_s=3723.0,
+            nodes=10,
+            nodes_per_s=5e6,
+            ub=1484,
+            remaining_fraction=0.25,
+            remaining_log10=math.log10(0.25),
+            active_explorers=2,
+        )
+    )
     bar.close()
     line = stream.getvalue()
     assert line.startswith("\r[" + "#" * 18 + "." * 6 + "]") and line.endswith("\n")
     assert "25.00% left" in line and "5.00 M nodes/s" in line and "UB 1484" in line and "1:02:03" in line
     assert "http://127.0.0.1:8787/status" in line
     small = io.StringIO()
-    ProgressBar(small, every=0)(Progress(elapsed_s=0.5, nodes=10, nodes_per_s=20.0, ub=1484, remaining_fraction=0.25,
-                                         remaining_log10=math.log10(0.25), active_explorers=2))  # fmt: skip
+    ProgressBar(small, every=0)(
+        Progress(
+            elapsed_s=0.5,
+            nodes=10,
+            nodes_per_s=20.0,
+            ub=1484,
+            remaining_fraction=0.25,
+            remaining_log10=math.log10(0.25),
+            active_explorers=2,
+        )
+    )
     assert "left      20 nodes/s  UB" in small.getvalue()
 
 
@@ -672,8 +714,15 @@ def test_the_progress_line_is_printable(monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     stream = io.StringIO()
     bar = ProgressBar(stream, "http://h:1/\x1b[2J\u202e", every=0)
-    progress = Progress(elapsed_s=1.0, nodes=10, nodes_per_s=20.0, ub="9\x1b[31m", remaining_fraction=0.5,
-                        remaining_log10=math.log10(0.5), active_explorers=1)  # fmt: skip
+    progress = Progress(
+        elapsed_s=1.0,
+        nodes=10,
+        nodes_per_s=20.0,
+        ub="9\x1b[31m",
+        remaining_fraction=0.5,
+        remaining_log10=math.log10(0.5),
+        active_explorers=1,
+    )
     bar(progress)
     bar.print("pbbflow: watch the run at http://h:1/\x1b[2J\nmore")
     bar(progress)
@@ -683,19 +732,29 @@ def test_the_progress_line_is_printable(monkeypatch):
     assert text.replace("\r", "").replace("\n", "").isprintable() and text.count("\n") == 2
 
 
-BIG_PROGRESS = dict(elapsed_s=360000.0, nodes=10, nodes_per_s=123.4e6, ub=123456, remaining_fraction=3.16e-15,
-                    remaining_log10=-14.5, active_explorers=1024)  # fmt: skip
+BIG_PROGRESS = dict(
+    elapsed_s=360000.0,
+    nodes=10,
+    nodes_per_s=123.4e6,
+    ub=123456,
+    remaining_fraction=3.16e-15,
+    remaining_log10=-14.5,
+    active_explorers=1024,
+)
 
 
-@pytest.mark.parametrize(("columns", "fields"), [
-    (200, ["[####", "3.16e-15 left", "123 M nodes/s", "UB 123456", "100:00:00", "1024 explorers", "http://h:8787"]),
-    (80, ["[####", "3.16e-15 left", "123 M nodes/s", "UB 123456", "100:00:00"]),
-    (60, ["3.16e-15 left", "123 M nodes/s", "UB 123456", "100:00:00"]),
-    (45, ["3.16e-15 left", "123 M nodes/s", "UB 123456"]),
-    (30, ["3.16e-15 left", "UB 123456"]),
-    (20, ["3.16e-15 left"]),
-    (8, ["3.16e-"]),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("columns", "fields"),
+    [
+        (200, ["[####", "3.16e-15 left", "123 M nodes/s", "UB 123456", "100:00:00", "1024 explorers", "http://h:8787"]),
+        (80, ["[####", "3.16e-15 left", "123 M nodes/s", "UB 123456", "100:00:00"]),
+        (60, ["3.16e-15 left", "123 M nodes/s", "UB 123456", "100:00:00"]),
+        (45, ["3.16e-15 left", "123 M nodes/s", "UB 123456"]),
+        (30, ["3.16e-15 left", "UB 123456"]),
+        (20, ["3.16e-15 left"]),
+        (8, ["3.16e-"]),
+    ],
+)
 def test_the_progress_line_fits_the_terminal(monkeypatch, columns, fields):
     """Never wider than the terminal (its last column left blank); the least important fields go first."""
     import io
@@ -719,8 +778,8 @@ def test_the_dashboard_link_is_printed_once_when_it_comes(monkeypatch, tty):
     with the link), and none before it is known."""
     import io
 
-    from pbbflow.cli.runs import _Watch
     from pbbflow.cli.progress import ProgressBar
+    from pbbflow.cli.runs import _Watch
     from pbbflow.workflow.run import Progress
 
     monkeypatch.setenv("COLUMNS", "200")
@@ -795,13 +854,16 @@ def test_the_terminal_width_falls_back_to_80(monkeypatch):
     assert terminal_columns(io.StringIO()) == 80
 
 
-@pytest.mark.parametrize(("size", "n", "shown"), [
-    (mpz(3) * factorial(20) // 8, 20, "37.50%"),  # a percentage down to 0.01 %
-    (factorial(20) // 10**6, 20, "1.00e-06"),
-    (mpz(96) * 10**48, 50, "3.16e-15"),  # ta056 after 48 G of its 314 G nodes printed 0.0000 % here
-    (mpz(1), 200, "10^-374.9"),  # below the smallest float
-    (mpz(0), 20, "0"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("size", "n", "shown"),
+    [
+        (mpz(3) * factorial(20) // 8, 20, "37.50%"),  # a percentage down to 0.01 %
+        (factorial(20) // 10**6, 20, "1.00e-06"),
+        (mpz(96) * 10**48, 50, "3.16e-15"),  # ta056 after 48 G of its 314 G nodes printed 0.0000 % here
+        (mpz(1), 200, "10^-374.9"),  # below the smallest float
+        (mpz(0), 20, "0"),
+    ],
+)
 def test_remaining_shares_say_something_at_any_size(size, n, shown):
     from pbbflow.cli.progress import format_share
     from pbbflow.flowshop.intervals import share_log10
@@ -813,11 +875,22 @@ def test_remaining_shares_say_something_at_any_size(size, n, shown):
         assert log10 == pytest.approx(math.log10(int(size)) - math.log10(int(factorial(n))), abs=1e-9)
 
 
-@pytest.mark.parametrize(("rate", "shown"), [
-    (0.0, "0 nodes/s"), (1.4, "1 nodes/s"), (999.4, "999 nodes/s"), (999.6, "1.00 k nodes/s"),
-    (12_345, "12.3 k nodes/s"), (99_960, "100 k nodes/s"), (999_700, "1.00 M nodes/s"),
-    (5e6, "5.00 M nodes/s"), (123.4e6, "123 M nodes/s"), (1.2e9, "1.20 G nodes/s"), (3.2e12, "3200 G nodes/s"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("rate", "shown"),
+    [
+        (0.0, "0 nodes/s"),
+        (1.4, "1 nodes/s"),
+        (999.4, "999 nodes/s"),
+        (999.6, "1.00 k nodes/s"),
+        (12_345, "12.3 k nodes/s"),
+        (99_960, "100 k nodes/s"),
+        (999_700, "1.00 M nodes/s"),
+        (5e6, "5.00 M nodes/s"),
+        (123.4e6, "123 M nodes/s"),
+        (1.2e9, "1.20 G nodes/s"),
+        (3.2e12, "3200 G nodes/s"),
+    ],
+)
 def test_rates_have_a_unit_that_fits(rate, shown):
     from pbbflow.cli.progress import format_rate
 
@@ -836,15 +909,22 @@ def test_the_summary_and_info_print_a_small_rate_with_its_unit(capsys, tmp_path,
 
 
 def test_info_prints_a_tiny_remaining_share(capsys, tmp_path):
+    from pbbflow.flowshop.family import create_flowshop_run
     from pbbflow.flowshop.instance import FlowShop
     from pbbflow.flowshop.intervals import WorkUnit
-    from pbbflow.flowshop.family import create_flowshop_run
 
     p = np.random.default_rng(0).integers(1, 99, size=(50, 5)).astype(np.int32)
     store = create_flowshop_run(tmp_path / "r.zarr", FlowShop("big", p), ub=None, bound="lb1", branch="minmin")
     cp = store.latest()
-    store.commit(remaining=WorkUnit(50, [(10**30, 10**30 + 10**50)]), incumbent=cp.incumbent,
-                 solution=cp.solution, nodes=1, leaves=0, elapsed_s=1.0, series=cp.series)  # fmt: skip
+    store.commit(
+        remaining=WorkUnit(50, [(10**30, 10**30 + 10**50)]),
+        incumbent=cp.incumbent,
+        solution=cp.solution,
+        nodes=1,
+        leaves=0,
+        elapsed_s=1.0,
+        series=cp.series,
+    )
     code, out, err = run(capsys, "info", str(tmp_path / "r.zarr"))
     assert code == 0 and "remaining    3.29e-15 of the search space (log10 -14.48)" in out, out
     code, out, err = run(capsys, "info", str(tmp_path / "r.zarr"), "--json")
@@ -912,8 +992,11 @@ def test_sigterm_stops_the_heuristic_command_with_its_best_schedule(tmp_path, pa
     limit = patience(120)
     proc = subprocess.Popen(
         [sys.executable, "-m", "pbbflow.cli.main", "heuristic", "ta056", "--time-limit", f"{limit:.0f}", "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
     wait_for_handler(proc, patience(60))  # the command's handlers are in: iterated greedy starts
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=patience(60))
@@ -949,17 +1032,26 @@ def test_a_reader_that_closes_early_ends_the_output_quietly(tmp_path, a_run, com
     import os
 
     argv = {
-        "info": ["info", a_run], "info-json": ["info", a_run, "--json"],
-        "heuristic": ["heuristic", "ta001", "--time-limit", "0.1"], "help": ["solve", "--help"],
-    }[command]  # fmt: skip
+        "info": ["info", a_run],
+        "info-json": ["info", a_run, "--json"],
+        "heuristic": ["heuristic", "ta001", "--time-limit", "0.1"],
+        "help": ["solve", "--help"],
+    }[command]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     if unbuffered:
         env["PYTHONUNBUFFERED"] = "1"
     read, write = os.pipe()
     os.close(read)  # no reader: every write to stdout fails with EPIPE
     try:
-        proc = subprocess.run([sys.executable, "-m", "pbbflow.cli.main", *argv], stdout=write, stderr=subprocess.PIPE,
-                              text=True, timeout=120, cwd=tmp_path, env=env)  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-m", "pbbflow.cli.main", *argv],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            env=env,
+        )
     finally:
         os.close(write)
     assert proc.stderr == ""
@@ -980,8 +1072,8 @@ def test_an_internal_error_in_an_explorer_checkpoints_and_logs_its_traceback(cap
     line naming the error, the traceback's log file and the resume command; resuming proves
     the fixed tree with exactly its node count (the failed task's work was in the ledger)."""
     from pbbflow.flowshop.explorer import explore
-    from pbbflow.flowshop.intervals import WorkUnit
     from pbbflow.flowshop.family import CpuEngine as _CpuEngine
+    from pbbflow.flowshop.intervals import WorkUnit
 
     real_run, calls = _CpuEngine.run, []
 
@@ -1067,8 +1159,9 @@ def test_info_reports_the_recorded_result_only_when_it_agrees_with_its_checkpoin
     solved = solve_json(capsys, "ta001", "--run", str(path))
     code, out, _ = run(capsys, "info", str(path), "--json")
     info = json.loads(out)
-    assert code == 0 and {k: info[k] for k in solved if k != "startup"} == {k: v for k, v in solved.items()
-                                                                           if k != "startup"}  # fmt: skip
+    assert code == 0 and {k: info[k] for k in solved if k != "startup"} == {
+        k: v for k, v in solved.items() if k != "startup"
+    }
     resign_checkpoint(path, lambda attrs: attrs["result"].update(lower_bound=1500))
     code, out, err = run(capsys, "info", str(path))
     assert_input_error(code, out, err)
@@ -1080,15 +1173,35 @@ def test_a_live_run_keeps_its_store_from_an_overwrite_and_a_second_resume(capsys
     land in the new store, judged against its options (ta017 reported optimal 1562; it is 1484)."""
     path = tmp_path / "x.zarr"
     live = subprocess.Popen(
-        [sys.executable, "-m", "pbbflow.cli.main", "solve", "ta017", "--ub", "1484", "--run", str(path), "--json",
-         "--quiet", "--workers", "1", "--checkpoint-every", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pbbflow.cli.main",
+            "solve",
+            "ta017",
+            "--ub",
+            "1484",
+            "--run",
+            str(path),
+            "--json",
+            "--quiet",
+            "--workers",
+            "1",
+            "--checkpoint-every",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
     try:
         wait_for_committed_nodes(path, patience(120))  # the live run has searched and checkpointed
         forbid_cluster(monkeypatch)
-        for argv in (["solve", "ta017", "--ub", "neh", "--run", str(path), "--overwrite", "--time-limit", "2"],
-                     ["resume", str(path)]):  # fmt: skip
+        for argv in (
+            ["solve", "ta017", "--ub", "neh", "--run", str(path), "--overwrite", "--time-limit", "2"],
+            ["resume", str(path)],
+        ):
             code, out, err = run(capsys, *argv)
             assert_input_error(code, out, err)
             assert f"in use by another run (pid {live.pid} on host " in err
@@ -1138,7 +1251,7 @@ def test_solve_refuses_a_run_path_it_cannot_write_before_a_cluster_starts(capsys
         ("afile", ["--overwrite"], "exists and is not a directory"),
         ("link.zarr", ["--overwrite"], "is a symbolic link; refusing to overwrite through it"),
         ("locked/x.zarr", [], "cannot create it ("),
-    ]:  # fmt: skip
+    ]:
         code, out, err = run(capsys, "solve", "ta001", "--run", str(tmp_path / run_path), *extra)
         assert_input_error(code, out, err)
         assert problem in err, err
@@ -1206,8 +1319,10 @@ def test_the_error_log_is_never_written_through_a_link_or_into_a_fifo(capsys, tm
         signal.signal(signal.SIGALRM, previous)
     err = capsys.readouterr().err
     reason = "not a regular file" if kind == "fifo" else "a symbolic link, not followed"
-    assert err == (f"pbbflow: internal error in task x: RuntimeError: boom; no traceback log ({reason}: {log}); "
-                   f"checkpointed: pbbflow resume {store.path}\n")  # fmt: skip
+    assert err == (
+        f"pbbflow: internal error in task x: RuntimeError: boom; no traceback log ({reason}: {log}); "
+        f"checkpointed: pbbflow resume {store.path}\n"
+    )
     assert victim.read_text() == "precious\n" if kind == "link" else not victim.exists()
     assert log.is_symlink() or kind == "fifo"
 

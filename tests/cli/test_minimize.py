@@ -21,9 +21,18 @@ def test_a_built_in_problem_is_proved_as_json(capsys):
 
 def test_text_output_and_a_limit_exits_3(capsys, tmp_path):
     problem = tmp_path / "p.json"
-    problem.write_text(json.dumps({"name": "bowl", "variables": 2, "domain": [[-1, 2], [-3, 1]],
-                                   "objective": "(x[0] - 0.5) ** 2 + sin(x[1]) ** 2 + x[0] * x[1]",
-                                   "inequalities": ["x[0] + x[1] - 1"], "equalities": []}))  # fmt: skip
+    problem.write_text(
+        json.dumps(
+            {
+                "name": "bowl",
+                "variables": 2,
+                "domain": [[-1, 2], [-3, 1]],
+                "objective": "(x[0] - 0.5) ** 2 + sin(x[1]) ** 2 + x[0] * x[1]",
+                "inequalities": ["x[0] + x[1] - 1"],
+                "equalities": [],
+            }
+        )
+    )
     assert main(["minimize", str(problem), "--node-limit", "1", "--subdomains", "4"]) == 3
     text = capsys.readouterr().out
     assert "status       limit" in text and "problem      bowl (2 variables, 1 inequalities" in text
@@ -33,8 +42,9 @@ def test_text_output_and_a_limit_exits_3(capsys, tmp_path):
 
 def test_an_infeasible_problem_exits_0_with_no_point(capsys, tmp_path):
     problem = tmp_path / "none.json"
-    problem.write_text(json.dumps({"variables": 1, "domain": [[0, 1]], "objective": "x[0]",
-                                   "inequalities": ["2 - x[0]"]}))  # fmt: skip
+    problem.write_text(
+        json.dumps({"variables": 1, "domain": [[0, 1]], "objective": "x[0]", "inequalities": ["2 - x[0]"]})
+    )
     assert main(["minimize", str(problem), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["status"] == "infeasible" and out["objective"] is None and out["lower_bound"] is None
@@ -43,8 +53,9 @@ def test_an_infeasible_problem_exits_0_with_no_point(capsys, tmp_path):
 def test_bad_input_is_one_line_and_exit_2(tmp_path):
     hostile = tmp_path / "h.json"
     marker = tmp_path / "pwned"
-    hostile.write_text(json.dumps({"variables": 1, "domain": [[0, 1]],
-                                   "objective": f"__import__('os').system('touch {marker}')"}))  # fmt: skip
+    hostile.write_text(
+        json.dumps({"variables": 1, "domain": [[0, 1]], "objective": f"__import__('os').system('touch {marker}')"})
+    )
     bad_power = tmp_path / "p.json"
     bad_power.write_text(json.dumps({"variables": 1, "domain": [[0, 1]], "objective": "x[0] ** 0.5"}))
     twice = tmp_path / "twice.json"  # json keeps the last key: it was solved without the constraint
@@ -59,8 +70,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
         (["minimize", "peaks", "--bound", "mccormick"], "--bound"),
     ]
     for argv, expected in cases:
-        proc = subprocess.run([sys.executable, "-m", "pbbflow.cli.main", *argv], capture_output=True, text=True,
-                              timeout=120, cwd=tmp_path)  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-m", "pbbflow.cli.main", *argv], capture_output=True, text=True, timeout=120, cwd=tmp_path
+        )
         assert proc.returncode == 2, (argv, proc.stderr)
         assert len(proc.stderr.strip().splitlines()) == 1 and expected in proc.stderr, (argv, proc.stderr)
         assert "Traceback" not in proc.stderr
@@ -69,13 +81,15 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
 
 def test_a_python_model_file(capsys, tmp_path):
     model = tmp_path / "ring.py"
-    model.write_text("from pbbflow.spatial import Model\n\n"
-                     "def model():\n"
-                     "    m = Model('ring')\n"
-                     "    x, y = m.variable(-2, 2), m.variable(-2, 2)\n"
-                     "    m.minimize(x - 2 * y)\n"
-                     "    m.subject_to(x**2 + y**2 <= 1)\n"
-                     "    return m\n")  # fmt: skip
+    model.write_text(
+        "from pbbflow.spatial import Model\n\n"
+        "def model():\n"
+        "    m = Model('ring')\n"
+        "    x, y = m.variable(-2, 2), m.variable(-2, 2)\n"
+        "    m.minimize(x - 2 * y)\n"
+        "    m.subject_to(x**2 + y**2 <= 1)\n"
+        "    return m\n"
+    )
     assert main(["minimize", str(model), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["problem"] == "ring" and out["status"] == "optimal"
@@ -95,9 +109,9 @@ SHOWN_NAME = "a\\x1b[31mRED\\nline2\\u202e"
 
 def test_names_from_files_are_printed_escaped(capsys, tmp_path):
     """minimize's and info's lines, and the error naming a file, show control characters escaped."""
-    from pbbflow.spatial.options import MinimizeOptions
     from pbbflow.spatial.family import SpatialRun, first_work
     from pbbflow.spatial.load import load_problem
+    from pbbflow.spatial.options import MinimizeOptions
     from pbbflow.workflow.run import create_run
 
     problem = tmp_path / "p.json"
@@ -109,8 +123,15 @@ def test_names_from_files_are_printed_escaped(capsys, tmp_path):
     instance = SpatialRun.new(load_problem(str(problem)), MinimizeOptions())
     first = first_work(instance)
     store = tmp_path / "r\x1b[2J.zarr"
-    create_run(store, instance, work=first.boxes, incumbent=first.value, solution=first.x, settled=first.settled,
-               nodes=first.nodes)  # fmt: skip
+    create_run(
+        store,
+        instance,
+        work=first.boxes,
+        incumbent=first.value,
+        solution=first.x,
+        settled=first.settled,
+        nodes=first.nodes,
+    )
     assert main(["info", str(store)]) == 0
     out = capsys.readouterr().out
     assert f"problem      {SHOWN_NAME} (1 variables)" in out and "r\\x1b[2J.zarr" in out
@@ -135,8 +156,9 @@ def test_an_internal_error_of_minimize_is_one_line_and_a_log(capsys, monkeypatch
     assert main(["minimize", "peaks"]) == 1
     out, err = capsys.readouterr()
     log = tmp_path / "pbbflow" / "error.log"
-    assert out == "" and err == (f"pbbflow: internal error: RuntimeError: the bounder broke\\non two lines; "
-                                 f"traceback in {log}\n")
+    assert out == "" and err == (
+        f"pbbflow: internal error: RuntimeError: the bounder broke\\non two lines; traceback in {log}\n"
+    )
     assert "Traceback (most recent call last)" in log.read_text() and "def broken" not in err
 
 

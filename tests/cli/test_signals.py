@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pytest
 from distributed import Client, LocalCluster
+from runwait import wait_for_committed_nodes, wait_for_handler
 
 from pbbflow.cli.signals import SIGNALS
 from pbbflow.cli.startup import Startup
-from pbbflow.flowshop.warmup import warm_worker
-from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.workflow.coordinator import Coordinator
 from pbbflow.flowshop.family import create_flowshop_run, initial_seconds
-from runwait import wait_for_committed_nodes, wait_for_handler
+from pbbflow.flowshop.taillard import taillard_instance
+from pbbflow.flowshop.warmup import warm_worker
+from pbbflow.workflow.coordinator import Coordinator
 
 CLI = [sys.executable, "-m", "pbbflow.cli.main"]
 
@@ -37,8 +37,15 @@ class Terminal:
 
     def __init__(self, argv: list[str], cwd: Path) -> None:
         self.master, slave = os.openpty()
-        self.process = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, start_new_session=True,
-                                        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))  # fmt: skip
+        self.process = subprocess.Popen(
+            argv,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            cwd=cwd,
+            start_new_session=True,
+            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+        )
         os.close(slave)
         self.output = ""
 
@@ -114,14 +121,15 @@ def test_a_signal_during_the_first_heuristic_leaves_a_resumable_store(tmp_path, 
     way: the client's code loading, then that heuristic) ends it early, writes the store with the
     best schedule so far and exits 3 with the resume command, without a traceback."""
     store = tmp_path / "h.zarr"
-    terminal = Terminal([*CLI, "solve", "ta081", "--run", str(store), "--workers", "1", "--gpus", "0", "--json"],
-                        tmp_path)  # fmt: skip
+    terminal = Terminal(
+        [*CLI, "solve", "ta081", "--run", str(store), "--workers", "1", "--gpus", "0", "--json"], tmp_path
+    )
     terminal.wait_for_handler(patience(120))  # imports done: the cluster opening, the first schedule coming
     terminal.type_ctrl_c()
     code = terminal.finish(patience(60))
     assert code == 3, terminal.output[-3000:]
     assert "Traceback" not in terminal.output and "pbbflow resume" in terminal.output
-    result = json.loads(terminal.output[terminal.output.index('{"instance"'):].splitlines()[0])  # after the ^C echo
+    result = json.loads(terminal.output[terminal.output.index('{"instance"') :].splitlines()[0])  # after the ^C echo
     assert result["startup"]["initial_heuristic_s"] < initial_seconds(100, 20)  # cut short, or not begun
     info = _info(store)
     assert info["status"] == "limit" and info["remaining_fraction"] == 1.0 and info["makespan"] > 0
@@ -150,8 +158,7 @@ def test_the_clusters_worker_processes_block_the_stopping_signals(tmp_path, pati
     instance = taillard_instance(1)
 
     def cluster():
-        return LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
-                            dashboard_address=None)  # fmt: skip
+        return LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None)
 
     def open_client():
         local = cluster()
@@ -217,9 +224,22 @@ def test_a_scheduler_address_that_is_no_scheduler_is_one_line_before_any_store(t
         port, done = _listener(None if service == "silent" else b"SSH-2.0-OpenSSH_9.6\r\n" * 50)
     store = tmp_path / "s.zarr"
     started = time.monotonic()
-    proc = subprocess.run([*CLI, "solve", "ta001", "--run", str(store), "--scheduler", f"tcp://127.0.0.1:{port}",
-                           "--connect-timeout", "2"], capture_output=True, text=True,
-                          timeout=patience(120))  # fmt: skip
+    proc = subprocess.run(
+        [
+            *CLI,
+            "solve",
+            "ta001",
+            "--run",
+            str(store),
+            "--scheduler",
+            f"tcp://127.0.0.1:{port}",
+            "--connect-timeout",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=patience(120),
+    )
     done.set()
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
@@ -231,13 +251,24 @@ def test_a_scheduler_address_that_is_no_scheduler_is_one_line_before_any_store(t
 def test_a_departed_driver_closes_its_run_on_the_scheduler(tmp_path, patience):
     """The coordinator closes the runs of a client that leaves (killed driver): their explorers
     stop at their next call instead of exploring on for nobody."""
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
-                      dashboard_address=None) as cluster, Client(cluster) as watcher:  # fmt: skip
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        Client(cluster) as watcher,
+    ):
         watcher.register_plugin(Coordinator())
         store = create_flowshop_run(tmp_path / "d.zarr", taillard_instance(1), ub=None, bound="lb1", branch="minmin")
         driver = Client(cluster.scheduler_address)
-        driver.sync(driver.scheduler.pbbflow_open, run="r1", kind="flowshop", space={"n": store.instance.n},
-                    work=store.latest().remaining.to_bytes(), ub=2000, client=driver.id)  # fmt: skip
+        driver.sync(
+            driver.scheduler.pbbflow_open,
+            run="r1",
+            kind="flowshop",
+            space={"n": store.instance.n},
+            work=store.latest().remaining.to_bytes(),
+            ub=2000,
+            client=driver.id,
+        )
         assert not watcher.sync(watcher.scheduler.pbbflow_status, run="r1")["stopping"]
         driver.close()
         deadline = time.monotonic() + patience(10)
@@ -253,12 +284,31 @@ def test_a_killed_driver_leaves_no_explorer_behind_and_resume_takes_over(tmp_pat
 
     register_page()
     store = tmp_path / "k.zarr"
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
-                      dashboard_address=None) as cluster, Client(cluster) as watcher:  # fmt: skip
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        Client(cluster) as watcher,
+    ):
         address = cluster.scheduler_address
-        driver = subprocess.Popen([*CLI, "solve", "ta017", "--ub", "neh", "--run", str(store), "--scheduler", address,
-                                   "--checkpoint-every", "1", "--quiet"], stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)  # fmt: skip
+        driver = subprocess.Popen(
+            [
+                *CLI,
+                "solve",
+                "ta017",
+                "--ub",
+                "neh",
+                "--run",
+                str(store),
+                "--scheduler",
+                address,
+                "--checkpoint-every",
+                "1",
+                "--quiet",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + patience(120)
         while not watcher.processing() or not any(watcher.processing().values()):
             assert time.monotonic() < deadline and driver.poll() is None, "the driver never started exploring"
@@ -273,8 +323,12 @@ def test_a_killed_driver_leaves_no_explorer_behind_and_resume_takes_over(tmp_pat
             time.sleep(0.2)
         before = _info(store)
         started = time.monotonic()
-        proc = subprocess.run([*CLI, "resume", str(store), "--scheduler", address, "--time-limit", "3", "--json",
-                               "--quiet"], capture_output=True, text=True, timeout=patience(120))  # fmt: skip
+        proc = subprocess.run(
+            [*CLI, "resume", str(store), "--scheduler", address, "--time-limit", "3", "--json", "--quiet"],
+            capture_output=True,
+            text=True,
+            timeout=patience(120),
+        )
         assert proc.returncode == 3, proc.stderr
         assert time.monotonic() - started < patience(45)
         after = json.loads(proc.stdout)
@@ -283,8 +337,9 @@ def test_a_killed_driver_leaves_no_explorer_behind_and_resume_takes_over(tmp_pat
 
 def test_ctrl_c_stops_minimize_with_its_certified_bounds(tmp_path, patience):
     """pbbflow minimize: the first Ctrl-C ends the search at once with status limit, exit 3."""
-    terminal = Terminal([*CLI, "minimize", "peaks-ann", "--eps-abs", "0", "--eps-rel", "0", "--subdomains", "1"],
-                        tmp_path)  # fmt: skip
+    terminal = Terminal(
+        [*CLI, "minimize", "peaks-ann", "--eps-abs", "0", "--eps-rel", "0", "--subdomains", "1"], tmp_path
+    )
     terminal.wait_for(" open", patience(300))  # the progress line: the search runs (after any compiling)
     terminal.type_ctrl_c()
     code = terminal.finish(patience(30))

@@ -18,13 +18,25 @@ from distributed import LocalCluster
 from pbbflow.cli import startup as startup_module
 from pbbflow.cli.main import main
 from pbbflow.cli.startup import Startup, process_age
-from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.workflow.cluster import open_cluster
 from pbbflow.core.compiling import CodeLoad
+from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.flowshop.warmup import warm_worker
+from pbbflow.workflow.cluster import open_cluster
 
-STARTUP_FIELDS = {"imports_s", "cluster_s", "client_code_s", "workers_code_s", "store_code_s", "initial_heuristic_s",
-                  "wait_s", "search_s", "final_checkpoint_s", "close_s", "compile_s", "total_s"}  # fmt: skip
+STARTUP_FIELDS = {
+    "imports_s",
+    "cluster_s",
+    "client_code_s",
+    "workers_code_s",
+    "store_code_s",
+    "initial_heuristic_s",
+    "wait_s",
+    "search_s",
+    "final_checkpoint_s",
+    "close_s",
+    "compile_s",
+    "total_s",
+}
 COMPILING = "pbbflow: compiled in"
 NOTICE = "pbbflow: compiling the flow-shop solver for this machine: first run only, about"
 # the module (``pbbflow.cli.main`` is also the package's console-script function, until the module loads)
@@ -34,15 +46,23 @@ cli_main = importlib.import_module("pbbflow.cli.main")
 def python(code: str, cache, cwd) -> str:
     """Run ``code`` in a fresh interpreter with numba's cache in ``cache``; its stdout."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
-                          cwd=cwd, timeout=120, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
 
 def test_a_compile_is_told_apart_from_a_cache_load(tmp_path):
-    (tmp_path / "plus_one.py").write_text("import numba\n\n\n@numba.njit(cache=True)\ndef plus_one(x):\n"
-                                          "    return x + 1\n")  # fmt: skip
+    (tmp_path / "plus_one.py").write_text(
+        "import numba\n\n\n@numba.njit(cache=True)\ndef plus_one(x):\n    return x + 1\n"
+    )
     code = """
         from pbbflow.core.compiling import in_cache, recording
         import plus_one
@@ -56,8 +76,9 @@ def test_a_compile_is_told_apart_from_a_cache_load(tmp_path):
     cache = tmp_path / "cache"
     assert python(code, cache, tmp_path).split() == ["False", "True", "False"]  # compiled, then in memory
     assert python(code, cache, tmp_path).split() == ["True", "False", "False"]  # loaded from numba's cache
-    (tmp_path / "plus_one.py").write_text("import numba\n\n\n@numba.njit(cache=True)\ndef plus_one(x):\n"
-                                          "    return x + 2\n")  # fmt: skip
+    (tmp_path / "plus_one.py").write_text(
+        "import numba\n\n\n@numba.njit(cache=True)\ndef plus_one(x):\n    return x + 2\n"
+    )
     assert python(code, cache, tmp_path).split() == ["False", "True", "False"]  # its source changed: stale
 
 
@@ -74,8 +95,13 @@ def solve_ta001(capsys, scheduler, tmp_path) -> tuple[dict, str]:
     return json.loads(out), err
 
 
-@pytest.mark.parametrize(("load", "line"), [(CodeLoad(11.24, True), f"{COMPILING} 11.2 s; later runs load it from numba's cache"),
-                                            (CodeLoad(0.4, False), None)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("load", "line"),
+    [
+        (CodeLoad(11.24, True), f"{COMPILING} 11.2 s; later runs load it from numba's cache"),
+        (CodeLoad(0.4, False), None),
+    ],
+)
 def test_the_compile_line_and_the_breakdown(capsys, tmp_path, monkeypatch, scheduler, load, line, patience):
     monkeypatch.setattr(cli_main, "warm_client", lambda p, bound, initial: load)
     result, err = solve_ta001(capsys, scheduler, tmp_path)
@@ -93,8 +119,10 @@ def test_the_run_stores_library_loads_on_the_start_up_thread(monkeypatch):
     initial heuristic), not on the client's way to the search, and timed."""
     threads = []
     monkeypatch.setattr(startup_module, "zarr_module", lambda: threads.append(threading.current_thread().name))
-    with Startup(lambda: open_cluster("local", workers=1, threads_per_worker=1),
-                 (warm_worker, (taillard_instance(1).p, "lb1", "minmin"))) as startup:  # fmt: skip
+    with Startup(
+        lambda: open_cluster("local", workers=1, threads_per_worker=1),
+        (warm_worker, (taillard_instance(1).p, "lb1", "minmin")),
+    ) as startup:
         startup.ready()
     assert threads == ["pbbflow-startup"]
     assert startup.times["store_code_s"] >= 0
@@ -102,8 +130,13 @@ def test_the_run_stores_library_loads_on_the_start_up_thread(monkeypatch):
 
 def test_process_age():
     assert 0 < process_age() < 1e6
-    out = subprocess.run([sys.executable, "-c", "from pbbflow.cli.startup import process_age; print(process_age())"],
-                         capture_output=True, text=True, timeout=60, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", "from pbbflow.cli.startup import process_age; print(process_age())"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
     assert 0 < float(out) < 30
 
 
@@ -126,9 +159,12 @@ def test_the_first_run_says_it_compiles_and_keeps_it_out_of_the_search(tmp_path,
     """A real ``pbbflow solve`` on an empty numba cache, then on the filled one."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
     command = [sys.executable, "-m", "pbbflow.cli.main", "solve", "ta001", "--run", "r.zarr", "--overwrite", "--json"]
-    runs = [subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=patience(300),
-                           check=False)
-            for _ in range(2)]  # fmt: skip
+    runs = [
+        subprocess.run(
+            command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=patience(300), check=False
+        )
+        for _ in range(2)
+    ]
     for proc in runs:
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     (cold, warm) = (json.loads(proc.stdout) for proc in runs)
@@ -139,7 +175,9 @@ def test_the_first_run_says_it_compiles_and_keeps_it_out_of_the_search(tmp_path,
     assert warm["startup"]["compile_s"] == 0.0
     for result in (cold, warm):
         assert result["status"] == "optimal" and result["makespan"] == 1278
-        assert result["elapsed_s"] < compiled / 2 and abs(result["startup"]["search_s"] - result["elapsed_s"]) < patience(0.05)
+        assert result["elapsed_s"] < compiled / 2 and abs(
+            result["startup"]["search_s"] - result["elapsed_s"]
+        ) < patience(0.05)
 
 
 def test_the_dashboard_comes_only_to_runs_that_last(monkeypatch, patience):

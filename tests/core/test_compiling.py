@@ -49,8 +49,13 @@ def test_one_core_compiles_nothing_apart(monkeypatch):
 @pytest.mark.parametrize("job", ["os:system", "pbbflow.core.text:printable; import os", "pbbflowx.m:f"])
 def test_a_job_apart_runs_only_pbbflows_functions(job):
     code = "from pbbflow.core.compiling import run_job; run_job()"
-    proc = subprocess.run([sys.executable, "-c", code, job, json.dumps(["echo ran"])], capture_output=True,
-                          text=True, timeout=120, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", code, job, json.dumps(["echo ran"])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode != 0 and "ran" not in proc.stdout and "not a pbbflow compile job" in proc.stderr
 
 
@@ -62,8 +67,9 @@ class Terminal(io.StringIO):
 def test_the_notice_comes_before_and_the_figure_after():
     stream = io.StringIO()
     notice = FirstRunNotice(stream, "the flow-shop solver", "20 s on 2 cores").start()
-    assert stream.getvalue() == ("pbbflow: compiling the flow-shop solver for this machine: first run only, "
-                                 "about 20 s on 2 cores\n")  # fmt: skip
+    assert stream.getvalue() == (
+        "pbbflow: compiling the flow-shop solver for this machine: first run only, about 20 s on 2 cores\n"
+    )
     seconds = notice.finish()
     assert notice.finish() == seconds >= 0  # once
     assert stream.getvalue().splitlines()[1:] == [compiled_line(seconds)]
@@ -135,8 +141,9 @@ def test_minimize_searches_with_the_very_code_load_code_loaded(tmp_path):
             after = signatures()
             print({k: (before.get(k, 0), v) for k, v in after.items() if v != before.get(k, 0)})
     """
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=600, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=600, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[:2] == ["{}", "{}"]
 

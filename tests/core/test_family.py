@@ -15,17 +15,17 @@ import pytest
 from distributed import Client, LocalCluster
 
 from pbbflow.cli.main import main
-from pbbflow.storage.runstore import RunStore
 from pbbflow.core import family as family_module
-from pbbflow.workflow.coordinator import PLUGIN_NAME, Coordinator
-from pbbflow.core.family import family, register, work_space
-from pbbflow.workflow.run import create_run, drive, result_of
-from pbbflow.workflow.tasks import explorer_task, heuristic_task
 from pbbflow.core.compiling import CodeLoad
+from pbbflow.core.family import family, register, work_space
+from pbbflow.core.result import Result, Status
+from pbbflow.storage.runstore import RunStore
 from pbbflow.viz.dashboard import HistoryView, RunPage
+from pbbflow.workflow.coordinator import PLUGIN_NAME, Coordinator
 from pbbflow.workflow.history import RunHistory
 from pbbflow.workflow.ledger import Ledger
-from pbbflow.core.result import Result, Status
+from pbbflow.workflow.run import create_run, drive, result_of
+from pbbflow.workflow.tasks import explorer_task, heuristic_task
 
 SIZE = 200_000
 
@@ -201,9 +201,18 @@ class ToyRun:
         return dict(self.options)
 
     def result(self, remaining, incumbent, solution, settled, nodes, leaves, elapsed_s):
-        return Result(kind="toy", name=self.name, status=Status.LIMIT if len(remaining) else Status.OPTIMAL,
-                      value=incumbent, solution=solution, lower_bound=None, nodes=nodes, elapsed_s=elapsed_s,
-                      remaining_fraction=self.space().remaining_fraction([remaining]), remaining_log10=None)
+        return Result(
+            kind="toy",
+            name=self.name,
+            status=Status.LIMIT if len(remaining) else Status.OPTIMAL,
+            value=incumbent,
+            solution=solution,
+            lower_bound=None,
+            nodes=nodes,
+            elapsed_s=elapsed_s,
+            remaining_fraction=self.space().remaining_fraction([remaining]),
+            remaining_log10=None,
+        )
 
     def no_gpu(self):
         return "the toy has no GPU engine"
@@ -226,8 +235,10 @@ def toy_family(monkeypatch):
     module.make_engine = lambda options, *, gpu, threads: ScanEngine()
     module.side_heuristic = side_heuristic
     module.result_fields = ("status", "minimum=value", "k=solution", "nodes", "remaining_fraction", "remaining_log10")
-    module.result_lines = lambda result: [f"toy          minimum {result.minimum} at k = {result.k}",
-                                          f"status       {result.status}"]  # fmt: skip
+    module.result_lines = lambda result: [
+        f"toy          minimum {result.minimum} at k = {result.k}",
+        f"status       {result.status}",
+    ]
     module.history_text = lambda history, i: f"toy UB {history['incumbent'][i]}"
     monkeypatch.setattr(family_module, "FAMILIES", dict(family_module.FAMILIES))  # registered for this test
     register("toy", module)
@@ -262,14 +273,25 @@ def test_a_family_in_another_package_is_found_through_its_entry_point(monkeypatc
 def test_a_third_family_runs_on_the_workflow_with_exact_counts(toy_family):
     space = work_space("toy", {"size": SIZE})
     whole = space.decode(np.array([[0, SIZE]], dtype="<i8").tobytes())
-    with LocalCluster(n_workers=3, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
-            Client(cluster) as client:  # fmt: skip
+    with (
+        LocalCluster(n_workers=3, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
         client.register_plugin(Coordinator())
-        client.sync(client.scheduler.pbbflow_open, run="t", kind="toy", space=space.params(),
-                    work=whole.to_bytes(), ub=math.inf, pieces=2)  # fmt: skip
+        client.sync(
+            client.scheduler.pbbflow_open,
+            run="t",
+            kind="toy",
+            space=space.params(),
+            work=whole.to_bytes(),
+            ub=math.inf,
+            pieces=2,
+        )
         workers = list(client.scheduler_info()["workers"])
-        futures = [client.submit(explorer_task, "t", f"e{i}", "toy", {}, 0.02, workers=[workers[i]], pure=False)
-                   for i in range(2)]  # fmt: skip
+        futures = [
+            client.submit(explorer_task, "t", f"e{i}", "toy", {}, 0.02, workers=[workers[i]], pure=False)
+            for i in range(2)
+        ]
         futures.append(client.submit(heuristic_task, "t", "toy", {"size": SIZE}, 1, workers=[workers[2]], pure=False))
         deadline = time.monotonic() + 60
         while not (state := client.sync(client.scheduler.pbbflow_state, run="t"))["finished"]:
@@ -288,16 +310,28 @@ def test_a_third_familys_run_store_is_driven_stopped_and_resumed_untouched(toy_f
     """The same toy through the run store and the driver: stopped after a few nodes, resumed on
     another cluster, ended with every integer counted once and the minimum in the store."""
     path = tmp_path / "toy.zarr"
-    create_run(path, ToyRun(SIZE), work=ToyRun(SIZE).space().decode(np.array([[0, SIZE]], dtype="<i8").tobytes())
-               ).release()  # fmt: skip
+    create_run(
+        path, ToyRun(SIZE), work=ToyRun(SIZE).space().decode(np.array([[0, SIZE]], dtype="<i8").tobytes())
+    ).release()
     everything = value(np.arange(SIZE))
     results = []
     for workers, stop_at_once in ((2, True), (3, False)):
         stop = threading.Event()
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
-                Client(cluster) as client:  # fmt: skip
-            results.append(drive(RunStore.open(path), client, budget_s=0.02, checkpoint_every=0.2, heuristics=1,
-                                 stop=stop, on_progress=lambda p: stop_at_once and p.nodes > 0 and stop.set()))  # fmt: skip
+        with (
+            LocalCluster(n_workers=workers, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+            Client(cluster) as client,
+        ):
+            results.append(
+                drive(
+                    RunStore.open(path),
+                    client,
+                    budget_s=0.02,
+                    checkpoint_every=0.2,
+                    heuristics=1,
+                    stop=stop,
+                    on_progress=lambda p: stop_at_once and p.nodes > 0 and stop.set(),
+                )
+            )
     stopped, result = results
     assert stopped["status"] == "limit" and 0 < stopped["nodes"] < SIZE and 0 < stopped["remaining_fraction"] < 1
     assert result == result_of(RunStore.open(path))
@@ -310,10 +344,25 @@ def test_a_third_familys_run_is_resumed_and_described_by_the_command(toy_family,
     middle: the command drives it on its local cluster (worker threads of this process, where the
     toy is registered) to the minimum, with every integer counted once, and prints the toy's lines."""
     path = tmp_path / "toy.zarr"
-    create_run(path, ToyRun(SIZE), work=ToyRun(SIZE).space().decode(np.array([[0, SIZE]], dtype="<i8").tobytes())
-               ).release()  # fmt: skip
-    code = main(["resume", str(path), "--node-limit", "1", "--workers", "2", "--threads", "1",
-                 "--heuristic-workers", "1", "--json", "--quiet"])  # fmt: skip
+    create_run(
+        path, ToyRun(SIZE), work=ToyRun(SIZE).space().decode(np.array([[0, SIZE]], dtype="<i8").tobytes())
+    ).release()
+    code = main(
+        [
+            "resume",
+            str(path),
+            "--node-limit",
+            "1",
+            "--workers",
+            "2",
+            "--threads",
+            "1",
+            "--heuristic-workers",
+            "1",
+            "--json",
+            "--quiet",
+        ]
+    )
     stopped = json.loads(capsys.readouterr().out)  # stopped at its first look (or done before: a loaded machine)
     assert (code, stopped["status"]) in ((3, "limit"), (0, "optimal")) and 0 < stopped["nodes"] <= SIZE
     assert main(["resume", str(path), "--workers", "2", "--threads", "1", "--json", "--quiet"]) == 0
@@ -325,7 +374,10 @@ def test_a_third_familys_run_is_resumed_and_described_by_the_command(toy_family,
     assert info["nodes"] == SIZE and info["k"] == result["k"] and info["options"] == {"size": SIZE}
     assert main(["info", str(path)]) == 0
     text = capsys.readouterr().out
-    assert f"toy          minimum {everything.min()} at k = {result['k']}\nstatus       optimal\nrun          {path}\n" in text
+    assert (
+        f"toy          minimum {everything.min()} at k = {result['k']}\nstatus       optimal\nrun          {path}\n"
+        in text
+    )
     assert "\nhistory      0:00:" in text and "  toy UB " in text
 
 

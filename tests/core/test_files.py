@@ -4,15 +4,19 @@ link, and text from files fit to print."""
 import os
 
 import pytest
+
 from pbbflow.core.files import MAX_FILE_BYTES, FileRefused, create_file, loads_json, open_append, read_bytes
 from pbbflow.core.text import printable, shorten
 
 
-@pytest.mark.parametrize(("text", "key"), [
-    ('{"a": 1, "a": 2}', "a"),
-    ('{"x": [0, {"b": 1, "c": 2, "b": 3}]}', "b"),
-    ('{"x": {"y": {"z": 1, "z": 1}}}', "z"),  # the same value twice too
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('{"a": 1, "a": 2}', "a"),
+        ('{"x": [0, {"b": 1, "c": 2, "b": 3}]}', "b"),
+        ('{"x": {"y": {"z": 1, "z": 1}}}', "z"),  # the same value twice too
+    ],
+)
 def test_a_key_given_twice_is_refused_at_any_depth(text, key):
     with pytest.raises(FileRefused, match=f"^duplicate key '{key}'$"):
         loads_json(text)
@@ -32,8 +36,13 @@ def test_reading_refuses_devices_fifos_folders_and_large_files_without_blocking(
     big = tmp_path / "big"
     with open(big, "wb") as handle:  # sparse: costs no disk
         handle.truncate(MAX_FILE_BYTES + 1)
-    cases = [("/dev/zero", "not a regular file"), (fifo, "not a regular file"), (tmp_path, "is a directory"),
-             (tmp_path / "none", "no such file"), (big, f"more than the limit of {MAX_FILE_BYTES}")]  # fmt: skip
+    cases = [
+        ("/dev/zero", "not a regular file"),
+        (fifo, "not a regular file"),
+        (tmp_path, "is a directory"),
+        (tmp_path / "none", "no such file"),
+        (big, f"more than the limit of {MAX_FILE_BYTES}"),
+    ]
     for path, reason in cases:
         with pytest.raises(FileRefused, match=reason):
             read_bytes(path)

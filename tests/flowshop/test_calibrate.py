@@ -8,9 +8,9 @@ leaves the complement of about K nodes.
 
 import numpy as np
 
-from pbbflow.flowshop.evaluation import brute_force_optimum
 from pbbflow.flowshop.calibrate import Calibrator
 from pbbflow.flowshop.estimate import Prober
+from pbbflow.flowshop.evaluation import brute_force_optimum
 from pbbflow.flowshop.factoradic import factorial
 from pbbflow.flowshop.intervals import WorkUnit
 

@@ -14,13 +14,13 @@ import random
 import numpy as np
 import pytest
 
-from pbbflow.flowshop.evaluation import brute_force_optimum
-from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.flowshop.estimate import Prober, summarise, work_rows
+from pbbflow.flowshop.evaluation import brute_force_optimum
 from pbbflow.flowshop.explorer import explore
 from pbbflow.flowshop.factoradic import factorial
 from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.flowshop.packed import PackedUnit
+from pbbflow.flowshop.taillard import taillard_instance
 
 BOUNDS = ("lb1", "lb2", "lb1+lb2")
 BRANCHES = ("forward", "backward", "minmin", "minbranch")
@@ -68,7 +68,9 @@ def test_nodes_by_depth_add_up_over_depths_and_over_pieces_of_the_work():
             assert by_depth[0] == int(bool(work.intersect(WorkUnit(n, [(0, 1)]))))
             if work.size > 1:
                 left, right = work.halve()
-                assert np.array_equal(by_depth, prober.exact_by_depth(left, optimum) + prober.exact_by_depth(right, optimum))
+                assert np.array_equal(
+                    by_depth, prober.exact_by_depth(left, optimum) + prober.exact_by_depth(right, optimum)
+                )
 
 
 def slices():

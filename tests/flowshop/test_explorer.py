@@ -8,10 +8,10 @@ import pytest
 from gmpy2 import mpz
 
 from pbbflow.flowshop.evaluation import brute_force_optimum, makespan
-from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.flowshop.explorer import explore
 from pbbflow.flowshop.factoradic import factorial
 from pbbflow.flowshop.intervals import WorkUnit
+from pbbflow.flowshop.taillard import taillard_instance
 
 BOUNDS = ("lb1", "lb2", "lb1+lb2")
 BRANCHES = ("forward", "backward", "minmin", "minbranch")
@@ -126,8 +126,9 @@ def test_invalid_arguments():
 def test_progress_callback_reports_growing_counters():
     snapshots = []
     p = taillard_instance(17).p
-    result = explore(p, WorkUnit.full(20), 1484, threads=2, max_seconds=2.0, on_progress=snapshots.append,
-                     progress_every=0.4)  # fmt: skip
+    result = explore(
+        p, WorkUnit.full(20), 1484, threads=2, max_seconds=2.0, on_progress=snapshots.append, progress_every=0.4
+    )
     assert len(snapshots) >= 2
     assert all(a.nodes <= b.nodes and a.elapsed_s < b.elapsed_s for a, b in itertools.pairwise(snapshots))
     assert all(s.ub == 1484 for s in snapshots) and snapshots[-1].nodes <= result.nodes

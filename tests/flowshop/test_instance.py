@@ -271,11 +271,13 @@ def test_auto_detection_reports_a_vfr_files_error_as_vfr(tmp_path, text):
 @needs_vfr
 @pytest.mark.parametrize(
     "damage, problem",
-    [(lambda row: row[:-1], "ragged row: expected 10 numbers (5 'machine time' pairs), found 9"),
-     (lambda row: row[:5] + ["x"] + row[6:], "processing time 'x' is not a number"),
-     (lambda row: ["1", row[1], "0"] + row[3:], "machine index out of order: pair 1 names machine 1, expected 0")],
+    [
+        (lambda row: row[:-1], "ragged row: expected 10 numbers (5 'machine time' pairs), found 9"),
+        (lambda row: row[:5] + ["x"] + row[6:], "processing time 'x' is not a number"),
+        (lambda row: ["1", row[1], "0"] + row[3:], "machine index out of order: pair 1 names machine 1, expected 0"),
+    ],
     ids=["ragged", "time", "index"],
-)  # fmt: skip
+)
 def test_a_shared_vfr_file_with_an_error_is_reported_as_vfr(tmp_path, damage, problem):
     lines = (VFR_DIR / "VFR10_5_1_Gap.txt").read_text().splitlines()
     lines[4] = " ".join(damage(lines[4].split()))

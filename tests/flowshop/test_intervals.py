@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 from gmpy2 import mpz
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pbbflow.flowshop.factoradic import digits_to_int, factorial, int_to_digits
 from pbbflow.flowshop.intervals import WorkUnit, split_interval
@@ -54,6 +55,7 @@ def assert_normalized(u: WorkUnit) -> None:
 
 # --- factoradic -------------------------------------------------------------
 
+
 @given(n_and_int())
 def test_digits_round_trip(nx):
     n, x = nx
@@ -65,8 +67,7 @@ def test_digits_round_trip(nx):
     assert digits_to_int(d) == sum(int(v) * math.factorial(n - 1 - l) for l, v in enumerate(d))
 
 
-@given(st.integers(1, 60).flatmap(
-    lambda n: st.tuples(st.just(n), *[st.integers(0, math.factorial(n) - 1)] * 2)))
+@given(st.integers(1, 60).flatmap(lambda n: st.tuples(st.just(n), *[st.integers(0, math.factorial(n) - 1)] * 2)))
 def test_digits_monotonic(nxy):
     n, x, y = nxy
     dx, dy = tuple(int_to_digits(x, n)), tuple(int_to_digits(y, n))
@@ -92,6 +93,7 @@ def test_digits_errors():
 
 
 # --- WorkUnit construction ---------------------------------------------------
+
 
 @given(st.integers(1, 5).flatmap(lambda n: st.tuples(st.just(n), raw_intervals(n, 10))))
 def test_normalisation_matches_set_model(n_raw):
@@ -133,6 +135,7 @@ def test_construction_errors():
 
 # --- set algebra ---------------------------------------------------------------
 
+
 @given(n_and_units())
 def test_set_ops_match_model(nab):
     _, a, b = nab
@@ -152,6 +155,7 @@ def test_inclusion_exclusion(ab):
 
 
 # --- splitting -----------------------------------------------------------------
+
 
 def assert_partition(u: WorkUnit, left: WorkUnit, right: WorkUnit) -> None:
     assert_normalized(left)
@@ -191,6 +195,7 @@ def test_split_interval(a, length):
 
 
 # --- digit arrays ----------------------------------------------------------------
+
 
 @given(st.integers(1, 60).flatmap(unit))
 def test_digit_arrays_round_trip(u):

@@ -49,8 +49,13 @@ def test_finds_the_optimum_of_small_random_instances(seed):
 def test_improvements_are_reported_in_decreasing_order_and_a_stop_is_obeyed(patience):
     p = taillard_instance(51).p
     seen = []
-    result = iterated_greedy(p, seconds=patience(30), seed=3, on_improvement=lambda c, perm: seen.append((c, perm)),
-                             should_stop=lambda: len(seen) >= 2)  # fmt: skip
+    result = iterated_greedy(
+        p,
+        seconds=patience(30),
+        seed=3,
+        on_improvement=lambda c, perm: seen.append((c, perm)),
+        should_stop=lambda: len(seen) >= 2,
+    )
     assert len(seen) >= 2 and result.elapsed_s < patience(25)
     assert all(a[0] > b[0] for a, b in zip(seen, seen[1:], strict=False))
     assert all(makespan(p, perm) == c for c, perm in seen)

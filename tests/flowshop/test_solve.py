@@ -7,22 +7,58 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pbbflow.core.result import Status
 from pbbflow.flowshop.evaluation import brute_force_optimum, makespan
 from pbbflow.flowshop.instance import FlowShop
 from pbbflow.flowshop.load import load_instance
-from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.core.result import Status
 from pbbflow.flowshop.solve import solve
+from pbbflow.flowshop.taillard import taillard_instance
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 # Known optima of ta001-020 and ta031-050 (../shared/data/taillard/bounds.csv, all optimal=yes),
 # embedded so that the test does not depend on the shared folder.
 TAILLARD_OPTIMA = {
-    1: 1278, 2: 1359, 3: 1081, 4: 1293, 5: 1235, 6: 1195, 7: 1234, 8: 1206, 9: 1230, 10: 1108,
-    11: 1582, 12: 1659, 13: 1496, 14: 1377, 15: 1419, 16: 1397, 17: 1484, 18: 1538, 19: 1593, 20: 1591,
-    31: 2724, 32: 2834, 33: 2621, 34: 2751, 35: 2863, 36: 2829, 37: 2725, 38: 2683, 39: 2552, 40: 2782,
-    41: 2991, 42: 2867, 43: 2839, 44: 3063, 45: 2976, 46: 3006, 47: 3093, 48: 3037, 49: 2897, 50: 3065,
-}  # fmt: skip
+    1: 1278,
+    2: 1359,
+    3: 1081,
+    4: 1293,
+    5: 1235,
+    6: 1195,
+    7: 1234,
+    8: 1206,
+    9: 1230,
+    10: 1108,
+    11: 1582,
+    12: 1659,
+    13: 1496,
+    14: 1377,
+    15: 1419,
+    16: 1397,
+    17: 1484,
+    18: 1538,
+    19: 1593,
+    20: 1591,
+    31: 2724,
+    32: 2834,
+    33: 2621,
+    34: 2751,
+    35: 2863,
+    36: 2829,
+    37: 2725,
+    38: 2683,
+    39: 2552,
+    40: 2782,
+    41: 2991,
+    42: 2867,
+    43: 2839,
+    44: 3063,
+    45: 2976,
+    46: 3006,
+    47: 3093,
+    48: 3037,
+    49: 2897,
+    50: 3065,
+}
 SLOW = {17, 42, 43, 46, 47, 48, 50}  # each takes seconds to tens of seconds on 2 cores
 
 

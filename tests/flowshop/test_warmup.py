@@ -9,14 +9,13 @@ import time
 
 from distributed import Client, LocalCluster
 
-from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.flowshop import ivm
-from pbbflow.flowshop import warmup
-from pbbflow.workflow import worker_code
-from pbbflow.flowshop.family import create_flowshop_run
-from pbbflow.workflow.run import drive
 from pbbflow.core.compiling import CodeLoad
+from pbbflow.flowshop import ivm, warmup
+from pbbflow.flowshop.family import create_flowshop_run
+from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.flowshop.warmup import warm_worker
+from pbbflow.workflow import worker_code
+from pbbflow.workflow.run import drive
 from pbbflow.workflow.worker_code import warm_workers
 
 
@@ -24,8 +23,12 @@ def test_warmed_workers_search_with_the_code_they_loaded(tmp_path, patience):
     """The warm-up loads the very specializations the explorer tasks run (same array types):
     after a whole run, each worker holds one signature of the IVM's numba functions."""
     instance = taillard_instance(1)
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster, Client(cluster) as client:  # fmt: skip
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         first = warm_workers(client, warm_worker, (instance.p, "lb1", "minmin"))
         assert list(first.values())[0].seconds > 0
         assert list(warm_workers(client, warm_worker, (instance.p, "lb1", "minmin")).values()) == [CodeLoad(0.0, False)]
@@ -68,8 +71,10 @@ def test_a_busy_worker_does_not_hold_the_warm_up(monkeypatch, patience):
     its code load (it loads later, before its first task) instead of raising or waiting."""
     monkeypatch.setattr(worker_code, "WARM_SECONDS", 0.3)
     instance = taillard_instance(1)
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
-            Client(cluster) as client:  # fmt: skip
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
         busy_s = patience(3)
         busy = client.submit(time.sleep, busy_s, pure=False)
         while not any(client.processing().values()):

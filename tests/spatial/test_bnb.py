@@ -9,9 +9,9 @@ import pytest
 
 from pbbflow.spatial import Model, cos, exp, sin, sqrt
 from pbbflow.spatial.bnb import minimize
-from pbbflow.spatial.options import MinimizeOptions, subdomains_per_dim
 from pbbflow.spatial.floateval import evaluate_float
 from pbbflow.spatial.load import load_problem
+from pbbflow.spatial.options import MinimizeOptions, subdomains_per_dim
 
 
 def _camel():
@@ -48,8 +48,11 @@ def test_the_peaks_ann_is_proved_and_serial_equals_parallel():
     parallel = minimize(problem, options)
     serial = minimize(problem, MinimizeOptions(subdomains=256, parallel=False))
     _assert_proved(parallel, problem.optimum, options)
-    assert (serial.nodes, serial.objective, serial.lower_bound) == (parallel.nodes, parallel.objective,
-                                                                    parallel.lower_bound)  # fmt: skip
+    assert (serial.nodes, serial.objective, serial.lower_bound) == (
+        parallel.nodes,
+        parallel.objective,
+        parallel.lower_bound,
+    )
 
 
 def test_random_problems_never_get_a_bound_above_a_sampled_value():
@@ -119,8 +122,14 @@ def test_progress_reports_certified_bounds():
 
 
 def test_bad_options_are_refused():
-    for bad in ({"bound": "mcc"}, {"eps_abs": -1.0}, {"feas_tol": math.nan}, {"subdomains": 0},
-                {"time_limit": 0.0}, {"node_limit": 0}):  # fmt: skip
+    for bad in (
+        {"bound": "mcc"},
+        {"eps_abs": -1.0},
+        {"feas_tol": math.nan},
+        {"subdomains": 0},
+        {"time_limit": 0.0},
+        {"node_limit": 0},
+    ):
         with pytest.raises(ValueError):
             MinimizeOptions(**bad)
 

@@ -97,8 +97,13 @@ def test_point_evaluation_and_feasibility():
 def test_subdomains_cover_the_box_exactly():
     rng = np.random.default_rng(5)
     lo = np.vstack([rng.uniform(-5, 0, (20, 3)), [[-1.7e308, 0.1, 1.0]], [[1.0, 1.0, -5e-324]]])
-    hi = np.vstack([lo[:20] + 10.0 ** rng.uniform(-15, 2, (20, 3)), [[1.7e308, 0.1 + 1e-16, 1.0 + 2e-16]],
-                    [[1.0, 1.0 + 2.3e-16, 5e-324]]])
+    hi = np.vstack(
+        [
+            lo[:20] + 10.0 ** rng.uniform(-15, 2, (20, 3)),
+            [[1.7e308, 0.1 + 1e-16, 1.0 + 2e-16]],
+            [[1.0, 1.0 + 2.3e-16, 5e-324]],
+        ]
+    )
     for n in (1, 2, 3, 7, 32):
         edges = subdomain_edges(lo, hi, n)
         assert np.array_equal(edges[..., 0], lo) and np.array_equal(edges[..., -1], hi)

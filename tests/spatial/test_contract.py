@@ -5,25 +5,47 @@ problems of /work/shared/data/spatial."""
 from __future__ import annotations
 
 import math
-
 from pathlib import Path
 
 import flint
-
 import numpy as np
 import pytest
-from spatial_helpers import (PRECISION, Undecidable, Undefined, arb_binary, arb_outputs, arb_unary, encloses,
-                             random_expression)
+from spatial_helpers import (
+    PRECISION,
+    Undecidable,
+    Undefined,
+    arb_binary,
+    arb_outputs,
+    arb_unary,
+    encloses,
+    random_expression,
+)
 
 from pbbflow.spatial.bnb import minimize
-from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.contract import contract_box, contract_boxes, project
 from pbbflow.spatial.load import load_problem
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.problem import Problem
 from pbbflow.spatial.tape import BINARY, Op, TapeBuilder
 
-PROJECTED = [Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.NEG, Op.POWI, Op.SQRT, Op.EXP, Op.LOG, Op.TANH, Op.ABS,
-             Op.RELU, Op.MIN, Op.MAX, Op.SIN, Op.ATAN2]  # SIN, ATAN2: skipped, must leave the operands
+PROJECTED = [
+    Op.ADD,
+    Op.SUB,
+    Op.MUL,
+    Op.DIV,
+    Op.NEG,
+    Op.POWI,
+    Op.SQRT,
+    Op.EXP,
+    Op.LOG,
+    Op.TANH,
+    Op.ABS,
+    Op.RELU,
+    Op.MIN,
+    Op.MAX,
+    Op.SIN,
+    Op.ATAN2,
+]  # SIN, ATAN2: skipped, must leave the operands
 NICE = [0.0, 1.0, -1.0, 0.5, 2.0, -3.0, 1e-300, -1e-300, 1e300]
 
 

@@ -58,8 +58,11 @@ UNARY_POINTS = {
 POWERS = [-3, -2, -1, 0, 1, 2, 3]
 BINARY_CODES = [Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.ATAN2, Op.MIN, Op.MAX]
 BINARY_POINTS = [-2.0, -1.0, -0.0, 0.0, 1.0]
-CASES = ([("unary", code) for code in UNARY_POINTS] + [("powi", k) for k in POWERS]
-         + [("binary", code) for code in BINARY_CODES])  # fmt: skip
+CASES = (
+    [("unary", code) for code in UNARY_POINTS]
+    + [("powi", k) for k in POWERS]
+    + [("binary", code) for code in BINARY_CODES]
+)
 MODES = (Mode.NIE, Mode.MVF, Mode.BOTH)
 
 
@@ -166,16 +169,20 @@ class Edges:
 
     def inequality_boxes(self, sign: float):
         """Boxes where sign * op - c <= 0 holds at the box's lowest point (c just above its value)."""
+
         def constant(box):
             low = self.lowest(box, sign)
             return None if low is None or not math.isfinite(c := _above(low[1])) else c
+
         return self.with_constant(constant)
 
     def equality_boxes(self):
         """Boxes where op - c = 0 holds within the tolerance at a point (c the nearest float)."""
+
         def constant(box):
             values = [v for _, v in self.points[box] if v.is_finite() and abs(float(v.mid())) < 1e6]
             return float(values[0].mid()) if values else None
+
         return self.with_constant(constant)
 
 
@@ -222,10 +229,16 @@ def check_contraction(edges: Edges, contract, each_box: bool = True) -> None:
             low = edges.lowest(box, sign)
             if low is None or not math.isfinite(ub := _above(low[1])):
                 continue
-            new_lo, new_hi, empty = contract(_tape(edges.case, "objective", sign), edges.lo[box:box + 1],
-                                             edges.hi[box:box + 1], ub, FEAS_TOL)
+            new_lo, new_hi, empty = contract(
+                _tape(edges.case, "objective", sign), edges.lo[box : box + 1], edges.hi[box : box + 1], ub, FEAS_TOL
+            )
             assert not empty[0] and np.all(new_lo[0] <= low[0]) and np.all(np.array(low[0]) <= new_hi[0]), (
-                edges.case, sign, edges.lo[box], edges.hi[box], ub)
+                edges.case,
+                sign,
+                edges.lo[box],
+                edges.hi[box],
+                ub,
+            )
         assert not np.any(bounded[2][[bool(p) for p in edges.points]]), edges.case
 
 
@@ -238,7 +251,12 @@ def check_points(edges: Edges, outputs_at) -> None:
     for (point, value), a, b in zip(defined, lo[0].tolist(), hi[0].tolist()):
         assert not math.isnan(a) and not math.isnan(b), (edges.case, point)
         assert (a == -math.inf or flint.arb(a) <= value) and (b == math.inf or value <= flint.arb(b)), (
-            edges.case, point, a, b, value)
+            edges.case,
+            point,
+            a,
+            b,
+            value,
+        )
     if edges.undefined:
         lo, hi = outputs_at(tape, np.array(edges.undefined))
         assert np.all(np.isnan(lo)) and np.all(np.isnan(hi)), (edges.case, np.array(edges.undefined)[~np.isnan(lo[0])])
@@ -314,9 +332,16 @@ def _candidates_gpu(tape, points: np.ndarray) -> np.ndarray:
     candidate = cuda.device_array(len(points), np.float64)
     real = cuda.to_device(np.full(phase.N_REAL, math.inf))
     kernel = phase.candidate_kernel(*caps(tape)[:2])
-    kernel[blocks(len(points)), THREADS_PER_BLOCK](*dtape.arrays, tape.n_ineq, dtape.varying, len(points),
-                                                   cuda.to_device(np.ascontiguousarray(points, np.float64)),
-                                                   FEAS_TOL, candidate, real)
+    kernel[blocks(len(points)), THREADS_PER_BLOCK](
+        *dtape.arrays,
+        tape.n_ineq,
+        dtape.varying,
+        len(points),
+        cuda.to_device(np.ascontiguousarray(points, np.float64)),
+        FEAS_TOL,
+        candidate,
+        real,
+    )
     return candidate.copy_to_host()
 
 
@@ -350,8 +375,12 @@ def test_gpu_twins_on_the_edges(case):
 
 
 ATAN2_CUT = {"name": "atan2-cut", "domain": [[-2, -1], [-1, 0]], "objective": "-atan2(x[1], x[0])"}
-ATAN2_CUT_CONSTRAINT = {"name": "atan2-cut-constraint", "domain": [[-2, -1], [-1, 0]], "objective": "x[0]",
-                        "inequalities": ["3 - atan2(x[1], x[0])"]}  # fmt: skip
+ATAN2_CUT_CONSTRAINT = {
+    "name": "atan2-cut-constraint",
+    "domain": [[-2, -1], [-1, 0]],
+    "objective": "x[0]",
+    "inequalities": ["3 - atan2(x[1], x[0])"],
+}
 
 
 def _problem(document):
@@ -406,8 +435,24 @@ def test_atan2s_cut_through_the_command_and_a_run_store(capsys, tmp_path):
         result = json.loads(capsys.readouterr().out)
         assert result["status"] == "optimal" and result["lower_bound"] <= optimum <= result["objective"] + 1e-5
     store = tmp_path / "cut.zarr"
-    assert main(["minimize", str(problem), "--json", "--run", str(store), "--workers", "1", "--gpus", "0",
-                 "--heuristic-workers", "0"]) == 0
+    assert (
+        main(
+            [
+                "minimize",
+                str(problem),
+                "--json",
+                "--run",
+                str(store),
+                "--workers",
+                "1",
+                "--gpus",
+                "0",
+                "--heuristic-workers",
+                "0",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["status"] == "optimal"
     assert main(["info", str(store), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)

@@ -14,34 +14,49 @@ from spatial_helpers import circle_problem
 from spatial_oracle import Oracle, covering_bound
 
 from pbbflow.spatial.bnb import minimize
-from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.boxes import BoxSet
 from pbbflow.spatial.explorer import Exploration
 from pbbflow.spatial.load import load_problem
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.parse import problem_from_dict
 
 # Four problems of ../shared/data/spatial, as written there (so the tests need no shared data), and
 # the global minimizers sampled around.
 DOCUMENTS = {
     "B1-branin-branin-hoo": {
-        "name": "Branin (Branin-Hoo)", "variables": 2, "domain": [[-5, 10], [0, 15]],
+        "name": "Branin (Branin-Hoo)",
+        "variables": 2,
+        "domain": [[-5, 10], [0, 15]],
         "objective": "((((((x[1] - ((5.1 / (4 * (pi ** 2))) * (x[0] ** 2))) + ((5 / pi) * x[0])) - 6) ** 2) + "
-                     "((10 * (1 - (1 / (8 * pi)))) * cos(x[0]))) + 10)",
-        "optimum": 0.3978873577297384},
+        "((10 * (1 - (1 / (8 * pi)))) * cos(x[0]))) + 10)",
+        "optimum": 0.3978873577297384,
+    },
     "B2-six-hump-camel": {
-        "name": "Six-hump camel", "variables": 2, "domain": [[-3, 3], [-2, 2]],
+        "name": "Six-hump camel",
+        "variables": 2,
+        "domain": [[-3, 3], [-2, 2]],
         "objective": "(((((4 - (2.1 * (x[0] ** 2))) + ((x[0] ** 4) / 3)) * (x[0] ** 2)) + (x[0] * x[1])) + "
-                     "((-4 + (4 * (x[1] ** 2))) * (x[1] ** 2)))",
-        "optimum": -1.0316284534898774},
+        "((-4 + (4 * (x[1] ** 2))) * (x[1] ** 2)))",
+        "optimum": -1.0316284534898774,
+    },
     "B20-rosenbrock-d-2": {
-        "name": "Rosenbrock d=2", "variables": 2, "domain": [[-5, 10], [-5, 10]],
-        "objective": "((100 * ((x[1] - (x[0] ** 2)) ** 2)) + ((x[0] - 1) ** 2))", "optimum": 0.0},
+        "name": "Rosenbrock d=2",
+        "variables": 2,
+        "domain": [[-5, 10], [-5, 10]],
+        "objective": "((100 * ((x[1] - (x[0] ** 2)) ** 2)) + ((x[0] - 1) ** 2))",
+        "optimum": 0.0,
+    },
     "C1-g06-cec2006-g06-floudas-pardalos": {
-        "name": "G06 (CEC2006 g06; Floudas & Pardalos)", "variables": 2, "domain": [[13, 100], [0, 100]],
+        "name": "G06 (CEC2006 g06; Floudas & Pardalos)",
+        "variables": 2,
+        "domain": [[13, 100], [0, 100]],
         "objective": "(((x[0] - 10) ** 3) + ((x[1] - 20) ** 3))",
-        "inequalities": ["(((-((x[0] - 5) ** 2)) - ((x[1] - 5) ** 2)) + 100)",
-                         "((((x[0] - 6) ** 2) + ((x[1] - 5) ** 2)) - 82.81)"],
-        "optimum": -6961.813875580138},
+        "inequalities": [
+            "(((-((x[0] - 5) ** 2)) - ((x[1] - 5) ** 2)) + 100)",
+            "((((x[0] - 6) ** 2) + ((x[1] - 5) ** 2)) - 82.81)",
+        ],
+        "optimum": -6961.813875580138,
+    },
 }
 MINIMIZERS = {
     "B1-branin-branin-hoo": [(-math.pi, 12.275), (math.pi, 2.275), (9.42478, 2.475)],
@@ -85,8 +100,9 @@ def _random_set(rng: np.random.Generator, k: int, d: int) -> BoxSet:
 def test_the_wire_format_round_trips_bit_exactly():
     rng = np.random.default_rng(1)
     boxes = _random_set(rng, 9, 3)
-    special = BoxSet(np.array([[-0.0, 5e-324], [1.0, 2.0]]), np.array([[0.0, 1e-300], [1.0, 3.0]]),
-                     np.array([-math.inf, math.inf]))  # fmt: skip
+    special = BoxSet(
+        np.array([[-0.0, 5e-324], [1.0, 2.0]]), np.array([[0.0, 1e-300], [1.0, 3.0]]), np.array([-math.inf, math.inf])
+    )
     for original in (boxes, special, BoxSet.empty(4), BoxSet.root(_problem("B2-six-hump-camel"))):
         data = original.to_bytes()
         copy = BoxSet.from_bytes(data, original.d)
@@ -115,8 +131,22 @@ def _damaged(data: bytes, offset: int, fmt: str, value) -> bytes:
     return bytes(damaged)
 
 
-@pytest.mark.parametrize("damage", ["magic", "version", "d", "truncated", "extra byte", "short header", "lo NaN",
-                                    "hi NaN", "lo infinite", "lo > hi", "lb NaN"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "magic",
+        "version",
+        "d",
+        "truncated",
+        "extra byte",
+        "short header",
+        "lo NaN",
+        "hi NaN",
+        "lo infinite",
+        "lo > hi",
+        "lb NaN",
+    ],
+)
 def test_damaged_bytes_are_refused_with_one_line(damage):
     boxes = BoxSet(np.array([[0.0, 1.0], [2.0, 3.0]]), np.array([[1.0, 2.0], [4.0, 5.0]]), np.array([0.5, -1.0]))
     data, k, d = boxes.to_bytes(), 2, 2
@@ -224,30 +254,50 @@ def test_minimize_is_an_uninterrupted_exploration_and_chunks_change_nothing():
             assert report.done and result.status == "optimal"
             for exploration in (whole, chunked):
                 assert (exploration.nodes, exploration.incumbent.value, exploration.lower_bound) == (
-                    result.nodes, result.objective, result.lower_bound)  # fmt: skip
+                    result.nodes,
+                    result.objective,
+                    result.lower_bound,
+                )
 
 
 # minimize's answers before it ran on Exploration (commit d5a1c1c): status, nodes, objective, bound.
 BEFORE = [
     ("B1-branin-branin-hoo", {}, "optimal", 1, 0.3978873577298412, 0.39788735772973816),
     ("B2-six-hump-camel", {}, "optimal", 59, -1.031628453489798, -1.0316294851182515),
-    ("B2-six-hump-camel", {"subdomains": 4, "contract": False}, "optimal", 551, -1.0316284366999522,
-     -1.0316293515057036),
-    ("B2-six-hump-camel", {"subdomains": 16, "max_open": 4}, "optimal", 135, -1.0316284534898124,
-     -1.031629485118266),
-    ("B2-six-hump-camel", {"node_limit": 40, "subdomains": 4}, "limit", 55, -0.9869560360908508,
-     -14.210312908825054),
+    (
+        "B2-six-hump-camel",
+        {"subdomains": 4, "contract": False},
+        "optimal",
+        551,
+        -1.0316284366999522,
+        -1.0316293515057036,
+    ),
+    ("B2-six-hump-camel", {"subdomains": 16, "max_open": 4}, "optimal", 135, -1.0316284534898124, -1.031629485118266),
+    ("B2-six-hump-camel", {"node_limit": 40, "subdomains": 4}, "limit", 55, -0.9869560360908508, -14.210312908825054),
     ("B20-rosenbrock-d-2", {}, "optimal", 1, 9.938866619918599e-19, 0.0),
     ("C1-g06-cec2006-g06-floudas-pardalos", {}, "optimal", 7, -6961.813875347764, -6961.820837161639),
-    ("C1-g06-cec2006-g06-floudas-pardalos", {"node_limit": 40, "subdomains": 4}, "limit", 41, -6954.706730725037,
-     -6965.788232142619),
-    ("C1-g06-cec2006-g06-floudas-pardalos", {"subdomains": 16, "local_solves": False}, "optimal", 85,
-     -6961.8098712718775, -6961.816149326489),
+    (
+        "C1-g06-cec2006-g06-floudas-pardalos",
+        {"node_limit": 40, "subdomains": 4},
+        "limit",
+        41,
+        -6954.706730725037,
+        -6965.788232142619,
+    ),
+    (
+        "C1-g06-cec2006-g06-floudas-pardalos",
+        {"subdomains": 16, "local_solves": False},
+        "optimal",
+        85,
+        -6961.8098712718775,
+        -6961.816149326489,
+    ),
     ("peaks", {}, "optimal", 47, -6.5511333328358194, -6.551139883969152),
     ("B2-six-hump-camel", SLOW, "optimal", 559, -1.0316284366999522, -1.0316293515057036),
     ("C1-g06-cec2006-g06-floudas-pardalos", SLOW, "optimal", 821, -6961.809112761893, -6961.816074571006),
     ("peaks", SLOW, "optimal", 709, -6.551133312901694, -6.551138839228656),
 ]
+
 
 @pytest.mark.parametrize(("stem", "options", "status", "nodes", "objective", "lower_bound"), BEFORE)
 def test_minimize_answers_as_before(stem, options, status, nodes, objective, lower_bound):
@@ -352,8 +402,11 @@ def test_run_stops_at_its_limits_and_on_request_and_reports_progress():
     problem = _problem("peaks")
     exploration = Exploration(problem, SLOW)
     root_nodes = exploration.nodes
-    for stopped in (exploration.run(should_stop=lambda: True), exploration.run(time_limit=0.0),
-                    exploration.run(node_limit=0)):  # fmt: skip
+    for stopped in (
+        exploration.run(should_stop=lambda: True),
+        exploration.run(time_limit=0.0),
+        exploration.run(node_limit=0),
+    ):
         assert not stopped.done and stopped.nodes == 0 and stopped.total_nodes == root_nodes
     seen = []
     report = exploration.run(node_limit=50, progress=seen.append, progress_seconds=0.0)

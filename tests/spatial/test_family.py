@@ -12,19 +12,19 @@ import pytest
 from distributed import Client, LocalCluster, wait
 from spatial_helpers import circle_problem
 
+from pbbflow.core.family import work_space
 from pbbflow.spatial.bnb import minimize
-from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.boxes import BoxSet
 from pbbflow.spatial.family import BoxSpace, BoxWork, SpatialRun
 from pbbflow.spatial.load import load_problem
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.workflow.coordinator import Coordinator
-from pbbflow.core.family import work_space
 from pbbflow.workflow.ledger import Ledger
 from pbbflow.workflow.protocol import Action
-
-CONTINUE, REPLACE, WAIT = Action.CONTINUE, Action.REPLACE, Action.WAIT
 from pbbflow.workflow.tasks import explorer_task, heuristic_task
 from pbbflow.workflow.worker_code import submit_warm_workers
+
+CONTINUE, REPLACE, WAIT = Action.CONTINUE, Action.REPLACE, Action.WAIT
 
 PEAKS = load_problem("peaks")
 OPTIONS = MinimizeOptions(subdomains=16, parallel=False)
@@ -79,26 +79,62 @@ def test_the_wire_format_and_the_measures_of_the_space():
     assert [len(p) for p in work.pieces()] == [1, 1] and space.union(work.pieces()).weight() == 0.5
 
 
-def _run_on_a_cluster(problem, options, explorers: int, heuristics: int, patience, *,
-                      kill_one_explorer: bool = False) -> dict:  # fmt: skip
+def _run_on_a_cluster(
+    problem, options, explorers: int, heuristics: int, patience, *, kill_one_explorer: bool = False
+) -> dict:
     """Open a spatial run on a Coordinator, run its tasks to the end, return the final state and
     the state seen when one explorer's worker process was killed (``kill_one_explorer``).  The
     workers load their code first, as a command's start-up has them do (on a first run numba
     compiles it, in every worker process)."""
     space = BoxSpace(problem.lower, problem.upper)
     run = SpatialRun.new(problem, options, subdomains=options.subdomains)
-    with LocalCluster(n_workers=explorers + heuristics, threads_per_worker=1, processes=kill_one_explorer,
-                      dashboard_address=None) as cluster, Client(cluster) as client:  # fmt: skip
+    with (
+        LocalCluster(
+            n_workers=explorers + heuristics, threads_per_worker=1, processes=kill_one_explorer, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         wait(list(submit_warm_workers(client, *run.worker_code()).values()), timeout=patience(300))
         client.register_plugin(Coordinator())
-        client.sync(client.scheduler.pbbflow_open, run="r", kind=space.kind, space=space.params(),
-                    work=BoxSet.root(problem).to_bytes(), ub=math.inf, pieces=explorers, label=problem.name)
+        client.sync(
+            client.scheduler.pbbflow_open,
+            run="r",
+            kind=space.kind,
+            space=space.params(),
+            work=BoxSet.root(problem).to_bytes(),
+            ub=math.inf,
+            pieces=explorers,
+            label=problem.name,
+        )
         spec = run.engine_options()
         workers = list(client.scheduler_info()["workers"])
-        futures = [client.submit(explorer_task, "r", f"e{i}", space.kind, spec, 0.05, workers=[workers[i]],
-                                 allow_other_workers=True, pure=False) for i in range(explorers)]  # fmt: skip
-        futures += [client.submit(heuristic_task, "r", space.kind, spec, i, workers=[workers[explorers + i]],
-                                  allow_other_workers=True, pure=False) for i in range(heuristics)]  # fmt: skip
+        futures = [
+            client.submit(
+                explorer_task,
+                "r",
+                f"e{i}",
+                space.kind,
+                spec,
+                0.05,
+                workers=[workers[i]],
+                allow_other_workers=True,
+                pure=False,
+            )
+            for i in range(explorers)
+        ]
+        futures += [
+            client.submit(
+                heuristic_task,
+                "r",
+                space.kind,
+                spec,
+                i,
+                workers=[workers[explorers + i]],
+                allow_other_workers=True,
+                pure=False,
+            )
+            for i in range(heuristics)
+        ]
         killed = None
         deadline = time.monotonic() + patience(120)
         while not (state := client.sync(client.scheduler.pbbflow_state, run="r", intervals=True))["finished"]:

@@ -10,17 +10,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from spatial_helpers import random_expression
 
 from pbbflow.spatial import Model, atan2, cos, exp, log, maximum, minimum, relu, sigmoid, sin, sqrt, tan, tanh
 from pbbflow.spatial import abs as abs_
 from pbbflow.spatial.bnb import minimize
-from pbbflow.spatial.local import _LocalSolver
-from pbbflow.spatial.options import MinimizeOptions, _Incumbent
 from pbbflow.spatial.floateval import evaluate_float, evaluate_float_gradients, float_gradients
 from pbbflow.spatial.load import load_problem
+from pbbflow.spatial.local import _LocalSolver
+from pbbflow.spatial.options import MinimizeOptions, _Incumbent
 from pbbflow.spatial.tape import Op, TapeBuilder
-
-from spatial_helpers import random_expression
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "spatial"
 PROBLEM_FILES = sorted(DATA.glob("[BC]*.json"))
@@ -86,11 +85,17 @@ def test_exact_derivatives_of_simple_expressions():
     assert _gradient(lambda a, b: -a + b, [x, y]).tolist() == [-1.0, 1.0]
     assert _gradient(lambda a, b: a / b, [x, y]).tolist() == pytest.approx([1 / y, -x / y**2], rel=1e-15)
     assert _gradient(lambda a, b: a**3 * b**-2, [x, y]).tolist() == pytest.approx(
-        [3 * x**2 * y**-2, -2 * x**3 * y**-3], rel=1e-15)
+        [3 * x**2 * y**-2, -2 * x**3 * y**-3], rel=1e-15
+    )
     assert _gradient(lambda a, b: a**0 + b, [x, y]).tolist() == [0.0, 1.0]
-    for function, derivative in [(sin, math.cos), (cos, lambda t: -math.sin(t)), (exp, math.exp),
-                                 (tanh, lambda t: 1 - math.tanh(t) ** 2), (tan, lambda t: 1 + math.tan(t) ** 2),
-                                 (sigmoid, lambda t: math.exp(-t) / (1 + math.exp(-t)) ** 2)]:
+    for function, derivative in [
+        (sin, math.cos),
+        (cos, lambda t: -math.sin(t)),
+        (exp, math.exp),
+        (tanh, lambda t: 1 - math.tanh(t) ** 2),
+        (tan, lambda t: 1 + math.tan(t) ** 2),
+        (sigmoid, lambda t: math.exp(-t) / (1 + math.exp(-t)) ** 2),
+    ]:
         assert _gradient(lambda a, b: function(a), [x, y])[0] == pytest.approx(derivative(x), rel=1e-14)
     assert _gradient(lambda a, b: sqrt(a) + log(a), [x, y])[0] == pytest.approx(0.5 / math.sqrt(x) + 1 / x, rel=1e-15)
     r2 = x * x + y * y
@@ -100,7 +105,8 @@ def test_exact_derivatives_of_simple_expressions():
     assert _gradient(lambda a, b: minimum(a, b), [x, y]).tolist() == [0.0, 1.0]
     assert _gradient(lambda a, b: maximum(a, b), [x, y]).tolist() == [1.0, 0.0]
     assert _gradient(lambda a, b: sin(a * b) * exp(b), [x, y]).tolist() == pytest.approx(
-        [y * math.cos(x * y) * math.exp(y), (x * math.cos(x * y) + math.sin(x * y)) * math.exp(y)], rel=1e-14)
+        [y * math.cos(x * y) * math.exp(y), (x * math.cos(x * y) + math.sin(x * y)) * math.exp(y)], rel=1e-14
+    )
 
 
 def test_kinks_take_one_side_and_domain_edges_give_inf_or_nan():
@@ -136,7 +142,8 @@ def test_saturating_functions_keep_their_small_derivatives():
     for t in (-30.0, -12.0, 12.0, 30.0):
         assert _gradient(lambda a, b: tanh(a), [t, 0.0])[0] == pytest.approx(1 / math.cosh(t) ** 2, rel=1e-13)
         assert _gradient(lambda a, b: sigmoid(a), [t, 0.0])[0] == pytest.approx(
-            math.exp(-abs(t)) / (1 + math.exp(-abs(t))) ** 2, rel=1e-13)
+            math.exp(-abs(t)) / (1 + math.exp(-abs(t))) ** 2, rel=1e-13
+        )
 
 
 def test_a_zero_partial_derivative_drops_an_operand_s_inf_or_nan():
@@ -160,7 +167,7 @@ def test_the_point_must_match_the_tape():
 def test_random_expressions_match_central_differences():
     rng = np.random.default_rng(15)
     checked = 0
-    for trial in range(200):
+    for _ in range(200):
         n_vars = int(rng.integers(1, 4))
         builder, slot = random_expression(rng, n_vars, int(rng.integers(3, 14)))
         tape = builder.build(slot)

@@ -26,11 +26,25 @@ INF = math.inf
 MAX = 1.7976931348623157e308
 
 UNARY = {
-    Op.NEG: iv.neg, Op.SQRT: iv.sqrt, Op.EXP: iv.exp, Op.LOG: iv.log, Op.TANH: iv.tanh, Op.SIN: iv.sin,
-    Op.COS: iv.cos, Op.TAN: iv.tan, Op.ABS: iv.abs_, Op.SIGMOID: iv.sigmoid, Op.RELU: iv.relu,
+    Op.NEG: iv.neg,
+    Op.SQRT: iv.sqrt,
+    Op.EXP: iv.exp,
+    Op.LOG: iv.log,
+    Op.TANH: iv.tanh,
+    Op.SIN: iv.sin,
+    Op.COS: iv.cos,
+    Op.TAN: iv.tan,
+    Op.ABS: iv.abs_,
+    Op.SIGMOID: iv.sigmoid,
+    Op.RELU: iv.relu,
 }
 BINARY = {
-    Op.ADD: iv.add, Op.SUB: iv.sub, Op.MUL: iv.mul, Op.DIV: iv.div, Op.ATAN2: iv.atan2, Op.MIN: iv.min_,
+    Op.ADD: iv.add,
+    Op.SUB: iv.sub,
+    Op.MUL: iv.mul,
+    Op.DIV: iv.div,
+    Op.ATAN2: iv.atan2,
+    Op.MIN: iv.min_,
     Op.MAX: iv.max_,
 }
 
@@ -64,7 +78,8 @@ def test_binary_operations_enclose_arb(code):
         for x in xs:
             for y in ys[:4]:
                 violations += check_enclosure(
-                    result, lambda: arb_binary(code, flint.arb(x), flint.arb(y)), (code.name, alo, ahi, blo, bhi, x, y))
+                    result, lambda: arb_binary(code, flint.arb(x), flint.arb(y)), (code.name, alo, ahi, blo, bhi, x, y)
+                )
     assert violations == 0
 
 

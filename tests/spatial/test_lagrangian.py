@@ -10,10 +10,10 @@ from spatial_helpers import circle_problem
 
 from pbbflow.spatial import Model, exp, sin
 from pbbflow.spatial.bnb import minimize
-from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.bounds import bound_boxes
 from pbbflow.spatial.floateval import evaluate_float
 from pbbflow.spatial.lagrangian import lagrangian_bound, multipliers
+from pbbflow.spatial.options import MinimizeOptions
 
 
 def test_the_tape_is_f_plus_the_weighted_constraints():

@@ -50,17 +50,52 @@ def objective_at(m: Model, point) -> float:
 def test_every_operation_matches_python_math_at_random_points():
     m, x, y = two_variables(0.5, 2.0)
     m.minimize(
-        (2 - x) * (3 / y) + x / 4 - (-y) + (+x) + x**3 - y**-2 + sqrt(x) + exp(-y) + log(x) + tanh(x - y)
-        + sin(x) * cos(y) + tan(x / 3) + abs(x - y) + abs_expr(y - 1.5) + atan2(y - 1, x - 1)
-        + minimum(x, y) + maximum(x, y, 1.7) + sigmoid(x - y) + relu(1 - x) + pi * e
+        (2 - x) * (3 / y)
+        + x / 4
+        - (-y)
+        + (+x)
+        + x**3
+        - y**-2
+        + sqrt(x)
+        + exp(-y)
+        + log(x)
+        + tanh(x - y)
+        + sin(x) * cos(y)
+        + tan(x / 3)
+        + abs(x - y)
+        + abs_expr(y - 1.5)
+        + atan2(y - 1, x - 1)
+        + minimum(x, y)
+        + maximum(x, y, 1.7)
+        + sigmoid(x - y)
+        + relu(1 - x)
+        + pi * e
     )
     tape = m.problem().tape
 
     def reference(a, b):
-        return ((2 - a) * (3 / b) + a / 4 + b + a + a**3 - b**-2 + math.sqrt(a) + math.exp(-b) + math.log(a)
-                + math.tanh(a - b) + math.sin(a) * math.cos(b) + math.tan(a / 3) + abs(a - b) + abs(b - 1.5)
-                + math.atan2(b - 1, a - 1) + min(a, b) + max(a, b, 1.7) + 1 / (1 + math.exp(b - a))
-                + max(1 - a, 0.0) + math.pi * math.e)
+        return (
+            (2 - a) * (3 / b)
+            + a / 4
+            + b
+            + a
+            + a**3
+            - b**-2
+            + math.sqrt(a)
+            + math.exp(-b)
+            + math.log(a)
+            + math.tanh(a - b)
+            + math.sin(a) * math.cos(b)
+            + math.tan(a / 3)
+            + abs(a - b)
+            + abs(b - 1.5)
+            + math.atan2(b - 1, a - 1)
+            + min(a, b)
+            + max(a, b, 1.7)
+            + 1 / (1 + math.exp(b - a))
+            + max(1 - a, 0.0)
+            + math.pi * math.e
+        )
 
     rng = np.random.default_rng(1)
     for a, b in rng.uniform(0.5, 2.0, size=(50, 2)):
@@ -145,8 +180,14 @@ def test_numbers_mean_their_double_and_inexact_ones_are_enclosed():
     assert Fraction(lo) < -(10**30) - 1 < Fraction(hi) and hi == math.nextafter(lo, math.inf)
     lo, hi, _ = constant(Fraction(1, 3)).data
     assert Fraction(lo) < Fraction(1, 3) < Fraction(hi) and hi == math.nextafter(lo, math.inf)
-    for bad, reason in ((10**400, "too large"), (math.inf, "finite"), (math.nan, "finite"), (True, "number"),
-                        ("1", "number"), (1j, "number")):
+    for bad, reason in (
+        (10**400, "too large"),
+        (math.inf, "finite"),
+        (math.nan, "finite"),
+        (True, "number"),
+        ("1", "number"),
+        (1j, "number"),
+    ):
         with pytest.raises(ProblemError, match=reason):
             constant(bad)
 
@@ -204,8 +245,13 @@ def test_variables_and_their_bounds():
     problem = m.problem()
     assert problem.names == ("x[0]", "x[1]", "x[2]", "fixed")
     assert problem.lower.tolist() == [0, 0, 0, 2] and problem.upper.tolist() == [1, 2, 3.5, 2]
-    for lo, hi, reason in ((1, 0, "empty domain"), (0, math.inf, "not a finite double"), (math.nan, 1, "finite"),
-                           (0, 2**53 + 1, "not a finite double"), ("0", 1, "must be numbers")):
+    for lo, hi, reason in (
+        (1, 0, "empty domain"),
+        (0, math.inf, "not a finite double"),
+        (math.nan, 1, "finite"),
+        (0, 2**53 + 1, "not a finite double"),
+        ("0", 1, "must be numbers"),
+    ):
         with pytest.raises(ProblemError, match=reason):
             m.variable(lo, hi)
     with pytest.raises(ProblemError, match="already taken"):
@@ -294,8 +340,12 @@ def test_dense_layers_and_scaling_match_numpy(activation):
     hidden = dense(scale_inputs(x, lo.tolist(), hi.tolist()), w1, b1, activation)
     m.minimize(unscale_outputs(dense(hidden, w2, b2), mean, sd)[0])
     tape = m.problem().tape
-    act = {"tanh": np.tanh, "sigmoid": lambda z: 1 / (1 + np.exp(-z)), "relu": lambda z: np.maximum(z, 0),
-           "linear": lambda z: z}[activation]
+    act = {
+        "tanh": np.tanh,
+        "sigmoid": lambda z: 1 / (1 + np.exp(-z)),
+        "relu": lambda z: np.maximum(z, 0),
+        "linear": lambda z: z,
+    }[activation]
     for point in rng.uniform(lo, hi, size=(30, 3)):
         a = 2 * (point - lo) / (hi - lo) - 1
         expected = (w2 @ act(w1 @ a + b1) + b2)[0] * sd + mean

@@ -17,17 +17,17 @@ import numpy as np
 import pytest
 import zarr
 from distributed import Client, LocalCluster
+from runwait import wait_for_committed_nodes
 
 from pbbflow.cli.main import main
-from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.flowshop.family import create_flowshop_run
-from pbbflow.spatial.options import MinimizeOptions
+from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.spatial.boxes import BoxSet
 from pbbflow.spatial.family import SpatialRun, first_work
 from pbbflow.spatial.load import load_problem
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.storage.runstore import RunStore, RunStoreError
 from pbbflow.workflow.run import create_run, drive, result_of
-from runwait import wait_for_committed_nodes
 
 CLI = [sys.executable, "-m", "pbbflow.cli.main"]
 LOCAL = ["--gpus", "0", "--workers", "2", "--quiet"]
@@ -48,8 +48,15 @@ def certified(result: dict, problem: str) -> None:
 def new_store(path, problem: str = "peaks", **options) -> RunStore:
     instance = SpatialRun.new(load_problem(problem), MinimizeOptions(**options), subdomains=options.get("subdomains"))
     first = first_work(instance)
-    return create_run(path, instance, work=first.boxes, incumbent=first.value, solution=first.x,
-                      settled=first.settled, nodes=first.nodes)  # fmt: skip
+    return create_run(
+        path,
+        instance,
+        work=first.boxes,
+        incumbent=first.value,
+        solution=first.x,
+        settled=first.settled,
+        nodes=first.nodes,
+    )
 
 
 def test_minimize_run_proves_the_problem_into_a_store_that_info_and_resume_read(capsys, tmp_path):
@@ -77,8 +84,24 @@ def test_minimize_run_proves_the_problem_into_a_store_that_info_and_resume_read(
 
 def test_a_stopped_run_resumes_on_another_cluster_shape(capsys, tmp_path):
     path = tmp_path / "s.zarr"
-    code = main(["minimize", *SLOW, "--run", str(path), "--json", "--node-limit", "50", "--checkpoint-every", "1",
-                 "--gpus", "0", "--workers", "1", "--quiet"])  # fmt: skip
+    code = main(
+        [
+            "minimize",
+            *SLOW,
+            "--run",
+            str(path),
+            "--json",
+            "--node-limit",
+            "50",
+            "--checkpoint-every",
+            "1",
+            "--gpus",
+            "0",
+            "--workers",
+            "1",
+            "--quiet",
+        ]
+    )
     stopped = json.loads(capsys.readouterr().out)
     assert code == 3 and stopped["status"] == "limit" and stopped["open_boxes"] > 0
     assert stopped["lower_bound"] <= load_problem("peaks-ann-error-max").optimum
@@ -99,23 +122,40 @@ def test_the_store_round_trips_boxes_bit_exactly_and_checks_incumbents(tmp_path)
     hi = lo + rng.random((7, 2)) * (problem.upper - lo)
     boxes = BoxSet(lo, hi, np.array([-np.inf, -7.1, -6.6, 1e300, -6.0, np.nextafter(-6.5, 0), -6.55]))
     cp = store.latest()
-    store.commit(remaining=boxes, incumbent=cp.incumbent, solution=cp.solution, settled=-6.54, nodes=9, leaves=0,
-                 elapsed_s=1.5, series={"t": [0.5], "lower_bound": [-7.1]})  # fmt: skip
+    store.commit(
+        remaining=boxes,
+        incumbent=cp.incumbent,
+        solution=cp.solution,
+        settled=-6.54,
+        nodes=9,
+        leaves=0,
+        elapsed_s=1.5,
+        series={"t": [0.5], "lower_bound": [-7.1]},
+    )
     again = RunStore.open(store.path).latest()
     for a, b in ((again.remaining.lo, lo), (again.remaining.hi, hi), (again.remaining.lb, boxes.lb)):
         assert a.tobytes() == np.asarray(b, dtype=np.float64).tobytes()
     assert (again.settled, again.incumbent, again.solution) == (-6.54, cp.incumbent, cp.solution)
     assert result_of(RunStore.open(store.path))["lower_bound"] is None  # a box not bounded yet: no finite bound
     outside = [problem.upper[0] + 1.0, 0.0]
-    for value, point, message in ((cp.incumbent, outside, "not a point of the domain"),
-                                  (cp.incumbent - 1.0, cp.solution, "objective is in"),
-                                  (cp.incumbent, None, "it has no point"), (math.nan, cp.solution, "finite")):
+    for value, point, message in (
+        (cp.incumbent, outside, "not a point of the domain"),
+        (cp.incumbent - 1.0, cp.solution, "objective is in"),
+        (cp.incumbent, None, "it has no point"),
+        (math.nan, cp.solution, "finite"),
+    ):
         with pytest.raises(ValueError, match=message):
-            store.commit(remaining=boxes, incumbent=value, solution=point, nodes=9, leaves=0, elapsed_s=1.5,
-                         series={})  # fmt: skip
+            store.commit(remaining=boxes, incumbent=value, solution=point, nodes=9, leaves=0, elapsed_s=1.5, series={})
     with pytest.raises(ValueError, match="reaches outside the problem's domain"):
-        store.commit(remaining=BoxSet(lo - 10.0, hi, boxes.lb), incumbent=None, solution=None, nodes=9, leaves=0,
-                     elapsed_s=1.5, series={})  # fmt: skip
+        store.commit(
+            remaining=BoxSet(lo - 10.0, hi, boxes.lb),
+            incumbent=None,
+            solution=None,
+            nodes=9,
+            leaves=0,
+            elapsed_s=1.5,
+            series={},
+        )
 
 
 def _tamper(path, change) -> None:
@@ -123,13 +163,19 @@ def _tamper(path, change) -> None:
     change(root)
 
 
-@pytest.mark.parametrize(("where", "change", "message"), [
-    ("problem", lambda root: root["instance/source"].__setitem__(slice(10, 11), ord("X")), "sha256"),
-    ("boxes", lambda root: root[root.attrs["current"] + "/lb"].__setitem__(0, -1e9), "sha256"),
-    ("point", lambda root: root[root.attrs["current"] + "/x"].__setitem__(0, 0.25), "sha256"),
-    ("options", lambda root: root.update_attributes({"options": {**root.attrs["options"], "eps_abs": 0.5}}),
-     "sha256"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("where", "change", "message"),
+    [
+        ("problem", lambda root: root["instance/source"].__setitem__(slice(10, 11), ord("X")), "sha256"),
+        ("boxes", lambda root: root[root.attrs["current"] + "/lb"].__setitem__(0, -1e9), "sha256"),
+        ("point", lambda root: root[root.attrs["current"] + "/x"].__setitem__(0, 0.25), "sha256"),
+        (
+            "options",
+            lambda root: root.update_attributes({"options": {**root.attrs["options"], "eps_abs": 0.5}}),
+            "sha256",
+        ),
+    ],
+)
 def test_a_tampered_spatial_store_is_refused_in_one_line(capsys, tmp_path, where, change, message):
     path = tmp_path / "t.zarr"
     new_store(path, subdomains=16).release()
@@ -145,9 +191,25 @@ def test_a_killed_driver_then_resume_proves_the_problem(tmp_path, patience):
     """SIGKILL to ``minimize --run`` in its search: the last checkpoint stands, ``resume`` (on a
     cluster of another shape) proves the problem from there."""
     path = tmp_path / "k.zarr"
-    driver = subprocess.Popen([*CLI, "minimize", *SLOW, "--run", str(path), "--checkpoint-every", "0.5", "--gpus", "0",
-                               "--workers", "1", "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              start_new_session=True)  # fmt: skip
+    driver = subprocess.Popen(
+        [
+            *CLI,
+            "minimize",
+            *SLOW,
+            "--run",
+            str(path),
+            "--checkpoint-every",
+            "0.5",
+            "--gpus",
+            "0",
+            "--workers",
+            "1",
+            "--quiet",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     wait_for_committed_nodes(path, patience(120))
     time.sleep(0.5)
     assert driver.poll() is None, driver.stderr.read().decode()
@@ -155,8 +217,9 @@ def test_a_killed_driver_then_resume_proves_the_problem(tmp_path, patience):
     driver.wait()
     before = RunStore.open(path).latest()
     assert before.nodes > 0 and len(before.remaining) > 0
-    proc = subprocess.run([*CLI, "resume", str(path), "--json", *LOCAL], capture_output=True, text=True,
-                          timeout=patience(300))
+    proc = subprocess.run(
+        [*CLI, "resume", str(path), "--json", *LOCAL], capture_output=True, text=True, timeout=patience(300)
+    )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     certified(result, "peaks-ann-error-max")
@@ -184,11 +247,14 @@ def test_a_flow_shop_run_beside_a_spatial_run_on_one_cluster(tmp_path):
     assert results == {"f": result_of(RunStore.open(flowshop.path)), "s": result_of(RunStore.open(spatial.path))}
 
 
-@pytest.mark.parametrize(("arguments", "message"), [
-    (["--scheduler", "tcp://127.0.0.1:1"], "--scheduler drives a run on a cluster: add --run PATH"),
-    (["--workers", "2"], "--workers drives a run on a cluster: add --run PATH"),
-    (["--gpus", "2"], "minimize runs on one GPU in this process"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--scheduler", "tcp://127.0.0.1:1"], "--scheduler drives a run on a cluster: add --run PATH"),
+        (["--workers", "2"], "--workers drives a run on a cluster: add --run PATH"),
+        (["--gpus", "2"], "minimize runs on one GPU in this process"),
+    ],
+)
 def test_cluster_options_without_a_run_are_one_line_errors(capsys, arguments, message):
     assert main(["minimize", "peaks", *arguments]) == 2
     err = capsys.readouterr().err
@@ -231,9 +297,28 @@ def test_minimize_on_slurm_workers_proves_the_problem(tmp_path, capsys):
     reason = slurm_idle()
     if reason:
         pytest.skip(reason)
-    code = main(["minimize", "peaks-ann-error-min", "--run", str(tmp_path / "run.zarr"), "--cluster", "slurm",
-                 "--jobs", "2", "--cores", "1", "--memory", "1GB", "--walltime", "00:10:00", "--log-directory",
-                 str(tmp_path), "--json", "--quiet"])  # fmt: skip
+    code = main(
+        [
+            "minimize",
+            "peaks-ann-error-min",
+            "--run",
+            str(tmp_path / "run.zarr"),
+            "--cluster",
+            "slurm",
+            "--jobs",
+            "2",
+            "--cores",
+            "1",
+            "--memory",
+            "1GB",
+            "--walltime",
+            "00:10:00",
+            "--log-directory",
+            str(tmp_path),
+            "--json",
+            "--quiet",
+        ]
+    )
     result = json.loads(capsys.readouterr().out)
     assert code == 0
     certified(result, "peaks-ann-error-min")
@@ -241,10 +326,21 @@ def test_minimize_on_slurm_workers_proves_the_problem(tmp_path, capsys):
 
 def test_minimize_run_on_a_running_scheduler(capsys, tmp_path):
     """`--scheduler ADDRESS`: the run's tasks on the workers of a scheduler started elsewhere."""
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
-                      dashboard_address=None) as cluster:  # fmt: skip
-        code = main(["minimize", "peaks-ann-error-min", "--run", str(tmp_path / "a.zarr"), "--scheduler",
-                     cluster.scheduler_address, "--json", "--quiet"])  # fmt: skip
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1", dashboard_address=None
+    ) as cluster:
+        code = main(
+            [
+                "minimize",
+                "peaks-ann-error-min",
+                "--run",
+                str(tmp_path / "a.zarr"),
+                "--scheduler",
+                cluster.scheduler_address,
+                "--json",
+                "--quiet",
+            ]
+        )
     result = json.loads(capsys.readouterr().out)
     assert code == 0
     certified(result, "peaks-ann-error-min")
@@ -257,11 +353,14 @@ def test_a_gpu_worker_and_a_cpu_worker_prove_a_spatial_run_together(tmp_path):
     a local-solve task beside it, a CPU worker's exploration beside them: one ledger of boxes."""
     from distributed import Scheduler, SpecCluster, Worker
 
-    workers = {f"w{i}": {"cls": Worker, "options": {"nthreads": 1, "resources": r}}
-               for i, r in enumerate([{"GPU": 1}, {}])}  # fmt: skip
+    workers = {
+        f"w{i}": {"cls": Worker, "options": {"nthreads": 1, "resources": r}} for i, r in enumerate([{"GPU": 1}, {}])
+    }
     store = new_store(tmp_path / "g.zarr", "peaks", subdomains=16)
-    with SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {"dashboard_address": None}}) as cluster, \
-            Client(cluster) as client:  # fmt: skip
+    with (
+        SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {"dashboard_address": None}}) as cluster,
+        Client(cluster) as client,
+    ):
         client.wait_for_workers(2)
         result = drive(store, client, checkpoint_every=0.5, budget_s=0.5)
     certified(result, "peaks")

@@ -30,8 +30,11 @@ def ann_minus_peaks(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         a = a if k == len(net["W"]) - 1 else np.tanh(a)
     ann = a[0] * net["y_sd"] + net["y_mu"]
     x, y = points[:, 0], points[:, 1]
-    peaks = (3 * (1 - x) ** 2 * np.exp(-x**2 - (y + 1) ** 2) - 10 * (x / 5 - x**3 - y**5) * np.exp(-x**2 - y**2)
-             - np.exp(-(x + 1) ** 2 - y**2) / 3)
+    peaks = (
+        3 * (1 - x) ** 2 * np.exp(-(x**2) - (y + 1) ** 2)
+        - 10 * (x / 5 - x**3 - y**5) * np.exp(-(x**2) - y**2)
+        - np.exp(-((x + 1) ** 2) - y**2) / 3
+    )
     return ann - peaks, 1 + np.abs(ann) + np.abs(peaks)
 
 

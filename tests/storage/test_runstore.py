@@ -1,8 +1,8 @@
 """The Zarr run store: exact round trips, versioning, refusal of damaged stores, crash safety."""
 
 import errno
-import math
 import json
+import math
 import os
 import random
 import shutil
@@ -17,13 +17,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
+
 from pbbflow import WorkUnit
+from pbbflow.core.errors import PbbflowError, RunStoreDamaged, RunStoreFormatError, RunStoreMissing
 from pbbflow.flowshop.evaluation import makespan, neh
 from pbbflow.flowshop.factoradic import factorial
-from pbbflow.storage import runstore
 from pbbflow.flowshop.family import FlowShopRun
 from pbbflow.flowshop.run_options import check_options, run_options
-from pbbflow.core.errors import PbbflowError, RunStoreDamaged, RunStoreFormatError, RunStoreMissing
+from pbbflow.storage import runstore
 from pbbflow.storage.runstore import Checkpoint, RunStore, RunStoreError
 
 N = 50
@@ -45,11 +46,19 @@ def expected(seq: int, n: int = N) -> dict:
         "remaining": WorkUnit(n, ivs),
         "incumbent": None if permutation is None else makespan(P[:n], np.array(permutation)),
         "solution": permutation,
-        "nodes": 2**70 + seq, "leaves": seq * 7, "elapsed_s": seq / 3,
-        "series": {"t": np.arange(length) / 7, "nodes": np.arange(length) * 2**40,
-                   "leaves": np.arange(length), "remaining_fraction": np.linspace(1, 0, length),
-                   "incumbent": np.full(length, -1), "active_explorers": np.arange(length) % 5},
-        "result": {"status": "optimal", "makespan": 1000 + seq} if seq % 5 == 0 else None}
+        "nodes": 2**70 + seq,
+        "leaves": seq * 7,
+        "elapsed_s": seq / 3,
+        "series": {
+            "t": np.arange(length) / 7,
+            "nodes": np.arange(length) * 2**40,
+            "leaves": np.arange(length),
+            "remaining_fraction": np.linspace(1, 0, length),
+            "incumbent": np.full(length, -1),
+            "active_explorers": np.arange(length) % 5,
+        },
+        "result": {"status": "optimal", "makespan": 1000 + seq} if seq % 5 == 0 else None,
+    }
 
 
 def assert_matches(cp: Checkpoint, want: dict) -> None:
@@ -57,7 +66,11 @@ def assert_matches(cp: Checkpoint, want: dict) -> None:
     assert cp.incumbent == want["incumbent"]
     assert cp.solution == want["solution"]
     assert (cp.nodes, cp.leaves, cp.elapsed_s, cp.result) == (
-        want["nodes"], want["leaves"], want["elapsed_s"], want["result"])
+        want["nodes"],
+        want["leaves"],
+        want["elapsed_s"],
+        want["result"],
+    )
     assert list(cp.series) == list(want["series"])
     for name, col in want["series"].items():
         assert cp.series[name].dtype == (np.float64 if col.dtype.kind == "f" else np.int64)
@@ -171,16 +184,19 @@ def test_open_missing_foreign_or_newer_format(tmp_path):
         RunStore.open(path)
 
 
-@pytest.mark.parametrize(("what", "change"), [
-    ("search_ub", lambda a: a["options"].update(search_ub=1)),
-    ("root_lower_bound", lambda a: a["options"].update(root_lower_bound=a["options"]["root_lower_bound"] + 1)),
-    ("user_ub", lambda a: a["options"].update(user_ub=5)),
-    ("bound", lambda a: a["options"].update(bound="lb2")),
-    ("instance", lambda a: a.update(instance="ta001")),
-    ("options deleted", lambda a: a.pop("options")),
-    ("options not an object", lambda a: a.update(options=[1, 2])),
-    ("checksum deleted", lambda a: a.pop("sha256", None)),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("what", "change"),
+    [
+        ("search_ub", lambda a: a["options"].update(search_ub=1)),
+        ("root_lower_bound", lambda a: a["options"].update(root_lower_bound=a["options"]["root_lower_bound"] + 1)),
+        ("user_ub", lambda a: a["options"].update(user_ub=5)),
+        ("bound", lambda a: a["options"].update(bound="lb2")),
+        ("instance", lambda a: a.update(instance="ta001")),
+        ("options deleted", lambda a: a.pop("options")),
+        ("options not an object", lambda a: a.update(options=[1, 2])),
+        ("checksum deleted", lambda a: a.pop("sha256", None)),
+    ],
+)
 def test_an_edited_instance_name_or_options_are_refused_at_open(tmp_path, what, change):
     store = make_store(tmp_path / "run.zarr")
     store.commit(**expected(1))
@@ -200,21 +216,25 @@ def resign_root(path) -> None:
     """Recompute the root's sha256 after an edit: what a deliberate forger would do."""
     root = zarr.open_group(path, mode="r+")
     attrs = root.attrs.asdict()
-    root.attrs["sha256"] = runstore._digest([("instance/p", root["instance/p"][...])],
-                                            {k: attrs[k] for k in runstore._SIGNED})
+    root.attrs["sha256"] = runstore._digest(
+        [("instance/p", root["instance/p"][...])], {k: attrs[k] for k in runstore._SIGNED}
+    )
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"root_lower_bound": 1}, "root_lower_bound is 1, the instance's root bound"),
-    ({"search_ub": 10**9}, "search_ub 1000000000 is not the smaller"),
-    ({"initial_makespan": 10**9, "search_ub": 10**9}, "initial_makespan 1000000000 is not a makespan"),
-    ({"bound": "lb9"}, "bound must be one of"),
-    ({"branch": None}, "branch must be one of"),
-    ({"initial": "random"}, "initial must be one of"),
-    ({"user_ub": "1484"}, "user_ub must be an integer >= 0 or null"),
-    ({"search_ub": True}, "search_ub must be an integer"),
-    ({"workers": 2}, "options must hold exactly"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"root_lower_bound": 1}, "root_lower_bound is 1, the instance's root bound"),
+        ({"search_ub": 10**9}, "search_ub 1000000000 is not the smaller"),
+        ({"initial_makespan": 10**9, "search_ub": 10**9}, "initial_makespan 1000000000 is not a makespan"),
+        ({"bound": "lb9"}, "bound must be one of"),
+        ({"branch": None}, "branch must be one of"),
+        ({"initial": "random"}, "initial must be one of"),
+        ({"user_ub": "1484"}, "user_ub must be an integer >= 0 or null"),
+        ({"search_ub": True}, "search_ub must be an integer"),
+        ({"workers": 2}, "options must hold exactly"),
+    ],
+)
 def test_options_are_validated_even_when_their_checksum_was_recomputed(tmp_path, change, message):
     bad = {**OPTIONS, **change}
     with pytest.raises(ValueError, match=message):
@@ -232,9 +252,11 @@ def test_a_user_bound_below_the_root_bound_is_valid():
     check_options(run_options(P, bound="lb1", branch="minmin", user_ub=1, initial="neh", initial_makespan=neh(P)[0]), P)
 
 
-@pytest.mark.parametrize("other_options", [OPTIONS, {**OPTIONS, "user_ub": OPTIONS["search_ub"] - 1,
-                                                     "search_ub": OPTIONS["search_ub"] - 1}],
-                         ids=["same-options", "other-options"])  # fmt: skip
+@pytest.mark.parametrize(
+    "other_options",
+    [OPTIONS, {**OPTIONS, "user_ub": OPTIONS["search_ub"] - 1, "search_ub": OPTIONS["search_ub"] - 1}],
+    ids=["same-options", "other-options"],
+)
 def test_a_checkpoint_copied_from_another_store_fails_its_checksum(tmp_path, other_options):
     mine, other = make_store(tmp_path / "mine.zarr"), make_store(tmp_path / "other.zarr", options=other_options)
     mine.commit(**expected(1))
@@ -266,7 +288,9 @@ def test_a_stores_errors_say_whether_it_is_missing_foreign_or_damaged(tmp_path):
     path = tmp_path / "run.zarr"
     make_store(path).commit(**expected(1))
     zarr.open_group(path, mode="r+").attrs["pbbflow"] = {"format": 3, "kind": "pbbflow-run", "family": "knapsack"}
-    with pytest.raises(RunStoreFormatError, match=r"unknown family 'knapsack' \(this pbbflow knows flowshop and spatial\)"):
+    with pytest.raises(
+        RunStoreFormatError, match=r"unknown family 'knapsack' \(this pbbflow knows flowshop and spatial\)"
+    ):
         RunStore.open(path)
     edit_root(path, lambda attrs: attrs["pbbflow"].update(family="flowshop"))
     root = zarr.open_group(path, mode="r+")
@@ -354,8 +378,9 @@ def test_sigkill_during_commits_leaves_a_consistent_store(tmp_path):
     kills, last_seq, interrupted = 20, 0, 0
     started = time.monotonic()
     for _ in range(kills):
-        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path), os.path.dirname(__file__)],
-                                  stdout=subprocess.PIPE, text=True)
+        writer = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), os.path.dirname(__file__)], stdout=subprocess.PIPE, text=True
+        )
         assert writer.stdout.readline().strip(), "writer did not commit"
         time.sleep(rng.uniform(0, 0.25))
         writer.send_signal(signal.SIGKILL)
@@ -369,16 +394,19 @@ def test_sigkill_during_commits_leaves_a_consistent_store(tmp_path):
         interrupted += len(versions) == 3 or any(path.rglob("*.partial"))
         last_seq = cp.seq
     elapsed = time.monotonic() - started
-    print(f"{kills} SIGKILLs, {last_seq} commits, {interrupted} kills left a half-written or half-deleted "
-          f"version, all consistent, {elapsed:.1f} s")
+    print(
+        f"{kills} SIGKILLs, {last_seq} commits, {interrupted} kills left a half-written or half-deleted "
+        f"version, all consistent, {elapsed:.1f} s"
+    )
     assert interrupted > 0, "no kill landed inside a commit"
 
 
 def test_reader_during_writer_sees_only_verified_versions(tmp_path, patience):
     path = tmp_path / "run.zarr"
     make_store(path)
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path), os.path.dirname(__file__)],
-                              stdout=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path), os.path.dirname(__file__)], stdout=subprocess.PIPE, text=True
+    )
     try:
         writer.stdout.readline()
         store, seen = RunStore.open(path), set()
@@ -490,8 +518,15 @@ def test_a_format_2_store_of_the_previous_release_is_read_as_a_flow_shop_run(tmp
     cp = store.latest()
     assert cp.incumbent == makespan(store.instance.p, np.array(cp.solution)) and cp.settled == math.inf
     assert 0 < cp.remaining.fraction_of_space() < 1 and cp.nodes > 0
-    store.claim().commit(remaining=cp.remaining, incumbent=cp.incumbent, solution=cp.solution, nodes=cp.nodes + 1,
-                         leaves=cp.leaves, elapsed_s=cp.elapsed_s, series=cp.series)  # fmt: skip
+    store.claim().commit(
+        remaining=cp.remaining,
+        incumbent=cp.incumbent,
+        solution=cp.solution,
+        nodes=cp.nodes + 1,
+        leaves=cp.leaves,
+        elapsed_s=cp.elapsed_s,
+        series=cp.series,
+    )
     again = RunStore.open(path).latest()
     assert again.seq == cp.seq + 1 and again.remaining == cp.remaining and again.nodes == cp.nodes + 1
 
@@ -503,11 +538,18 @@ def repeat_key(file: Path, key: str) -> None:
     file.write_text(text.replace(f'"{key}": ', f'"{key}": null, "{key}": ', 1))
 
 
-@pytest.mark.parametrize(("node", "key"), [
-    (".", "current"), (".", "owner"), ("instance", "node_type"), ("instance/p", "fill_value"),
-    ("checkpoints/00000001", "seq"), ("checkpoints/00000001/starts", "shape"),
-    ("checkpoints/00000001/series/t", "data_type"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("node", "key"),
+    [
+        (".", "current"),
+        (".", "owner"),
+        ("instance", "node_type"),
+        ("instance/p", "fill_value"),
+        ("checkpoints/00000001", "seq"),
+        ("checkpoints/00000001/starts", "shape"),
+        ("checkpoints/00000001/series/t", "data_type"),
+    ],
+)
 def test_a_key_given_twice_in_the_stores_metadata_is_refused(tmp_path, capsys, node, key):
     """zarr's json keeps the last of a repeated key silently: the store is damaged, in one line, exit 2."""
     from pbbflow.cli.main import main

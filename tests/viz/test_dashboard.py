@@ -12,25 +12,24 @@ import numpy as np
 import pytest
 from bokeh.document import Document
 from browser import chromium, screenshot
+from slurm import slurm_idle
 
-from pbbflow.flowshop.taillard import taillard_instance
+from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.flowshop.packed import PackedUnit
-from pbbflow.spatial.options import MinimizeOptions
+from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.spatial.boxes import BoxSet
+from pbbflow.spatial.dashboard import SpatialView
 from pbbflow.spatial.family import BoxSpace, SpatialRun, first_work
 from pbbflow.spatial.load import load_problem
-from pbbflow.spatial.dashboard import SpatialView
+from pbbflow.spatial.options import MinimizeOptions
+from pbbflow.storage.runstore import RunStore
 from pbbflow.viz.dashboard import RunPage, page_url, pbbflow_doc
 from pbbflow.workflow.cluster import SlurmOptions, attach_dashboard, dashboard_link, gpu_count, open_cluster
 from pbbflow.workflow.coordinator import PLUGIN_NAME
 from pbbflow.workflow.history import RunHistory
 from pbbflow.workflow.ledger import Ledger
-from pbbflow.flowshop.family import create_flowshop_run
-from pbbflow.storage.runstore import RunStore
 from pbbflow.workflow.run import create_run, drive
-
-from slurm import slurm_idle
 
 
 def full_ledger(n: int = 6) -> Ledger:
@@ -228,8 +227,15 @@ def test_the_page_of_a_live_spatial_run_on_a_local_cluster(tmp_path, patience):
     """peaks-ann-error-max with a tolerance it cannot reach in seconds: live while the page is read."""
     run = SpatialRun.new(load_problem("peaks-ann-error-max"), MinimizeOptions(subdomains=16, eps_abs=0, eps_rel=0))
     first = first_work(run)
-    store = create_run(tmp_path / "run.zarr", run, work=first.boxes, incumbent=first.value, solution=first.x,
-                       settled=first.settled, nodes=first.nodes)  # fmt: skip
+    store = create_run(
+        tmp_path / "run.zarr",
+        run,
+        work=first.boxes,
+        incumbent=first.value,
+        solution=first.x,
+        settled=first.settled,
+        nodes=first.nodes,
+    )
 
     def check(url: str) -> None:
         with urllib.request.urlopen(url, timeout=30) as response:
@@ -262,8 +268,7 @@ def test_page_on_a_slurm_cluster(tmp_path, patience):
     reason = slurm_idle()
     if reason:
         pytest.skip(reason)
-    options = SlurmOptions(jobs=2, cores=1, memory="1GB", walltime="00:10:00", log_directory=tmp_path,
-                           start_timeout=60)  # fmt: skip
+    options = SlurmOptions(jobs=2, cores=1, memory="1GB", walltime="00:10:00", log_directory=tmp_path, start_timeout=60)
     with open_cluster("slurm", slurm=options) as client:
         client.wait_for_workers(2, timeout=60)
         live_page(client, taillard_run(tmp_path), lambda url: assert_page_is_served(client, url), patience)
@@ -275,8 +280,12 @@ def test_page_on_a_local_cuda_cluster(tmp_path, patience):
     """ta023 (about 25 s on an H200): long enough to be watched live."""
     with open_cluster("local", gpus=1) as client:
         attach_dashboard(client)
-        live_page(client, taillard_run(tmp_path, number=23, ub=2326),
-                  lambda url: assert_page_is_served(client, url, workers=1), patience)
+        live_page(
+            client,
+            taillard_run(tmp_path, number=23, ub=2326),
+            lambda url: assert_page_is_served(client, url, workers=1),
+            patience,
+        )
 
 
 def free_port() -> int:
@@ -296,8 +305,18 @@ def external_scheduler(*preload: str):
     @contextlib.contextmanager
     def running():
         port, dashboard = free_port(), free_port()
-        args = [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", str(port),
-                "--dashboard-address", f"127.0.0.1:{dashboard}", *(f"--preload={p}" for p in preload)]  # fmt: skip
+        args = [
+            sys.executable,
+            "-m",
+            "distributed.cli.dask_scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--dashboard-address",
+            f"127.0.0.1:{dashboard}",
+            *(f"--preload={p}" for p in preload),
+        ]
         process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             deadline = time.monotonic() + 60

@@ -9,15 +9,15 @@ import pytest
 from distributed import Client, LocalCluster
 
 from pbbflow.cli.main import main
-from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.storage.runstore import RunStore
-from pbbflow.viz.plots import plot_run
 from pbbflow.flowshop.family import create_flowshop_run
-from pbbflow.spatial.options import MinimizeOptions
+from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.spatial.boxes import BoxSet
 from pbbflow.spatial.family import SpatialRun, first_work
 from pbbflow.spatial.load import load_problem
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.plots import boxes
+from pbbflow.storage.runstore import RunStore
+from pbbflow.viz.plots import plot_run
 from pbbflow.workflow.run import create_run, drive
 
 
@@ -29,8 +29,10 @@ def assert_picture(path):
 
 @pytest.fixture(scope="module")
 def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
-            Client(cluster) as c:  # fmt: skip
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        Client(cluster) as c,
+    ):
         yield c
 
 
@@ -69,8 +71,9 @@ def spatial_run(path, problem, **options) -> RunStore:
     """A new spatial run store of ``problem``, its root bounded as ``pbbflow minimize --run`` starts."""
     run = SpatialRun.new(problem, MinimizeOptions(subdomains=16, **options))
     first = first_work(run)
-    return create_run(path, run, work=first.boxes, incumbent=first.value, solution=first.x, settled=first.settled,
-                      nodes=first.nodes)  # fmt: skip
+    return create_run(
+        path, run, work=first.boxes, incumbent=first.value, solution=first.x, settled=first.settled, nodes=first.nodes
+    )
 
 
 def open_box_pixels(path) -> tuple[np.ndarray, np.ndarray]:
@@ -129,8 +132,9 @@ def test_100000_boxes_are_drawn_where_they_are(tmp_path):
 def test_a_3d_problem_has_no_boxes_picture(tmp_path):
     problem = tmp_path / "waves3.json"
     objective = "sin(3 * x[0] * x[1]) + cos(2 * x[1] * x[2]) + x[0] * x[2]"
-    problem.write_text(json.dumps({"name": "waves3", "variables": 3, "domain": [[-1, 1.5]] * 3,
-                                   "objective": objective}))  # fmt: skip
+    problem.write_text(
+        json.dumps({"name": "waves3", "variables": 3, "domain": [[-1, 1.5]] * 3, "objective": objective})
+    )
     assert len(spatial_run(tmp_path / "run.zarr", load_problem(problem)).latest().remaining) > 0  # open boxes
     assert main(["plot", str(tmp_path / "run.zarr"), "--out", str(tmp_path / "plots")]) == 0
     assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == ["history.png"]

@@ -13,6 +13,8 @@ import urllib.request
 
 import pytest
 from distributed import Client, LocalCluster
+from slurm import slurm_idle
+
 from pbbflow.viz.dashboard import register_page
 from pbbflow.workflow.cluster import (
     ClusterError,
@@ -24,18 +26,30 @@ from pbbflow.workflow.cluster import (
     slurm_job_script,
 )
 
-from slurm import slurm_idle
-
 TA001_NEH = 1286
 
 
 def test_cpu_job_script():
-    script = slurm_job_script(SlurmOptions(
-        partition="debug", account="proj", cores=4, memory="8GB", walltime="00:30:00",
-        extra_directives=["--exclusive", "--constraint=skylake"], prologue=["module load python", "echo ready"],
-    ))  # fmt: skip
-    for line in ("#SBATCH -p debug", "#SBATCH -A proj", "#SBATCH --cpus-per-task=4", "#SBATCH -t 00:30:00",
-                 "#SBATCH --exclusive", "#SBATCH --constraint=skylake", "module load python\necho ready"):
+    script = slurm_job_script(
+        SlurmOptions(
+            partition="debug",
+            account="proj",
+            cores=4,
+            memory="8GB",
+            walltime="00:30:00",
+            extra_directives=["--exclusive", "--constraint=skylake"],
+            prologue=["module load python", "echo ready"],
+        )
+    )
+    for line in (
+        "#SBATCH -p debug",
+        "#SBATCH -A proj",
+        "#SBATCH --cpus-per-task=4",
+        "#SBATCH -t 00:30:00",
+        "#SBATCH --exclusive",
+        "#SBATCH --constraint=skylake",
+        "module load python\necho ready",
+    ):
         assert line in script
     assert "distributed.cli.dask_worker" in script and "--gres" not in script and "dask_cuda" not in script
     assert "tcp://127.0.0.1:" in script
@@ -43,10 +57,24 @@ def test_cpu_job_script():
 
 
 def test_gpu_job_script(tmp_path):
-    script = slurm_job_script(SlurmOptions(partition="gpu", cores=16, memory="240GB", walltime="12:00:00",
-                                           gpus_per_job=4, prologue=["module load cuda"], log_directory=tmp_path))
-    for line in ("#SBATCH -p gpu", "#SBATCH --gres=gpu:4", "#SBATCH -t 12:00:00", "module load cuda",
-                 f"#SBATCH -o {tmp_path}/dask-worker-%J.out"):
+    script = slurm_job_script(
+        SlurmOptions(
+            partition="gpu",
+            cores=16,
+            memory="240GB",
+            walltime="12:00:00",
+            gpus_per_job=4,
+            prologue=["module load cuda"],
+            log_directory=tmp_path,
+        )
+    )
+    for line in (
+        "#SBATCH -p gpu",
+        "#SBATCH --gres=gpu:4",
+        "#SBATCH -t 12:00:00",
+        "module load cuda",
+        f"#SBATCH -o {tmp_path}/dask-worker-%J.out",
+    ):
         assert line in script
     command = script.strip().splitlines()[-1]
     assert "-m dask_cuda.cli" in command
@@ -70,7 +98,7 @@ def _listening_sockets() -> list[tuple[str, int]]:
                 if fields[3] == "0A" and fields[9] in mine:  # LISTEN
                     address, port = fields[1].split(":")
                     raw = bytes.fromhex(address)
-                    words = b"".join(raw[i:i + 4][::-1] for i in range(0, width, 4))
+                    words = b"".join(raw[i : i + 4][::-1] for i in range(0, width, 4))
                     found.append((str(ipaddress.ip_address(words)), int(port, 16)))
     return found
 
@@ -118,8 +146,14 @@ def test_the_in_process_clusters_start_without_bokeh_on_the_loopback(tmp_path, g
             print(sorted({{m.split(".")[0] for m in sys.modules if m.split(".")[0] == "bokeh"
                            or m.startswith("distributed.dashboard")}}))
     """
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=120, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     addresses, modules = proc.stdout.splitlines()
     assert addresses == f"['127.0.0.1'] {3 - gpus}" and modules == "[]"
@@ -127,8 +161,14 @@ def test_the_in_process_clusters_start_without_bokeh_on_the_loopback(tmp_path, g
 
 def test_existing_scheduler_survives_client():
     register_page()  # an in-process scheduler started after this serves the pbbflow page
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
-                      dashboard_address="127.0.0.1:0") as cluster:
+    with LocalCluster(
+        n_workers=1,
+        threads_per_worker=1,
+        processes=False,
+        protocol="tcp",
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+    ) as cluster:
         with open_cluster("address", scheduler=cluster.scheduler_address) as client:
             assert client.submit(sum, [2, 3]).result() == 5
             assert dashboard_link(client) == cluster.dashboard_link.replace("/status", "/pbbflow")
@@ -175,14 +215,17 @@ def test_slurm_without_sbatch(monkeypatch, tmp_path):
         pass
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"kind": "cloud"}, "unknown cluster kind"),
-    ({"kind": "address"}, "needs one"),
-    ({"kind": "local", "scheduler": "tcp://127.0.0.1:8786"}, "kind 'address'"),
-    ({"kind": "address", "scheduler": "tcp://127.0.0.1:8786", "workers": 2}, "apply to a local cluster"),
-    ({"kind": "local", "slurm": SlurmOptions()}, "Slurm options given"),
-    ({"kind": "local", "workers": 0}, "at least 1"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"kind": "cloud"}, "unknown cluster kind"),
+        ({"kind": "address"}, "needs one"),
+        ({"kind": "local", "scheduler": "tcp://127.0.0.1:8786"}, "kind 'address'"),
+        ({"kind": "address", "scheduler": "tcp://127.0.0.1:8786", "workers": 2}, "apply to a local cluster"),
+        ({"kind": "local", "slurm": SlurmOptions()}, "Slurm options given"),
+        ({"kind": "local", "workers": 0}, "at least 1"),
+    ],
+)
 def test_bad_combinations(kwargs, message):
     with pytest.raises(ClusterError, match=message), open_cluster(**kwargs):
         pass
@@ -198,9 +241,28 @@ def test_solve_on_slurm_workers_proves_the_optimum(tmp_path, capsys):
     reason = slurm_idle()
     if reason:
         pytest.skip(reason)
-    code = main(["solve", "ta011", "--run", str(tmp_path / "run.zarr"), "--cluster", "slurm", "--jobs", "2",
-                 "--cores", "1", "--memory", "1GB", "--walltime", "00:10:00", "--log-directory", str(tmp_path),
-                 "--json", "--quiet"])  # fmt: skip
+    code = main(
+        [
+            "solve",
+            "ta011",
+            "--run",
+            str(tmp_path / "run.zarr"),
+            "--cluster",
+            "slurm",
+            "--jobs",
+            "2",
+            "--cores",
+            "1",
+            "--memory",
+            "1GB",
+            "--walltime",
+            "00:10:00",
+            "--log-directory",
+            str(tmp_path),
+            "--json",
+            "--quiet",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     result = json.loads(out)
@@ -213,7 +275,7 @@ def test_one_gpu_gets_a_worker_in_this_process():
     from pbbflow.workflow.cluster import _local_gpu_cluster
 
     with _local_gpu_cluster(1, "127.0.0.1:0") as cluster, Client(cluster) as client:
-        (address, info), = client.scheduler_info()["workers"].items()
+        ((address, info),) = client.scheduler_info()["workers"].items()
         assert address.startswith("inproc://") and client.scheduler.address.startswith("inproc://")
         assert info["resources"] == {"GPU": 1} and info["nthreads"] == 2
         listening = _listening_sockets()
@@ -267,7 +329,7 @@ def test_jobqueue_is_imported_in_any_thread_and_leaves_the_sigint_handler_alone(
         assert "dask_jobqueue" in sys.modules
         assert signal.getsignal(signal.SIGINT) == before
         print("ok")
-    """)  # fmt: skip
+    """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == "ok", proc.stderr
 

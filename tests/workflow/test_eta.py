@@ -12,21 +12,34 @@ import numpy as np
 
 from pbbflow.cli.progress import ProgressBar
 from pbbflow.cli.results import estimate_text
-from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.flowshop.family import FlowShopRun, create_flowshop_run
 from pbbflow.flowshop.intervals import WorkUnit
+from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.storage.runstore import RunStore
-from pbbflow.workflow.eta import COLUMNS, Eta, Estimator, duration, eta_curve, eta_of, left_after, recent_rate
+from pbbflow.workflow.eta import COLUMNS, Estimator, Eta, duration, eta_curve, eta_of, left_after, recent_rate
 from pbbflow.workflow.run import Progress, _Session, result_of
 
 FORMAT_2 = Path(__file__).parents[1] / "data" / "format2-ta021-stopped.zarr"
-FIELDS = {"estimated_nodes_left", "estimated_nodes_low", "estimated_nodes_high", "nodes_per_s", "eta_s", "eta_low_s",
-          "eta_high_s"}  # fmt: skip
+FIELDS = {
+    "estimated_nodes_left",
+    "estimated_nodes_low",
+    "estimated_nodes_high",
+    "nodes_per_s",
+    "eta_s",
+    "eta_low_s",
+    "eta_high_s",
+}
 
 
 def test_durations_and_texts():
     assert [duration(s) for s in (0, 45.4, 190, 7500, 3 * 86400 + 4 * 3600, 40 * 365.25 * 86400)] == [
-        "0s", "45s", "3m10s", "2h05m", "3d04h", "40y"]  # fmt: skip
+        "0s",
+        "45s",
+        "3m10s",
+        "2h05m",
+        "3d04h",
+        "40y",
+    ]
     eta = Eta(1.9e9, 6.2e8, 7.2e9, 1e7)
     assert eta.text() == "ETA 3m10s (1m02s-12m00s)"
     fields = eta.as_json()
@@ -61,8 +74,16 @@ def test_a_resumed_old_store_gets_estimate_columns_padded_with_nan(tmp_path):
     length = len(series["t"])
     estimator = types.SimpleNamespace(enabled=True, left=lambda nodes: (100.0, 50.0, 200.0))
     session = types.SimpleNamespace(series=series, estimator=estimator, elapsed=lambda: 99.0)
-    state = {"nodes": 5, "leaves": 0, "remaining_fraction": 0.5, "ub": 2298, "lower_bound": None, "pieces": 1,
-             "active_explorers": 1, "activity": {}}  # fmt: skip
+    state = {
+        "nodes": 5,
+        "leaves": 0,
+        "remaining_fraction": 0.5,
+        "ub": 2298,
+        "lower_bound": None,
+        "pieces": 1,
+        "active_explorers": 1,
+        "activity": {},
+    }
     _Session.sample(session, state)
     assert all(len(column) == length + 1 for column in series.values())
     assert np.isnan(series["estimate_nodes"][:-1]).all() and series["estimate_nodes"][-1] == 100.0
@@ -111,20 +132,39 @@ def test_the_progress_bar_shows_the_eta(monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     stream = io.StringIO()
     bar = ProgressBar(stream, every=0)
-    bar(Progress(elapsed_s=10.0, nodes=10, nodes_per_s=1e7, ub=2297, remaining_fraction=0.5,
-                 remaining_log10=math.log10(0.5), active_explorers=2, eta=Eta(1.9e9, 6.2e8, 7.2e9, 1e7)))  # fmt: skip
+    bar(
+        Progress(
+            elapsed_s=10.0,
+            nodes=10,
+            nodes_per_s=1e7,
+            ub=2297,
+            remaining_fraction=0.5,
+            remaining_log10=math.log10(0.5),
+            active_explorers=2,
+            eta=Eta(1.9e9, 6.2e8, 7.2e9, 1e7),
+        )
+    )
     assert "50.00% left  ETA 3m10s (1m02s-12m00s)  10.0 M nodes/s  UB 2297" in stream.getvalue()
     monkeypatch.setenv("COLUMNS", "50")
     narrow = io.StringIO()
-    ProgressBar(narrow, every=0)(Progress(elapsed_s=10.0, nodes=10, nodes_per_s=1e7, ub=2297, remaining_fraction=0.5,
-                                          remaining_log10=math.log10(0.5), active_explorers=2,
-                                          eta=Eta(1.9e9, 6.2e8, 7.2e9, 1e7)))  # fmt: skip
+    ProgressBar(narrow, every=0)(
+        Progress(
+            elapsed_s=10.0,
+            nodes=10,
+            nodes_per_s=1e7,
+            ub=2297,
+            remaining_fraction=0.5,
+            remaining_log10=math.log10(0.5),
+            active_explorers=2,
+            eta=Eta(1.9e9, 6.2e8, 7.2e9, 1e7),
+        )
+    )
     assert "ETA" not in narrow.getvalue()  # the rate and the UB go last
 
 
 def test_the_dashboard_shows_the_eta():
-    from pbbflow.flowshop.packed import PackedUnit
     from pbbflow.flowshop.dashboard import FlowShopView
+    from pbbflow.flowshop.packed import PackedUnit
     from pbbflow.workflow.history import RunHistory
     from pbbflow.workflow.ledger import Ledger
 
@@ -147,6 +187,7 @@ def test_the_dashboard_shows_the_eta():
 
 def test_the_final_estimate_of_a_finished_run_does_not_wait_and_is_not_overwritten(patience):
     """No work left: the final estimate is 0 at once, and one still under way is dropped when it ends."""
+
     class Slow:
         def decode_work(self, data):
             return [data] if data else []

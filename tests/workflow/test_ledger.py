@@ -8,14 +8,21 @@ import numpy as np
 import pytest
 from distributed.utils_test import gen_cluster
 
+from pbbflow.core.family import work_space
 from pbbflow.flowshop.factoradic import factorial
 from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.flowshop.packed import PackedUnit
 from pbbflow.workflow.coordinator import Coordinator
-from pbbflow.core.family import work_space
 from pbbflow.workflow.ledger import Ledger
-from pbbflow.workflow.protocol import (Action, Checkpoint, CheckpointReply, Route, RunClosed, RunHandle,
-                                       closed_reply)  # fmt: skip
+from pbbflow.workflow.protocol import (
+    Action,
+    Checkpoint,
+    CheckpointReply,
+    Route,
+    RunClosed,
+    RunHandle,
+    closed_reply,
+)
 
 CONTINUE, REPLACE, STOP, WAIT = Action.CONTINUE, Action.REPLACE, Action.STOP, Action.WAIT
 
@@ -232,6 +239,7 @@ def test_waiting_explorers_never_cut_a_spatial_box_the_explorers_have_not_bounde
 
     space = work_space("spatial", {"lower": [-1.0, -1.0], "upper": [1.0, 1.0]})
     box = space.decode(BoxSet(np.array([[-1.0, -1.0]]), np.array([[1.0, 1.0]]), np.array([-5.0])).to_bytes())
+
     def same(a, b) -> bool:
         return all(np.array_equal(getattr(a.boxes, k), getattr(b.boxes, k)) for k in ("lo", "hi", "lb"))
 
@@ -242,8 +250,11 @@ def test_waiting_explorers_never_cut_a_spatial_box_the_explorers_have_not_bounde
         assert ledger.checkpoint("e0", "w0", box).action == CONTINUE
         assert [ledger.checkpoint(e, w, space.empty()).action for e, w in (("e1", "w1"), ("e2", "w2"))] == [WAIT] * 2
     assert not ledger.pool and same(ledger.remaining(), box)
-    two = space.decode(BoxSet(np.array([[-1.0, -1.0], [0.0, -1.0]]), np.array([[0.0, 1.0], [1.0, 1.0]]),
-                              np.array([-5.0, -4.0])).to_bytes())  # fmt: skip
+    two = space.decode(
+        BoxSet(
+            np.array([[-1.0, -1.0], [0.0, -1.0]]), np.array([[0.0, 1.0], [1.0, 1.0]]), np.array([-5.0, -4.0])
+        ).to_bytes()
+    )
     reply = ledger.checkpoint("e0", "w0", two)  # two bounded boxes: one goes to a waiting explorer
     assert reply.action == REPLACE and len(reply.work) == 1 and reply.hurry
     given = ledger.checkpoint("e1", "w1", space.empty())
@@ -301,8 +312,10 @@ def test_the_check_of_many_boxes_is_the_brute_force_one():
     rep_lo = lo + 0.25 * width * rng.random(lo.shape) + shift
     rep_hi = np.where(flat[:, None], rep_lo, hi - 0.25 * width * rng.random(lo.shape) + shift)
     report = BoxSet(rep_lo, np.maximum(rep_lo, rep_hi), np.zeros(len(lo)))
-    brute = [bool(np.any(np.all(lo <= report.lo[i], axis=1) & np.all(report.hi[i] <= hi, axis=1)))
-             for i in range(len(report))]  # fmt: skip
+    brute = [
+        bool(np.any(np.all(lo <= report.lo[i], axis=1) & np.all(report.hi[i] <= hi, axis=1)))
+        for i in range(len(report))
+    ]
     assert len(copy) > 100 and 0.2 < np.mean(brute) < 0.9
     assert report.inside(copy).tolist() == brute
     assert copy.inside(copy).all() and not BoxSet.empty(3).inside(copy).size
@@ -448,5 +461,6 @@ def test_checkpoint_messages_travel_as_plain_dicts():
     assert reply.action is REPLACE and reply.generation == 1 and PackedUnit.from_bytes(N, reply.work) == unit((0, 100))
     report = Checkpoint("e", "w", unit((50, 100)).to_bytes(), reply.generation, nodes=3, best=90, solution=[0, 1])
     assert CheckpointReply.from_wire(coordinator.checkpoint("r", **report.to_wire())) == CheckpointReply(
-        CONTINUE, 90, solution=[0, 1], generation=2)
+        CONTINUE, 90, solution=[0, 1], generation=2
+    )
     assert CheckpointReply.from_wire(closed_reply(Route.CHECKPOINT, "r")) == CheckpointReply(STOP, 0)

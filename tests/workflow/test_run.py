@@ -11,14 +11,14 @@ import time
 import pytest
 import zarr
 from distributed import Client, LocalCluster
-
-from pbbflow.flowshop.taillard import taillard_instance
-from pbbflow.flowshop.explorer import explore
-from pbbflow.flowshop.intervals import WorkUnit
-from pbbflow.storage.runstore import RunStore
-from pbbflow.flowshop.family import create_flowshop_run
-from pbbflow.workflow.run import drive
 from runwait import wait_for_committed_nodes
+
+from pbbflow.flowshop.explorer import explore
+from pbbflow.flowshop.family import create_flowshop_run
+from pbbflow.flowshop.intervals import WorkUnit
+from pbbflow.flowshop.taillard import taillard_instance
+from pbbflow.storage.runstore import RunStore
+from pbbflow.workflow.run import drive
 
 TA011_NODES = explore(taillard_instance(11).p, WorkUnit.full(20), 1582).nodes  # fixed tree, one process
 TA030_NODES = 2_797_731  # ta030's fixed tree (UB 2178) in one process (explore)
@@ -28,8 +28,7 @@ TA017_NODES = 38_400_745  # ta017's fixed tree (UB 1484) in one process: benchma
 def cluster(workers, processes=False):
     """Workers in this process (in-memory transport) unless ``processes`` (TCP on 127.0.0.1)."""
     network = {"host": "127.0.0.1"} if processes else {}
-    return LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes, dashboard_address=None,
-                        **network)  # fmt: skip
+    return LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes, dashboard_address=None, **network)
 
 
 @pytest.mark.parametrize("workers", [1, 2, 4])
@@ -47,9 +46,11 @@ def test_fixed_tree_node_count_is_the_single_process_count(tmp_path, workers):
 def test_two_runs_side_by_side_on_one_cluster(tmp_path):
     results = {}
     with cluster(2) as c, Client(c) as client:
+
         def run(number):
-            store = create_flowshop_run(tmp_path / f"ta{number}.zarr", taillard_instance(number), ub=None, bound="lb1",
-                               branch="minmin")  # fmt: skip
+            store = create_flowshop_run(
+                tmp_path / f"ta{number}.zarr", taillard_instance(number), ub=None, bound="lb1", branch="minmin"
+            )
             results[number] = drive(store, client, checkpoint_every=1)
 
         threads = [threading.Thread(target=run, args=(k,)) for k in (1, 12)]
@@ -135,16 +136,38 @@ def test_killing_the_solve_process_then_resume(tmp_path, patience):
     """SIGKILL `pbbflow solve` mid-run: `pbbflow resume` finishes the proof from the last checkpoint."""
     path = tmp_path / "run.zarr"
     command = [sys.executable, "-m", "pbbflow.cli.main"]
-    solve = subprocess.Popen(command + ["solve", "ta017", "--ub", "1484", "--run", str(path), "--checkpoint-every",
-                                        "1", "--quiet", "--workers", "2", "--threads", "1"], cwd=tmp_path,
-                             start_new_session=True)  # fmt: skip
+    solve = subprocess.Popen(
+        command
+        + [
+            "solve",
+            "ta017",
+            "--ub",
+            "1484",
+            "--run",
+            str(path),
+            "--checkpoint-every",
+            "1",
+            "--quiet",
+            "--workers",
+            "2",
+            "--threads",
+            "1",
+        ],
+        cwd=tmp_path,
+        start_new_session=True,
+    )
     wait_for_committed_nodes(path, patience(60))
     os.killpg(solve.pid, signal.SIGKILL)  # the solve process and its local workers
     solve.wait()
     before = RunStore.open(path).latest()
     assert 0 < before.remaining.fraction_of_space() < 1
-    resume = subprocess.run(command + ["resume", str(path), "--json", "--quiet"], capture_output=True, text=True,
-                            cwd=tmp_path, timeout=patience(300))  # fmt: skip
+    resume = subprocess.run(
+        command + ["resume", str(path), "--json", "--quiet"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=patience(300),
+    )
     assert resume.returncode == 0, resume.stderr
     result = json.loads(resume.stdout)
     assert result["status"] == "bound_proved" and result["lower_bound"] == 1484
@@ -154,9 +177,14 @@ def test_killing_the_solve_process_then_resume(tmp_path, patience):
 def test_sigterm_checkpoints_and_exits_3_then_a_tampered_store_is_refused(tmp_path, patience):
     path = tmp_path / "run.zarr"
     command = [sys.executable, "-m", "pbbflow.cli.main"]
-    solve = subprocess.Popen(command + ["solve", "ta017", "--ub", "1484", "--run", str(path), "--json", "--quiet",
-                                        "--checkpoint-every", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, cwd=tmp_path)  # fmt: skip
+    solve = subprocess.Popen(
+        command
+        + ["solve", "ta017", "--ub", "1484", "--run", str(path), "--json", "--quiet", "--checkpoint-every", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
     wait_for_committed_nodes(path, patience(60))  # searching
     solve.send_signal(signal.SIGTERM)
     out, err = solve.communicate(timeout=patience(120))
@@ -164,10 +192,8 @@ def test_sigterm_checkpoints_and_exits_3_then_a_tampered_store_is_refused(tmp_pa
     result = json.loads(out)
     assert result["status"] == "limit" and 0 < result["remaining_fraction"] < 1
     assert f"pbbflow resume {path}" in err
-    info = subprocess.run(command + ["info", str(path), "--json"], capture_output=True, text=True,
-                          timeout=patience(60))
+    info = subprocess.run(command + ["info", str(path), "--json"], capture_output=True, text=True, timeout=patience(60))
     assert info.returncode == 0 and json.loads(info.stdout)["nodes"] == result["nodes"]
-
 
     root = zarr.open_group(str(path), mode="r+")
     starts = root[f"{root.attrs['current']}/starts"]
@@ -190,8 +216,9 @@ def test_a_heuristic_worker_improves_the_incumbent_during_the_search(tmp_path):
 
 def test_heuristic_tasks_never_take_the_last_explorer(tmp_path):
     with cluster(2) as c, Client(c) as client:
-        store = create_flowshop_run(tmp_path / "run.zarr", taillard_instance(1), ub=None, bound="lb1", branch="minmin",
-                           initial="ig")  # fmt: skip
+        store = create_flowshop_run(
+            tmp_path / "run.zarr", taillard_instance(1), ub=None, bound="lb1", branch="minmin", initial="ig"
+        )
         result = drive(store, client, checkpoint_every=0.5, heuristics=5)
     assert result["status"] == "optimal" and result["makespan"] == 1278
     assert RunStore.open(tmp_path / "run.zarr").options["initial"] == "ig"
@@ -225,8 +252,8 @@ def test_a_failing_heuristic_task_stops_the_run_with_a_checkpoint(tmp_path, monk
 def test_an_explorer_that_does_not_answer_the_stop_keeps_its_work_in_the_checkpoint(tmp_path, monkeypatch, patience):
     """drive waits STOP_SECONDS for the explorers' last checkpoints, then writes the ledger's
     state, where a silent explorer's work stands as of its last checkpoint."""
-    from pbbflow.workflow import run as run_module
     from pbbflow.flowshop.family import CpuEngine as _CpuEngine
+    from pbbflow.workflow import run as run_module
 
     release, real_run = threading.Event(), _CpuEngine.run
 

@@ -7,17 +7,18 @@ any partition of the work and across budget stops.  The simulator runs a warp as
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pbbflow.flowshop.evaluation import brute_force_optimum, makespan
-from pbbflow.flowshop.load import load_instance
-from pbbflow.gpu.flowshop import factoradic as fd
-from pbbflow.gpu.flowshop.explorer import GpuError, GpuExplorer, explore_gpu
-from pbbflow.gpu.warp import SIMULATED
 from pbbflow.flowshop.explorer import explore
 from pbbflow.flowshop.factoradic import digits_to_int, factorial, int_to_digits
 from pbbflow.flowshop.intervals import WorkUnit
+from pbbflow.flowshop.load import load_instance
 from pbbflow.flowshop.packed import PackedUnit, limbs
+from pbbflow.gpu.flowshop import factoradic as fd
+from pbbflow.gpu.flowshop.explorer import GpuError, GpuExplorer, explore_gpu
+from pbbflow.gpu.warp import SIMULATED
 
 pytestmark = pytest.mark.gpu
 

@@ -7,10 +7,10 @@ from distributed import Client, Scheduler, SpecCluster, Worker
 
 from pbbflow.cli.main import main
 from pbbflow.flowshop.evaluation import brute_force_optimum
-from pbbflow.flowshop.instance import FlowShop
 from pbbflow.flowshop.explorer import explore
-from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.flowshop.family import create_flowshop_run
+from pbbflow.flowshop.instance import FlowShop
+from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.workflow.run import drive
 
 pytestmark = pytest.mark.gpu
@@ -23,8 +23,9 @@ def instance(seed: int = 10, n: int = 7, m: int = 5) -> FlowShop:
 
 def run_on(tmp_path, workers_resources: list[dict], flowshop: FlowShop, ub: int) -> dict:
     """Solve on in-process workers with these resources (GPU=1: a GPU explorer of 4 IVMs)."""
-    workers = {f"w{i}": {"cls": Worker, "options": {"nthreads": 1, "resources": r}}
-               for i, r in enumerate(workers_resources)}  # fmt: skip
+    workers = {
+        f"w{i}": {"cls": Worker, "options": {"nthreads": 1, "resources": r}} for i, r in enumerate(workers_resources)
+    }
     scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
     with SpecCluster(workers=workers, scheduler=scheduler) as cluster, Client(cluster) as client:
         client.wait_for_workers(len(workers))

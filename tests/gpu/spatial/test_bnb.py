@@ -21,23 +21,38 @@ from pbbflow.gpu.spatial.bnb import minimize_gpu
 from pbbflow.gpu.spatial.kernels import THREADS_PER_BLOCK, DeviceTape, blocks, caps
 from pbbflow.spatial import Model
 from pbbflow.spatial.bnb import minimize
-from pbbflow.spatial.options import MinimizeOptions
-from pbbflow.spatial.boxes import bisect
 from pbbflow.spatial.bounds import evaluate_point, is_feasible
+from pbbflow.spatial.boxes import bisect
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.parse import problem_from_dict
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("simulated_libdevice")]
 
 # Three problems of ../shared/data/spatial, as written there (so the tests need no shared data).
 DOCUMENTS = {
-    "C9-st-e01-globallib": {"name": "st_e01", "variables": 2, "domain": [[0, 6], [0, 4]],
-                            "objective": "((-x[0]) - x[1])", "inequalities": ["((x[0] * x[1]) - 4)"],
-                            "optimum": -6.666666666666667},
-    "C3-g11-cec2006-g11": {"name": "g11", "variables": 2, "domain": [[-1, 1], [-1, 1]],
-                           "objective": "((x[0] ** 2) + ((x[1] - 1) ** 2))", "equalities": ["(x[1] - (x[0] ** 2))"],
-                           "optimum": 0.7500000000000001},
-    "B6-booth": {"name": "booth", "variables": 2, "domain": [[-10, 10], [-10, 10]],
-                 "objective": "((((x[0] + (2 * x[1])) - 7) ** 2) + ((((2 * x[0]) + x[1]) - 5) ** 2))", "optimum": 0.0},
+    "C9-st-e01-globallib": {
+        "name": "st_e01",
+        "variables": 2,
+        "domain": [[0, 6], [0, 4]],
+        "objective": "((-x[0]) - x[1])",
+        "inequalities": ["((x[0] * x[1]) - 4)"],
+        "optimum": -6.666666666666667,
+    },
+    "C3-g11-cec2006-g11": {
+        "name": "g11",
+        "variables": 2,
+        "domain": [[-1, 1], [-1, 1]],
+        "objective": "((x[0] ** 2) + ((x[1] - 1) ** 2))",
+        "equalities": ["(x[1] - (x[0] ** 2))"],
+        "optimum": 0.7500000000000001,
+    },
+    "B6-booth": {
+        "name": "booth",
+        "variables": 2,
+        "domain": [[-10, 10], [-10, 10]],
+        "objective": "((((x[0] + (2 * x[1])) - 7) ** 2) + ((((2 * x[0]) + x[1]) - 5) ** 2))",
+        "optimum": 0.0,
+    },
 }
 SMALL = MinimizeOptions(subdomains=4, contract=False)
 
@@ -68,8 +83,10 @@ def _assert_same_answer(gpu, cpu, options: MinimizeOptions) -> None:
     assert abs(gpu.objective - cpu.objective) <= tolerance
 
 
-@pytest.mark.parametrize(("stem", "contract"), [("C9-st-e01-globallib", False), ("C9-st-e01-globallib", True),
-                                              ("C3-g11-cec2006-g11", True), ("B6-booth", False)])
+@pytest.mark.parametrize(
+    ("stem", "contract"),
+    [("C9-st-e01-globallib", False), ("C9-st-e01-globallib", True), ("C3-g11-cec2006-g11", True), ("B6-booth", False)],
+)
 def test_small_problems_get_the_cpus_certified_answers(stem, contract):
     problem = _problem(stem)
     options = MinimizeOptions(subdomains=4, contract=contract)
@@ -106,8 +123,9 @@ def test_a_stop_request_ends_with_a_certified_bound_and_progress_was_reported():
         asked.append(True)
         return len(asked) > 2
 
-    result = minimize_gpu(problem, SMALL, phase_subdomains=16, capacity=64, progress=seen.append,
-                          progress_seconds=0.0, should_stop=stop)
+    result = minimize_gpu(
+        problem, SMALL, phase_subdomains=16, capacity=64, progress=seen.append, progress_seconds=0.0, should_stop=stop
+    )
     assert result.status == "limit" and result.open_boxes > 0 and result.lower_bound <= problem.optimum
     assert len(seen) >= 3 and all(p.lower_bound <= problem.optimum for p in seen)
     assert [p.nodes for p in seen] == sorted(p.nodes for p in seen)
@@ -147,8 +165,9 @@ def _near_the_equality(problem, rng):
     return np.concatenate([np.stack([t, t * t], 1), np.stack([t, t * t + 1e-3], 1)])
 
 
-@pytest.mark.parametrize(("stem", "points"), [("C9-st-e01-globallib", _random_points),
-                                              ("C3-g11-cec2006-g11", _near_the_equality)])
+@pytest.mark.parametrize(
+    ("stem", "points"), [("C9-st-e01-globallib", _random_points), ("C3-g11-cec2006-g11", _near_the_equality)]
+)
 def test_candidates_are_evaluated_as_the_cpu_evaluates_points(stem, points):
     """The device's rigorous point evaluation and feasibility rule equal the CPU's, point by point."""
     problem = _problem(stem)
@@ -158,8 +177,9 @@ def test_candidates_are_evaluated_as_the_cpu_evaluates_points(stem, points):
     candidate = cuda.device_array(len(points))
     real = cuda.to_device(np.full(phase.N_REAL, np.inf))
     kernel = phase.candidate_kernel(*caps(problem.tape)[:2])
-    kernel[blocks(len(points)), THREADS_PER_BLOCK](*dtape.arrays, problem.tape.n_ineq, dtape.varying, len(points),
-                                                   cuda.to_device(points), 1e-6, candidate, real)
+    kernel[blocks(len(points)), THREADS_PER_BLOCK](
+        *dtape.arrays, problem.tape.n_ineq, dtape.varying, len(points), cuda.to_device(points), 1e-6, candidate, real
+    )
     expected = []
     for point in points:
         value = None if np.isnan(point).any() else evaluate_point(problem.tape, point)
@@ -186,9 +206,22 @@ def test_branching_bisects_as_the_cpu_and_keeps_unsplittable_boxes():
     out = [cuda.device_array((12, 3)), cuda.device_array((12, 3)), cuda.device_array(12)]
     child = [cuda.device_array((24, 3)), cuda.device_array((24, 3))]
     select_lb = np.sort(lb[lb < 8])[7]  # at most 8 boxes ask; 6 may be bisected
-    phase.branch[blocks(12), THREADS_PER_BLOCK](12, cuda.to_device(lo), cuda.to_device(hi), cuda.to_device(lb),
-                                                select_lb, 6, 1, cuda.to_device(scale), 1e-6, 1e-6, d_real, d_count,
-                                                *out, *child)
+    phase.branch[blocks(12), THREADS_PER_BLOCK](
+        12,
+        cuda.to_device(lo),
+        cuda.to_device(hi),
+        cuda.to_device(lb),
+        select_lb,
+        6,
+        1,
+        cuda.to_device(scale),
+        1e-6,
+        1e-6,
+        d_real,
+        d_count,
+        *out,
+        *child,
+    )
     counts, reals = d_count.copy_to_host(), d_real.copy_to_host()
     n_children, n_out = counts[phase.C_CHILDREN], counts[phase.C_OUT]
     assert reals[phase.R_PRUNED] == 10.0 and counts[phase.C_SELECTED] == 8
@@ -200,8 +233,9 @@ def test_branching_bisects_as_the_cpu_and_keeps_unsplittable_boxes():
             continue
         halves = bisect(lo[b], hi[b], scale)
         pair = None if halves is None else [(halves[0][k], halves[1][k]) for k in range(2)]
-        if pair is not None and any(np.array_equal(c[0], pair[0][0]) and np.array_equal(c[1], pair[0][1])
-                                    for c in children):  # fmt: skip
+        if pair is not None and any(
+            np.array_equal(c[0], pair[0][0]) and np.array_equal(c[1], pair[0][1]) for c in children
+        ):
             bisected.append(b)
             assert any(np.array_equal(c[0], pair[1][0]) and np.array_equal(c[1], pair[1][1]) for c in children)
         elif halves is None and lb[b] <= select_lb:
@@ -227,8 +261,22 @@ def test_multisection_tiles_each_box_exactly(levels):
     child = [cuda.device_array((40, 3)), cuda.device_array((40, 3))]
     out = [cuda.device_array((5, 3)), cuda.device_array((5, 3)), cuda.device_array(5)]
     lb = np.arange(5.0)
-    phase.branch[1, THREADS_PER_BLOCK](5, cuda.to_device(lo), cuda.to_device(hi), cuda.to_device(lb), math.inf, 5,
-                                       levels, cuda.to_device(scale), 1e-6, 1e-6, d_real, d_count, *out, *child)
+    phase.branch[1, THREADS_PER_BLOCK](
+        5,
+        cuda.to_device(lo),
+        cuda.to_device(hi),
+        cuda.to_device(lb),
+        math.inf,
+        5,
+        levels,
+        cuda.to_device(scale),
+        1e-6,
+        1e-6,
+        d_real,
+        d_count,
+        *out,
+        *child,
+    )
     n_children = int(d_count.copy_to_host()[phase.C_CHILDREN])
     c_lo, c_hi = child[0].copy_to_host()[:n_children], child[1].copy_to_host()[:n_children]
     assert n_children == 4 * 2**levels and d_count.copy_to_host()[phase.C_UNSPLIT] == 1
@@ -238,7 +286,7 @@ def test_multisection_tiles_each_box_exactly(levels):
         volumes = [np.prod(np.where(hi[b] > lo[b], c_hi[k] - c_lo[k], 1.0)) for k in mine]
         assert math.isclose(sum(volumes), np.prod(widths), rel_tol=1e-12)
         for j, k in enumerate(mine):
-            for m in mine[j + 1:]:
+            for m in mine[j + 1 :]:
                 overlap = np.minimum(c_hi[k], c_hi[m]) - np.maximum(c_lo[k], c_lo[m])
                 assert np.any(overlap[hi[b] > lo[b]] <= 0)
 
@@ -253,8 +301,7 @@ def one_gpu(monkeypatch):
 
 
 def test_minimize_runs_on_the_gpu_when_asked(capsys, one_gpu, problem_file):
-    assert main(["minimize", problem_file("C9-st-e01-globallib"), "--gpus", "1", "--subdomains", "4",
-                 "--json"]) == 0  # fmt: skip
+    assert main(["minimize", problem_file("C9-st-e01-globallib"), "--gpus", "1", "--subdomains", "4", "--json"]) == 0
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     assert out["status"] == "optimal" and out["backend"] == "gpu" and out["subdomains"] == 4
@@ -270,10 +317,13 @@ def test_the_gpu_is_the_default_when_one_is_visible(capsys, one_gpu, monkeypatch
     assert "on the CPU" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(("arguments", "message"), [
-    (["--gpus", "2"], "minimize runs on one GPU"),
-    (["--gpus", "1", "--serial"], "--serial bounds on one CPU thread"),
-])
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--gpus", "2"], "minimize runs on one GPU"),
+        (["--gpus", "1", "--serial"], "--serial bounds on one CPU thread"),
+    ],
+)
 def test_gpu_requests_it_cannot_serve_are_one_line_errors(capsys, one_gpu, arguments, message):
     assert main(["minimize", "peaks", *arguments]) == 2
     err = capsys.readouterr().err
@@ -288,7 +338,9 @@ def test_no_visible_gpu_is_a_one_line_error_or_the_cpu(capsys, monkeypatch, prob
     assert "on the CPU" in capsys.readouterr().out
 
 
-def test_a_tape_beyond_the_kernels_caps_runs_on_the_cpu_unless_the_gpu_was_asked(capsys, one_gpu, monkeypatch, problem_file):
+def test_a_tape_beyond_the_kernels_caps_runs_on_the_cpu_unless_the_gpu_was_asked(
+    capsys, one_gpu, monkeypatch, problem_file
+):
     monkeypatch.setattr("pbbflow.gpu.spatial.kernels.MAX_TAPE", 4)
     assert main(["minimize", problem_file("B6-booth")]) == 0
     captured = capsys.readouterr()

@@ -37,8 +37,12 @@ from pbbflow.spatial.tape import Op, TapeBuilder
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("simulated_libdevice")]
 
 SPATIAL_DATA = Path(__file__).resolve().parents[4] / "shared" / "data" / "spatial"
-CONSTRAINED = ("C1-g06-cec2006-g06-floudas-pardalos", "C3-g11-cec2006-g11", "C9-st-e01-globallib",
-               "C17-hs071-hock-schittkowski-71")
+CONSTRAINED = (
+    "C1-g06-cec2006-g06-floudas-pardalos",
+    "C3-g11-cec2006-g11",
+    "C9-st-e01-globallib",
+    "C17-hs071-hock-schittkowski-71",
+)
 FEAS_TOL = 1e-6
 
 
@@ -110,15 +114,17 @@ def test_the_device_entry_contracts_the_first_count_rows_in_place():
     ub = 0.5
     empty = cuda.to_device(np.full(capacity, 7, np.uint8))
     d_lo, d_hi = cuda.to_device(lo), cuda.to_device(hi)
-    contract_boxes_device(DeviceTape.upload(problem.tape), d_lo, d_hi, count, cuda.to_device(np.array([ub])), FEAS_TOL,
-                          empty)
+    contract_boxes_device(
+        DeviceTape.upload(problem.tape), d_lo, d_hi, count, cuda.to_device(np.array([ub])), FEAS_TOL, empty
+    )
     new_lo, new_hi, flags = d_lo.copy_to_host(), d_hi.copy_to_host(), empty.copy_to_host()
     cpu_lo, cpu_hi, cpu_empty = contract_boxes(problem.tape, lo[:count], hi[:count], ub, FEAS_TOL)
     assert _bits([new_lo[:count], new_hi[:count]]) == _bits([cpu_lo, cpu_hi])
     assert flags[:count].tolist() == cpu_empty.astype(np.uint8).tolist()
     assert 0 < cpu_empty.sum() < count  # both kinds of box
-    assert _bits([new_lo[count:], new_hi[count:], flags[count:]]) == _bits([lo[count:], hi[count:],
-                                                                            np.full(3, 7, np.uint8)])
+    assert _bits([new_lo[count:], new_hi[count:], flags[count:]]) == _bits(
+        [lo[count:], hi[count:], np.full(3, 7, np.uint8)]
+    )
 
 
 def test_requests_are_checked_and_big_tapes_refused():
@@ -129,8 +135,15 @@ def test_requests_are_checked_and_big_tapes_refused():
         contract_boxes_gpu(problem.tape, np.zeros((1, 2)), np.ones((1, 2)), ub=math.nan)
     dtape = DeviceTape.upload(problem.tape)
     with pytest.raises(ValueError, match="count"):
-        contract_boxes_device(dtape, cuda.device_array((2, 2)), cuda.device_array((2, 2)), 3,
-                              cuda.to_device(np.zeros(1)), FEAS_TOL, cuda.device_array(2, np.bool_))
+        contract_boxes_device(
+            dtape,
+            cuda.device_array((2, 2)),
+            cuda.device_array((2, 2)),
+            3,
+            cuda.to_device(np.zeros(1)),
+            FEAS_TOL,
+            cuda.device_array(2, np.bool_),
+        )
     builder = TapeBuilder(1)
     slot = builder.var(0)
     for c in range(MAX_TAPE):
@@ -150,8 +163,11 @@ def _certainly_kept(problem, point: np.ndarray, ub: float) -> bool:
 
 def _gpu_problems():
     problems = [load_problem("peaks"), load_problem("peaks-ann"), _ring(), _products()]
-    problems += [load_problem(str(SPATIAL_DATA / f"{name}.json")) for name in CONSTRAINED
-                 if (SPATIAL_DATA / f"{name}.json").exists()]
+    problems += [
+        load_problem(str(SPATIAL_DATA / f"{name}.json"))
+        for name in CONSTRAINED
+        if (SPATIAL_DATA / f"{name}.json").exists()
+    ]
     return problems
 
 

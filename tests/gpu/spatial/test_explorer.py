@@ -18,24 +18,32 @@ from spatial_oracle import Oracle
 from pbbflow.gpu.spatial.bnb import GpuExploration
 from pbbflow.gpu.warp import SIMULATED
 from pbbflow.spatial import explorer
-from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.boxes import BoxSet
 from pbbflow.spatial.explorer import Exploration
 from pbbflow.spatial.family import SpatialRun, make_engine
+from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.parse import problem_from_dict
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("simulated_libdevice")]
 
 # Two problems of ../shared/data/spatial, as written there, and their global minimizers.
 DOCUMENTS = {
-    "C9-st-e01-globallib": {"name": "st_e01", "variables": 2, "domain": [[0, 6], [0, 4]],
-                            "objective": "((-x[0]) - x[1])", "inequalities": ["((x[0] * x[1]) - 4)"],
-                            "optimum": -6.666666666666667},
+    "C9-st-e01-globallib": {
+        "name": "st_e01",
+        "variables": 2,
+        "domain": [[0, 6], [0, 4]],
+        "objective": "((-x[0]) - x[1])",
+        "inequalities": ["((x[0] * x[1]) - 4)"],
+        "optimum": -6.666666666666667,
+    },
     "B2-six-hump-camel": {
-        "name": "Six-hump camel", "variables": 2, "domain": [[-3, 3], [-2, 2]],
+        "name": "Six-hump camel",
+        "variables": 2,
+        "domain": [[-3, 3], [-2, 2]],
         "objective": "(((((4 - (2.1 * (x[0] ** 2))) + ((x[0] ** 4) / 3)) * (x[0] ** 2)) + (x[0] * x[1])) + "
-                     "((-4 + (4 * (x[1] ** 2))) * (x[1] ** 2)))",
-        "optimum": -1.0316284534898774},
+        "((-4 + (4 * (x[1] ** 2))) * (x[1] ** 2)))",
+        "optimum": -1.0316284534898774,
+    },
 }
 MINIMIZERS = {
     "C9-st-e01-globallib": [(6.0, 2.0 / 3.0)],
@@ -91,7 +99,10 @@ def test_chunks_and_uploads_change_nothing(stem):
         assert exploration.incumbent.value - exploration.lower_bound <= tolerance * (1 + 1e-9)
     if SIMULATED:
         assert (chunked.nodes, chunked.incumbent.value, chunked.lower_bound) == (
-            whole.nodes, whole.incumbent.value, whole.lower_bound)  # fmt: skip
+            whole.nodes,
+            whole.incumbent.value,
+            whole.lower_bound,
+        )
 
 
 @pytest.mark.parametrize(("stem", "least_shares"), [("C9-st-e01-globallib", 1), ("B2-six-hump-camel", 2)])
@@ -134,11 +145,14 @@ def test_two_explorations_sharing_work_prove_it_together(stem, least_shares):
     assert _at_or_below_optimum(bound, problem) and best - bound <= tolerance * (1 + 1e-9)
 
 
-@pytest.mark.parametrize(("stem", "contract", "offered", "before"), [
-    ("C9-st-e01-globallib", False, False, 20),
-    ("C9-st-e01-globallib", True, True, 4),  # the offered point brings the Lagrangian bound
-    ("B2-six-hump-camel", True, False, 300),
-])
+@pytest.mark.parametrize(
+    ("stem", "contract", "offered", "before"),
+    [
+        ("C9-st-e01-globallib", False, False, 20),
+        ("C9-st-e01-globallib", True, True, 4),  # the offered point brings the Lagrangian bound
+        ("B2-six-hump-camel", True, False, 300),
+    ],
+)
 def test_a_start_from_boxes_is_the_cpus_exploration_node_for_node(monkeypatch, stem, contract, offered, before):
     """The CPU's open boxes after ``before`` nodes, explored on each side to the end, one box per
     step (the CPU's batch of one, one box per phase on the device): the same nodes, incumbent
@@ -162,7 +176,11 @@ def test_a_start_from_boxes_is_the_cpus_exploration_node_for_node(monkeypatch, s
     assert _at_or_below_optimum(min(gpu.lower_bound, source.settled_lb), problem)
     if SIMULATED:
         assert (reports[1].nodes, gpu.incumbent.value, gpu.lower_bound, gpu.unsplittable) == (
-            reports[0].nodes, cpu.incumbent.value, cpu.lower_bound, cpu.unsplittable)  # fmt: skip
+            reports[0].nodes,
+            cpu.incumbent.value,
+            cpu.lower_bound,
+            cpu.unsplittable,
+        )
 
 
 def _camel_after(nodes: int) -> GpuExploration:
@@ -241,8 +259,9 @@ def test_a_gpu_worker_explores_on_the_device_through_the_engine():
     bound and the open boxes' bounds at or below the optimum."""
     problem = _problem("C9-st-e01-globallib")
     options = MinimizeOptions(subdomains=4, contract=False)
-    engine = make_engine(SpatialRun.new(problem, options, subdomains=options.subdomains).engine_options(), gpu=True,
-                         threads=1)
+    engine = make_engine(
+        SpatialRun.new(problem, options, subdomains=options.subdomains).engine_options(), gpu=True, threads=1
+    )
     assert isinstance(engine.exploration, GpuExploration) and engine.capacity == 1
     engine.load(BoxSet.root(problem).to_bytes())
     sent, total, rounds, asked = [], 0, 0, itertools.count()
@@ -266,5 +285,7 @@ def test_a_gpu_worker_explores_on_the_device_through_the_engine():
 def test_a_tape_beyond_the_kernels_caps_explores_on_the_cpu(monkeypatch):
     monkeypatch.setattr("pbbflow.gpu.spatial.kernels.MAX_TAPE", 4)
     problem = _problem("B2-six-hump-camel")
-    engine = make_engine(SpatialRun.new(problem, SLOW, subdomains=SLOW.subdomains).engine_options(), gpu=True, threads=2)
+    engine = make_engine(
+        SpatialRun.new(problem, SLOW, subdomains=SLOW.subdomains).engine_options(), gpu=True, threads=2
+    )
     assert type(engine.exploration) is Exploration and engine.exploration.options.parallel

@@ -42,13 +42,26 @@ pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("simulated_libdevice", "a
 MODES = (Mode.NIE, Mode.MVF, Mode.BOTH)
 TINY = 2.0**-900  # below this the CPU may widen by one more float than the exact directed rounding
 UNARY = {
-    Op.NEG: (iv.neg, giv.neg), Op.SQRT: (iv.sqrt, giv.sqrt), Op.EXP: (iv.exp, giv.exp), Op.LOG: (iv.log, giv.log),
-    Op.TANH: (iv.tanh, giv.tanh), Op.SIN: (iv.sin, giv.sin), Op.COS: (iv.cos, giv.cos), Op.TAN: (iv.tan, giv.tan),
-    Op.ABS: (iv.abs_, giv.abs_), Op.SIGMOID: (iv.sigmoid, giv.sigmoid), Op.RELU: (iv.relu, giv.relu),
+    Op.NEG: (iv.neg, giv.neg),
+    Op.SQRT: (iv.sqrt, giv.sqrt),
+    Op.EXP: (iv.exp, giv.exp),
+    Op.LOG: (iv.log, giv.log),
+    Op.TANH: (iv.tanh, giv.tanh),
+    Op.SIN: (iv.sin, giv.sin),
+    Op.COS: (iv.cos, giv.cos),
+    Op.TAN: (iv.tan, giv.tan),
+    Op.ABS: (iv.abs_, giv.abs_),
+    Op.SIGMOID: (iv.sigmoid, giv.sigmoid),
+    Op.RELU: (iv.relu, giv.relu),
 }
 BINARY = {
-    Op.ADD: (iv.add, giv.add), Op.SUB: (iv.sub, giv.sub), Op.MUL: (iv.mul, giv.mul), Op.DIV: (iv.div, giv.div),
-    Op.ATAN2: (iv.atan2, giv.atan2), Op.MIN: (iv.min_, giv.min_), Op.MAX: (iv.max_, giv.max_),
+    Op.ADD: (iv.add, giv.add),
+    Op.SUB: (iv.sub, giv.sub),
+    Op.MUL: (iv.mul, giv.mul),
+    Op.DIV: (iv.div, giv.div),
+    Op.ATAN2: (iv.atan2, giv.atan2),
+    Op.MIN: (iv.min_, giv.min_),
+    Op.MAX: (iv.max_, giv.max_),
 }
 EXACT = {Op.NEG, Op.SQRT, Op.ABS, Op.RELU, Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MIN, Op.MAX, Op.POWI}
 
@@ -109,8 +122,7 @@ def _compare_with_cpu(code: Op, device: tuple[float, float], host: tuple[float, 
     """Equal to the CPU, or (tiny operands or results) inside it; library functions on a GPU: skipped."""
     if not (SIMULATED or code in EXACT):
         return
-    same = (device[0] == host[0] and device[1] == host[1]) or (
-        all(math.isnan(v) for v in (*device, *host)))
+    same = (device[0] == host[0] and device[1] == host[1]) or (all(math.isnan(v) for v in (*device, *host)))
     if same:
         return
     assert _tiny(*operands, *host), (code.name, operands, device, host)
@@ -148,7 +160,10 @@ def test_binary_device_operations_enclose_arb_and_equal_the_cpu(code):
         for x in sample_points(rng, alo, ahi):
             for y in sample_points(rng, blo, bhi)[:4]:
                 violations += check_enclosure(
-                    (rlo, rhi), lambda: arb_binary(code, flint.arb(x), flint.arb(y)), (code.name, alo, ahi, blo, bhi, x, y))
+                    (rlo, rhi),
+                    lambda: arb_binary(code, flint.arb(x), flint.arb(y)),
+                    (code.name, alo, ahi, blo, bhi, x, y),
+                )
     assert violations == 0
 
 
@@ -173,9 +188,12 @@ def test_directed_scalar_operations_are_exact_directed_rounding():
     """_down/_up bracket the exact value one float apart at most, everywhere (subnormals too)."""
     flint.ctx.prec = 4000
     rng = np.random.default_rng(3)
-    a, b = (rng.normal(size=(2, 400)) * 10.0 ** rng.integers(-320, 300, (2, 400)))
-    operations = [(giv.add_down, giv.add_up, lambda x, y: x + y), (giv.mul_down, giv.mul_up, lambda x, y: x * y),
-                  (giv.div_down, giv.div_up, lambda x, y: x / y)]
+    a, b = rng.normal(size=(2, 400)) * 10.0 ** rng.integers(-320, 300, (2, 400))
+    operations = [
+        (giv.add_down, giv.add_up, lambda x, y: x + y),
+        (giv.mul_down, giv.mul_up, lambda x, y: x * y),
+        (giv.div_down, giv.div_up, lambda x, y: x / y),
+    ]
     for down, up, exact in operations:
         lo, hi = _run(_pair(down, up), a, b)
         for x, y, rlo, rhi in zip(a.tolist(), b.tolist(), lo.tolist(), hi.tolist()):
@@ -298,6 +316,7 @@ def test_requests_are_checked_like_the_cpu():
 
 # ---------------------------------------------------------------- PTX
 
+
 def test_every_spatial_kernel_compiles_for_sm90(sm90_ptx):
     """numba-cuda types and compiles each kernel of the bounds, the contraction and the B&B phase."""
     names = {path.stem for path in sm90_ptx.glob("*.ptx")}
@@ -307,6 +326,14 @@ def test_every_spatial_kernel_compiles_for_sm90(sm90_ptx):
 def test_kernel_compiles_to_directed_rounding_instructions(sm90_ptx):
     """Where NVVM is installed: the bounding kernel in sm_90 PTX uses the rounding-mode instructions."""
     ptx = (sm90_ptx / "bound_subdomains.ptx").read_text()
-    for instruction in ("add.rm.f64", "add.rp.f64", "mul.rm.f64", "mul.rp.f64", "div.rm.f64", "div.rp.f64",
-                        "sqrt.rm.f64", "sqrt.rp.f64"):
+    for instruction in (
+        "add.rm.f64",
+        "add.rp.f64",
+        "mul.rm.f64",
+        "mul.rp.f64",
+        "div.rm.f64",
+        "div.rp.f64",
+        "sqrt.rm.f64",
+        "sqrt.rp.f64",
+    ):
         assert instruction in ptx, instruction
