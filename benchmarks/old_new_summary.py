@@ -21,13 +21,19 @@ def summary(folder: Path, tree: str) -> dict:
     minimize = {}
     for path in sorted(folder.glob(f"{tree}-minimize-*-2.json")):
         result = json.loads(path.read_text())
-        minimize[result["problem"]] = {k: result.get(k) for k in ("status", "objective", "lower_bound", "nodes", "elapsed_s")}
+        minimize[result["problem"]] = {
+            k: result.get(k) for k in ("status", "objective", "lower_bound", "nodes", "elapsed_s")
+        }
     startup = _json_lines(folder / f"{tree}-startup.err")
     return {
-        "gpu_explorer": [{k: run[k] for k in ("instance", "nodes", "seconds", "nodes_per_s")} for run in explorer["runs"]],
+        "gpu_explorer": [
+            {k: run[k] for k in ("instance", "nodes", "seconds", "nodes_per_s")} for run in explorer["runs"]
+        ],
         "minimize_warm": minimize,
-        "startup": [{k: run[k] for k in ("cache", "wall_s", "compile_s" if "compile_s" in run else "compiling_line_s")}
-                    for run in startup],
+        "startup": [
+            {k: run[k] for k in ("cache", "wall_s", "compile_s" if "compile_s" in run else "compiling_line_s")}
+            for run in startup
+        ],
     }
 
 
@@ -38,9 +44,17 @@ def main() -> None:
     parser.add_argument("--new-commit", required=True)
     args = parser.parse_args()
     gpu = (args.folder / "gpu.csv").read_text().splitlines()[-1].split(",")[0]
-    print(json.dumps({"benchmark": "old_new_side_by_side", "gpu": gpu, "old": {"commit": args.old_commit,
-                      **summary(args.folder, "old")}, "new": {"commit": args.new_commit, **summary(args.folder, "new")}},
-                     indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "old_new_side_by_side",
+                "gpu": gpu,
+                "old": {"commit": args.old_commit, **summary(args.folder, "old")},
+                "new": {"commit": args.new_commit, **summary(args.folder, "new")},
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":
