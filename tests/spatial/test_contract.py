@@ -275,7 +275,7 @@ def test_minimize_with_and_without_contraction_stays_valid():
             assert result.lower_bound <= optimum + 1e-9 * max(1.0, abs(optimum)), (name, contract, result)
             if result.objective is not None:
                 assert result.objective >= optimum - 1e-5, (name, contract, result)
-            assert result.options["contract"] is contract
+            assert result.contract is contract
 
 
 def test_minimize_proves_an_empty_root_infeasible():

@@ -102,7 +102,7 @@ def test_a_host_reserve_takes_the_overflow_and_loses_no_box():
     problem = _problem("C3-g11-cec2006-g11")
     options = MinimizeOptions(subdomains=4)
     gpu = minimize_gpu(problem, options, phase_subdomains=4, capacity=4)
-    assert gpu.options["reserve_spills"] > 0
+    assert gpu.reserve_spills > 0
     _assert_same_answer(gpu, minimize(problem, options), options)
 
 
