@@ -38,10 +38,10 @@ from .bounds import Mode, bound_boxes, evaluate_point
 from .boxes import BoxSet
 from .contract import contract_boxes
 from .explorer import Exploration
-from .family import box_result
 from .local import _LocalSolver
 from .options import BOUNDS, MinimizeOptions, Progress, _Incumbent
 from .problem import Problem
+from .result import box_result
 
 
 def result_status(unsplittable: int, found: bool, lower_bound: float) -> Status:

@@ -15,9 +15,10 @@ from spatial_helpers import circle_problem
 from pbbflow.core.family import work_space
 from pbbflow.spatial.bnb import minimize
 from pbbflow.spatial.boxes import BoxSet
-from pbbflow.spatial.family import BoxSpace, BoxWork, SpatialRun
+from pbbflow.spatial.family import SpatialRun
 from pbbflow.spatial.load import load_problem
 from pbbflow.spatial.options import MinimizeOptions
+from pbbflow.spatial.work import BoxSpace, BoxWork
 from pbbflow.workflow.coordinator import Coordinator
 from pbbflow.workflow.ledger import Ledger
 from pbbflow.workflow.protocol import Action

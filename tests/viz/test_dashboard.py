@@ -20,9 +20,10 @@ from pbbflow.flowshop.packed import PackedUnit
 from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.spatial.boxes import BoxSet
 from pbbflow.spatial.dashboard import SpatialView
-from pbbflow.spatial.family import BoxSpace, SpatialRun, first_work
+from pbbflow.spatial.family import SpatialRun, first_work
 from pbbflow.spatial.load import load_problem
 from pbbflow.spatial.options import MinimizeOptions
+from pbbflow.spatial.work import BoxSpace
 from pbbflow.storage.runstore import RunStore
 from pbbflow.viz.dashboard import RunPage, page_url, pbbflow_doc
 from pbbflow.workflow.cluster import SlurmOptions, attach_dashboard, dashboard_link, gpu_count, open_cluster

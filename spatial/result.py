@@ -1,0 +1,51 @@
+"""A spatial search's :class:`~pbbflow.core.result.Result`, as ``minimize`` (:mod:`.bnb`) and a run
+(:mod:`.family`) both give it."""
+
+from __future__ import annotations
+
+from ..core.result import Result, Status
+from .boxes import BoxSet
+from .options import MinimizeOptions
+from .problem import Problem
+from .work import BoxSpace
+
+
+def box_result(
+    problem: Problem,
+    options: MinimizeOptions,
+    status: Status,
+    value: float | None,
+    x: list[float] | None,
+    lower_bound: float,
+    nodes: int,
+    elapsed_s: float,
+    remaining: BoxSet,
+    open_boxes: int,
+    **extras,
+) -> Result:
+    """The :class:`Result` of a spatial search (``minimize`` or a run) with ``options`` that left
+    the boxes ``remaining`` (``open_boxes`` of them counted open); ``extras``: the search's own."""
+    space = BoxSpace(problem.lower, problem.upper)
+    work = [space.decode(remaining.to_bytes())]
+    return Result(
+        kind="spatial",
+        name=problem.name,
+        status=status,
+        value=value,
+        solution=x,
+        lower_bound=float(lower_bound),
+        nodes=nodes,
+        elapsed_s=round(elapsed_s, 6),
+        remaining_fraction=space.remaining_fraction(work),
+        remaining_log10=space.remaining_log10(work),
+        extras={
+            "dimension": problem.dimension,
+            "open_boxes": open_boxes,
+            **extras,
+            "feas_tol": options.feas_tol,
+            "bound": options.bound,
+            "eps_abs": options.eps_abs,
+            "eps_rel": options.eps_rel,
+            "contract": options.contract,
+        },
+    )
