@@ -7,7 +7,6 @@ signal, 2 bad input (one line), 1 internal error.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from .runs import (
     first_run_notice,
     prepare_cluster,
     reserved,
+    result_json,
     run_cluster,
     slurm_options,
 )
@@ -278,7 +278,7 @@ def _run_here(args: argparse.Namespace, problem) -> int:
             if bar is not None:
                 bar.close()
     if args.json:
-        print(json.dumps(result.to_dict()))
+        print(result_json(result))
     else:
         print("\n".join(map(printable, search_lines(result, problem))))  # the name is the file's
     return EXIT_LIMIT if result.status == Status.LIMIT else EXIT_DONE

@@ -73,10 +73,16 @@ def run_cluster(args: argparse.Namespace, no_gpu: str | None = None):
     return open_cluster("local", workers=args.workers, threads_per_worker=args.threads, gpus=local_gpus(args, no_gpu))
 
 
-def report(result: Result, as_json: bool, **more) -> int:
-    """Print a run's result (JSON, with ``more`` keys, or its family's lines); the exit code of its status."""
+def result_json(result: Result, startup: dict | None = None) -> str:
+    """A result's ``--json``, with the same keys in every mode: its fields, the ``estimate`` of the
+    work left and the ``startup`` breakdown (null: none, as for a search in this process)."""
+    return json.dumps({**result.to_dict(), "estimate": result.estimate, "startup": startup})
+
+
+def report(result: Result, as_json: bool, startup: dict | None = None) -> int:
+    """Print a run's result (:func:`result_json`, or its family's lines); the exit code of its status."""
     if as_json:
-        print(json.dumps({**result.to_dict(), **more}))
+        print(result_json(result, startup))
     else:
         print_result(result)
     if result.status == Status.LIMIT:

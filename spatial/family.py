@@ -41,7 +41,7 @@ from .defaults import CPU_SUBDOMAINS, GPU_SUBDOMAINS
 from .describe import history_text, result_fields, result_lines  # noqa: F401 (the family describes its results)
 from .explorer import Exploration
 from .local import _LocalSolver
-from .options import MinimizeOptions, _Incumbent, prune_level
+from .options import MinimizeOptions, _Incumbent, prune_level, subdomains_per_dim
 from .problem import Problem, ProblemError
 from .result import box_result
 from .work import BoxSpace
@@ -302,7 +302,7 @@ class SpatialRun:
 
     def result(self, remaining: BoxSet, incumbent, solution, settled, nodes, leaves, elapsed_s) -> Result:
         lower = self.lower_bound(remaining, settled)
-        options = self.minimize_options()
+        options, d = self.minimize_options(), self.problem.dimension
         if len(remaining):
             status = Status.LIMIT
         elif solution is None:
@@ -320,6 +320,8 @@ class SpatialRun:
             elapsed_s,
             remaining,
             len(remaining),
+            # a box's subdomains where every engine has the same (``minimize``'s count), else null
+            subdomains=None if self.options["subdomains"] is None else subdomains_per_dim(options.subdomains, d) ** d,
         )
 
     def no_gpu(self) -> None:

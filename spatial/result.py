@@ -9,6 +9,10 @@ from .options import MinimizeOptions
 from .problem import Problem
 from .work import BoxSpace
 
+# a search's own counters: every spatial result names them all, null where its search has none (the
+# GPU's on the CPU; a run, whose explorers' are not gathered), so that ``--json`` has one set of keys
+COUNTERS = ("subdomains", "local_solves", "local_solve_s", "backend", "phases", "reserve_spills", "device_wait_s")
+
 
 def box_result(
     problem: Problem,
@@ -21,10 +25,11 @@ def box_result(
     elapsed_s: float,
     remaining: BoxSet,
     open_boxes: int,
-    **extras,
+    **counters,
 ) -> Result:
     """The :class:`Result` of a spatial search (``minimize`` or a run) with ``options`` that left
-    the boxes ``remaining`` (``open_boxes`` of them counted open); ``extras``: the search's own."""
+    the boxes ``remaining`` (``open_boxes`` of them counted open); ``counters``: those of
+    :data:`COUNTERS` the search has."""
     space = BoxSpace(problem.lower, problem.upper)
     work = [space.decode(remaining.to_bytes())]
     return Result(
@@ -41,7 +46,8 @@ def box_result(
         extras={
             "dimension": problem.dimension,
             "open_boxes": open_boxes,
-            **extras,
+            **dict.fromkeys(COUNTERS),
+            **counters,
             "feas_tol": options.feas_tol,
             "bound": options.bound,
             "eps_abs": options.eps_abs,

@@ -82,6 +82,27 @@ def test_minimize_run_proves_the_problem_into_a_store_that_info_and_resume_read(
     assert "\nhistory      0:00:" in text and f"LB {result['lower_bound']:.10g}  UB " in text
 
 
+def same_keys(a: dict, b: dict, path: str = "") -> None:
+    """``a`` and ``b`` name the same keys, and so do their values that are both dicts."""
+    assert set(a) == set(b), f"{path or 'top level'}: only in one: {sorted(set(a) ^ set(b))}"
+    for key in a:
+        if isinstance(a[key], dict) and isinstance(b[key], dict):
+            same_keys(a[key], b[key], f"{path}{key}.")
+
+
+def test_minimize_json_has_the_same_keys_with_and_without_a_run(capsys, tmp_path):
+    """A key that has no value in one mode is null there (the run's counters, this process's start-up)."""
+    minimize = ["minimize", "peaks", "--json", "--subdomains", "64"]
+    assert main([*minimize, "--gpus", "0", "--quiet"]) == 0
+    here = json.loads(capsys.readouterr().out)
+    assert main([*minimize, "--run", str(tmp_path / "p.zarr"), *LOCAL]) == 0
+    run = json.loads(capsys.readouterr().out)
+    same_keys(here, run)
+    assert here["subdomains"] == run["subdomains"] == 64 and here["backend"] == "cpu" and run["backend"] is None
+    assert here["run"] is None and here["estimate"] is None and here["startup"] is None
+    assert run["local_solves"] is None and isinstance(run["startup"], dict) and isinstance(run["estimate"], dict)
+
+
 def test_a_stopped_run_resumes_on_another_cluster_shape(capsys, tmp_path):
     path = tmp_path / "s.zarr"
     code = main(

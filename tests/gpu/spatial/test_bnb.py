@@ -309,6 +309,17 @@ def test_minimize_runs_on_the_gpu_when_asked(capsys, one_gpu, problem_file):
     assert "loading the GPU kernels" in captured.err
 
 
+def test_minimize_json_has_the_same_keys_on_the_gpu_and_the_cpu(capsys, one_gpu, problem_file):
+    """The GPU's counters are null on the CPU: one set of keys (and one order)."""
+    minimize = ["minimize", problem_file("C9-st-e01-globallib"), "--subdomains", "4", "--json", "--quiet"]
+    assert main([*minimize, "--gpus", "1"]) == 0
+    gpu = json.loads(capsys.readouterr().out)
+    assert main([*minimize, "--gpus", "0"]) == 0
+    cpu = json.loads(capsys.readouterr().out)
+    assert list(gpu) == list(cpu) and gpu["backend"] == "gpu" and cpu["backend"] == "cpu"
+    assert cpu["phases"] is None and cpu["reserve_spills"] is None and gpu["phases"] > 0
+
+
 def test_the_gpu_is_the_default_when_one_is_visible(capsys, one_gpu, monkeypatch, problem_file):
     monkeypatch.setattr(minimize_cli, "GPU_SUBDOMAINS", 4)
     assert main(["minimize", problem_file("B6-booth"), "--quiet"]) == 0
