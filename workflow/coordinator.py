@@ -151,13 +151,14 @@ class Coordinator(SchedulerPlugin):
         solution=None,
         settled: float = math.inf,
         generation: int | None = None,
+        attempt: str | None = None,
     ) -> dict:
         """An explorer's checkpoint (``protocol.Checkpoint``); returns a ``protocol.CheckpointReply``."""
         ledger = self.runs[run]
         if best is not None:
             ledger.improve(best, solution)
         reply = ledger.checkpoint(
-            explorer, worker, ledger.space.decode(remaining), nodes, leaves, capacity, settled, generation
+            explorer, worker, ledger.space.decode(remaining), nodes, leaves, capacity, settled, generation, attempt
         )
         work = reply.work.to_bytes() if reply.action == Action.REPLACE else None
         return CheckpointReply(reply.action, reply.ub, work, reply.hurry, ledger.solution, reply.generation).to_wire()

@@ -68,6 +68,7 @@ class Checkpoint:
     settled: float = math.inf  # a lower bound of what it discarded unexplored since then
     best: Any = None  # its best value and solution, if it found one better than the run's
     solution: Any = None
+    attempt: str | None = None  # its task's attempt: a fresh id each time the task runs (``ledger``)
 
     def to_wire(self) -> dict:
         return dataclasses.asdict(self)

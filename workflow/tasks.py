@@ -6,7 +6,7 @@ checkpoints to the coordinator, and does what the answer says.  Its engine may a
 coordinator at most every 0.2 s.  Its engine comes from the run's family (``family.py``: ``make_engine``, a GPU engine
 on a worker with the resource ``GPU``), and so does the side heuristic (``side_heuristic``).  An
 explorer holds no state the coordinator does not have (as of the last checkpoint), so a re-run
-after a worker death is harmless: it starts empty (generation 0) and asks for work.
+after a worker death is harmless: it starts empty (generation 0, a fresh attempt) and asks for work.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import time
 import traceback
+import uuid
 from collections.abc import Callable
 
 from distributed import get_worker
@@ -75,10 +76,13 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
     gpu = worker.state.total_resources.get("GPU", 0) > 0
     engine = family(kind).make_engine(options, gpu=gpu, threads=worker.state.nthreads)
     call = _coordinator(run).call
+    attempt = uuid.uuid4().hex  # this run of the task (Dask runs it again after its worker's loss)
 
     def checkpoint(remaining: bytes, generation: int, **progress) -> CheckpointReply:
         """Report; ``generation``: the last reply's (``ledger``: other reports count for nothing)."""
-        report = Checkpoint(explorer, worker.address, remaining, generation, engine.capacity, **progress)
+        report = Checkpoint(
+            explorer, worker.address, remaining, generation, engine.capacity, attempt=attempt, **progress
+        )
         return CheckpointReply.from_wire(call(Route.CHECKPOINT, **report.to_wire()))
 
     def report(value, solution) -> None:

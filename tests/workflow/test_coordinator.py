@@ -151,3 +151,14 @@ def test_checkpoint_messages_travel_as_plain_dicts():
         CONTINUE, 90, solution=[0, 1], generation=2
     )
     assert CheckpointReply.from_wire(closed_reply(Route.CHECKPOINT, "r")) == CheckpointReply(STOP, 0)
+
+
+def test_the_plugin_drops_a_first_report_of_an_attempt_it_heard():
+    coordinator = Coordinator()
+    coordinator.open_run("r", **SPACE, work=unit((0, 100)).to_bytes(), ub=100)
+    first = Checkpoint("e", "w", b"", 0, attempt="t1").to_wire()
+    reply = coordinator.checkpoint("r", **first)
+    assert coordinator.checkpoint("r", **first) == reply  # delivered twice: the same answer, counted once
+    report = Checkpoint("e", "w", unit((40, 100)).to_bytes(), reply["generation"], nodes=7, attempt="t1")
+    assert coordinator.checkpoint("r", **report.to_wire())["action"] == CONTINUE
+    assert coordinator.state("r")["nodes"] == 7 and coordinator.state("r")["checkpoints"] == 2

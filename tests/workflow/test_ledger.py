@@ -2,6 +2,7 @@
 termination, worker loss, late and duplicated reports."""
 
 import numpy as np
+import pytest
 from workflow_helpers import CONTINUE, EMPTY, FULL, REPLACE, STOP, TOTAL, WAIT, N, unit
 
 from pbbflow.core.family import work_space
@@ -292,3 +293,36 @@ def test_a_task_run_again_takes_over_its_explorers_work_and_the_old_ones_reports
     ledger.stop()
     assert ledger.checkpoint("a", "w4", unit((300, 360)), generation=again.generation).action == STOP
     assert ledger.remaining() == unit((100, TOTAL))
+
+
+@pytest.mark.parametrize(
+    "whole, progress, same",
+    [
+        (unit((0, 100)), unit((40, 100)), lambda a, b: a == b),
+        (boxes((0, 4, 0, 4, -9)), boxes((0, 2, 0, 4, -5), (2, 4, 0, 2, -3)), lambda a, b: rows(a) == rows(b)),
+    ],
+    ids=["flowshop", "spatial"],
+)
+def test_a_duplicated_or_late_report_first_or_later_is_dropped(whole, progress, same):
+    """A task's first report (generation 0) names its attempt: the same one again, duplicated or late,
+    counts for nothing, as a later report of an older generation does, so that the explorer's next
+    report still counts, nothing is counted twice, and a lost task's late first report takes no work."""
+    ledger = Ledger(whole, ub=0.0)
+    empty = whole.space.empty()
+    first = ledger.checkpoint("e", "w1", empty, generation=0, attempt="t1")
+    assert first.action == REPLACE and same(first.work, whole)
+    again = ledger.checkpoint("e", "w1", empty, generation=0, attempt="t1")  # the first report delivered twice
+    assert again.action == REPLACE and same(again.work, whole) and again.generation == first.generation
+    report = {"nodes": 5, "leaves": 1, "generation": first.generation, "attempt": "t1"}
+    counted = ledger.checkpoint("e", "w1", progress, **report)
+    assert counted.action == CONTINUE and ledger.nodes == 5  # the explorer's next report still counts
+    assert ledger.checkpoint("e", "w1", progress, **report).generation == counted.generation  # twice: dropped
+    late = ledger.checkpoint("e", "w1", empty, generation=0, attempt="t1")  # the first report, late
+    assert late.action == REPLACE and same(late.work, progress) and late.generation == counted.generation
+    assert (ledger.nodes, ledger.leaves, ledger.checkpoints) == (5, 1, 2) and same(ledger.remaining(), progress)
+    rerun = ledger.checkpoint("e", "w2", empty, generation=0, attempt="t2")  # the task run again: takes over
+    assert rerun.action == REPLACE and same(rerun.work, progress) and rerun.generation > counted.generation
+    ledger.remove_worker("w2")  # its copy returns to the pool; its first report, late, takes none of it
+    assert ledger.checkpoint("e", "w2", empty, generation=0, attempt="t2").action == WAIT
+    assert not ledger.active and same(ledger.remaining(), progress) and ledger.nodes == 5
+    assert ledger.checkpoint("e", "w3", empty, generation=0, attempt="t3").action == REPLACE  # its next attempt
