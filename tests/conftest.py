@@ -36,7 +36,7 @@ import pbbflow  # noqa: E402
 # lock, every other thread waiting for the GIL).  The tests do not need the profiler.
 dask.config.set({"distributed.worker.profile.enabled": False})
 
-# distributed's gen_cluster (tests/workflow/test_ledger.py) puts back the Dask config as it was when
+# distributed's gen_cluster (tests/workflow/test_coordinator.py) puts back the Dask config as it was when
 # distributed.utils_test was imported, at collection: dask_jobqueue's defaults, added to the config
 # when it is imported, must be in it by then, or the Slurm tests after it find no "jobqueue" config.
 from pbbflow.workflow.cluster import import_jobqueue  # noqa: E402

@@ -1,7 +1,8 @@
 """The coordinator: a Dask scheduler plugin holding one ``Ledger`` per run.
 
 Explorer tasks and the client call its handlers (``protocol.Route``) through the scheduler
-connection; a run it does not hold is answered as ``protocol.closed_reply`` says.  Handlers run on
+connection: each takes its route's request and gives its reply (``protocol.Message``, sent as dicts);
+a run it does not hold is answered as ``protocol.closed_reply`` says.  Handlers run on
 the scheduler's event loop: they only touch the in-memory ledger (no disk, no blocking).  A run is opened with its kind and its work space's
 parameters (``family.py``); work travels as the family's bytes (flow shop: packed big-endian
 intervals, since msgpack refuses ints above 64 bits), decoded by the run's space; every message
@@ -12,7 +13,6 @@ permutation; an objective and a point).
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
 
 from distributed.diagnostics.plugin import SchedulerPlugin
@@ -21,24 +21,46 @@ from tornado.ioloop import PeriodicCallback
 from ..core.family import work_space
 from .history import RunHistory
 from .ledger import Ledger
-from .protocol import Action, CheckpointReply, Route, closed_reply
+from .protocol import (
+    Action,
+    Checkpoint,
+    CheckpointReply,
+    Close,
+    Done,
+    Estimate,
+    Improve,
+    ImproveReply,
+    Message,
+    Open,
+    Route,
+    State,
+    StateReply,
+    Status,
+    StatusReply,
+    Stop,
+    Waiting,
+    WaitingReply,
+    closed_reply,
+)
 
 PLUGIN_NAME = "pbbflow-coordinator"
 SAMPLE_MS = 1000  # the histories' sampling period
 KEPT_HISTORIES = 8  # closed runs whose history stays for the dashboard
 
 
-def _of_open_run(route: Route) -> Callable:
-    """A handler of ``route`` for the runs this coordinator holds; others get ``closed_reply``."""
+def _handler(request: type[Message]) -> Callable:
+    """The handler of ``request``'s route: called with the request's fields (keywords on the wire), it
+    gives the handler the request and sends back its reply as a dict; a run this coordinator does not
+    hold gets ``closed_reply`` on every route but ``open``."""
 
-    def wrap(handler: Callable[..., dict]) -> Callable[..., dict]:
+    def wrap(handler: Callable[..., Message]) -> Callable[..., dict]:
         @functools.wraps(handler)
         def handle(self: Coordinator, run: str, *args, **kwargs) -> dict:
-            if run not in self.runs:
-                return closed_reply(route, run)
-            return handler(self, run, *args, **kwargs)
+            if request.route is not Route.OPEN and run not in self.runs:
+                return closed_reply(request.route, run)
+            return handler(self, run, request(*args, **kwargs)).to_wire()
 
-        handle.route = route
+        handle.route = request.route
         return handle
 
     return wrap
@@ -99,125 +121,106 @@ class Coordinator(SchedulerPlugin):
         ]
 
     # ------------------------------------------------------------------ handlers
-    def open_run(
-        self,
-        run: str,
-        kind: str,
-        space: dict,
-        work: bytes,
-        ub,
-        solution=None,
-        nodes: int = 0,
-        leaves: int = 0,
-        settled: float = math.inf,
-        pieces: int = 1,
-        min_split: int = 2,
-        label: str = "",
-        client: str | None = None,
-    ) -> dict:
+    @_handler(Open)
+    def open_run(self, run: str, request: Open) -> Done:
         """Start a run's ledger (refused if the run id is in use): ``kind`` and ``space`` name its work
         space (``family.work_space``); ``label`` names it on the dashboard; the run closes when
         ``client`` (the id of the client that drives it) leaves the scheduler."""
         if run in self.runs:
             raise ValueError(f"run {run} is already open on this cluster")
-        unassigned = work_space(kind, space).decode(work)
-        if client is not None:
-            self.clients[run] = client
+        unassigned = work_space(request.kind, request.space).decode(request.work)
+        if request.client is not None:
+            self.clients[run] = request.client
         self.runs[run] = Ledger(
             unassigned,
-            ub=ub,
-            solution=solution,
-            nodes=nodes,
-            leaves=leaves,
-            settled=settled,
-            pieces=pieces,
-            min_split=min_split,
+            ub=request.ub,
+            solution=request.solution,
+            nodes=request.nodes,
+            leaves=request.leaves,
+            settled=request.settled,
+            pieces=request.pieces,
+            min_split=request.min_split,
         )
-        self.histories[run] = RunHistory(label or run, kind=kind)
+        self.histories[run] = RunHistory(request.label or run, kind=request.kind)
         self.histories[run].record(self.runs[run])
-        return {"run": run}
+        return Done(run)
 
-    @_of_open_run(Route.CHECKPOINT)
-    def checkpoint(
-        self,
-        run: str,
-        explorer: str,
-        worker: str,
-        remaining: bytes,
-        nodes: int = 0,
-        leaves: int = 0,
-        capacity: int = 1,
-        best=None,
-        solution=None,
-        settled: float = math.inf,
-        generation: int | None = None,
-    ) -> dict:
-        """An explorer's checkpoint (``protocol.Checkpoint``); returns a ``protocol.CheckpointReply``."""
+    @_handler(Checkpoint)
+    def checkpoint(self, run: str, report: Checkpoint) -> CheckpointReply:
+        """An explorer's checkpoint: what it does next."""
         ledger = self.runs[run]
-        if best is not None:
-            ledger.improve(best, solution)
+        if report.best is not None:
+            ledger.improve(report.best, report.solution)
         reply = ledger.checkpoint(
-            explorer, worker, ledger.space.decode(remaining), nodes, leaves, capacity, settled, generation
+            report.explorer,
+            report.worker,
+            ledger.space.decode(report.remaining),
+            report.nodes,
+            report.leaves,
+            report.capacity,
+            report.settled,
+            report.generation,
+            report.attempt,
         )
         work = reply.work.to_bytes() if reply.action == Action.REPLACE else None
-        return CheckpointReply(reply.action, reply.ub, work, reply.hurry, ledger.solution, reply.generation).to_wire()
+        return CheckpointReply(reply.action, reply.ub, work, reply.hurry, ledger.solution, reply.generation)
 
-    @_of_open_run(Route.IMPROVE)
-    def improve(self, run: str, best, solution) -> dict:
+    @_handler(Improve)
+    def improve(self, run: str, request: Improve) -> ImproveReply:
         """A better solution found between checkpoints; returns the run's incumbent value."""
         ledger = self.runs[run]
-        ledger.improve(best, solution)
-        return {"ub": ledger.ub}
+        ledger.improve(request.best, request.solution)
+        return ImproveReply(ledger.ub)
 
-    @_of_open_run(Route.WAITING)
-    def waiting(self, run: str, explorer: str) -> dict:
+    @_handler(Waiting)
+    def waiting(self, run: str, request: Waiting) -> WaitingReply:
         """How many other explorers of the run wait for work, and whether the run stops (cheap: asked
         between GPU launches)."""
         ledger = self.runs[run]
-        return {"waiting": len(ledger.waiting - {explorer}), "stopping": ledger.stopping}
+        return WaitingReply(len(ledger.waiting - {request.explorer}), ledger.stopping)
 
-    @_of_open_run(Route.STATUS)
-    def status(self, run: str) -> dict:
+    @_handler(Status)
+    def status(self, run: str, request: Status) -> StatusReply:
         """Whether the run is over (stopping, finished or closed) and its incumbent: for heuristic tasks."""
         ledger = self.runs[run]
-        return {"stopping": ledger.stopping or ledger.finished, "ub": ledger.ub}
+        return StatusReply(ledger.stopping or ledger.finished, ledger.ub)
 
-    @_of_open_run(Route.STATE)
-    def state(self, run: str, intervals: bool = False) -> dict:
+    @_handler(State)
+    def state(self, run: str, request: State) -> StateReply:
         """Counters, incumbent and the exact remaining fraction; with ``intervals`` the remainder too."""
         ledger = self.runs[run]
-        return {
-            "nodes": ledger.nodes,
-            "leaves": ledger.leaves,
-            "ub": ledger.ub,
-            "solution": ledger.solution,
-            "settled": ledger.settled,
-            "lower_bound": ledger.lower_bound(),
-            "pieces": ledger.pieces(),
-            "remaining_fraction": ledger.remaining_fraction(),
-            "remaining_log10": ledger.remaining_log10(),
-            "active_explorers": len(ledger.active),
-            "activity": ledger.activity(),
-            "checkpoints": ledger.checkpoints,
-            "finished": ledger.finished,
-            "stopped": ledger.all_stopped,
-            "remaining": ledger.remaining().to_bytes() if intervals else None,
-        }
+        return StateReply(
+            nodes=ledger.nodes,
+            leaves=ledger.leaves,
+            ub=ledger.ub,
+            solution=ledger.solution,
+            settled=ledger.settled,
+            lower_bound=ledger.lower_bound(),
+            pieces=ledger.pieces(),
+            remaining_fraction=ledger.remaining_fraction(),
+            remaining_log10=ledger.remaining_log10(),
+            active_explorers=len(ledger.active),
+            activity=ledger.activity(),
+            checkpoints=ledger.checkpoints,
+            finished=ledger.finished,
+            stopped=ledger.all_stopped,
+            remaining=ledger.remaining().to_bytes() if request.intervals else None,
+        )
 
-    @_of_open_run(Route.ESTIMATE)
-    def estimate(self, run: str, nodes: int, estimate) -> dict:
+    @_handler(Estimate)
+    def estimate(self, run: str, request: Estimate) -> Done:
         """The driver's latest estimate of the nodes left (and its low and high ends), made when
         ``nodes`` were done (``workflow.eta``): for the dashboard page."""
-        self.histories[run].estimate = (int(nodes), tuple(float(v) for v in estimate))
-        return {"run": run}
+        self.histories[run].estimate = (int(request.nodes), tuple(float(v) for v in request.estimate))
+        return Done(run)
 
-    @_of_open_run(Route.STOP)
-    def stop_run(self, run: str) -> dict:
+    @_handler(Stop)
+    def stop_run(self, run: str, request: Stop) -> Done:
         self.runs[run].stop()
-        return {"run": run}
+        return Done(run)
 
-    @_of_open_run(Route.CLOSE)
-    def close_run(self, run: str) -> dict:
+    @_handler(Close)
+    def close_run(self, run: str, request: Close) -> Done:
         ledger = self.runs.pop(run)
         self.clients.pop(run, None)
         history = self.histories[run]
@@ -226,4 +229,4 @@ class Coordinator(SchedulerPlugin):
         closed = [r for r, h in self.histories.items() if h.closed]
         for old in closed[: max(0, len(closed) - KEPT_HISTORIES)]:
             del self.histories[old]
-        return {"run": run}
+        return Done(run)

@@ -21,7 +21,9 @@ the explorer echoes it in its next checkpoint (0 in a task's first: it holds not
 of another generation (a message delivered twice, or a late one of an earlier task under the same
 explorer id, e.g. one whose worker was removed) counts for nothing, nodes included: the explorer is
 told to go on with what the ledger holds for it (its copy; to wait when it holds none; to stop when
-the run does).  A task's first checkpoint takes over its explorer's copy, if the ledger holds one.
+the run does).  A task's first checkpoint takes over its explorer's copy, if the ledger holds one; it
+names the task's attempt (a fresh id each time the task runs), so that the first checkpoint of an
+attempt already heard (delivered twice, or late) counts for nothing either.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ class Ledger:
         self.capacity_of: dict[str, int] = {}  # explorer id -> intervals it works on at once
         self.waiting: set[str] = set()  # explorers with nothing to do
         self.generations: dict[str, int] = {}  # explorer id -> the generation its next report must carry
+        self.attempts: dict[str, str] = {}  # explorer id -> the attempt of its task whose first report counted
         self.ub = ub  # the incumbent's value, or the initial pruning bound
         self.solution = solution  # the incumbent (a schedule, a point) found below the initial bound, if any
         self.nodes = nodes
@@ -135,6 +138,7 @@ class Ledger:
         capacity: int = 1,
         settled: float = math.inf,
         generation: int | None = None,
+        attempt: str | None = None,
     ) -> Reply:
         """Record an explorer's progress and decide what it does next.
 
@@ -142,11 +146,15 @@ class Ledger:
         ``settled``: a lower bound of what it discarded since its last checkpoint without exploring
         it to the end (spatial B&B: boxes pruned within the tolerance; +inf where a family has none);
         ``generation``: that of the last reply it got (0: a task's first checkpoint; None: not
+        checked); ``attempt``: the task's attempt, which a first checkpoint names (None: not
         checked), see the module.
         """
         current = self.generations.get(explorer, 0)
-        if generation is not None and generation not in (0, current):
+        heard = generation == 0 and attempt is not None and self.attempts.get(explorer) == attempt
+        if heard or generation is not None and generation not in (0, current):
             return self._stale(explorer, current)
+        if generation == 0 and attempt is not None:
+            self.attempts[explorer] = attempt
         self.generations[explorer] = current = current + 1
         self.checkpoints += 1
         self.nodes += nodes

@@ -34,7 +34,7 @@ from .coordinator import Coordinator
 from .eta import COLUMNS as ESTIMATE_COLUMNS
 from .eta import Estimator, Eta, eta_of, recent_rate
 from .history import activity_column
-from .protocol import Route, RunHandle
+from .protocol import Close, Estimate, Open, RunHandle, State, Stop
 from .tasks import explorer_task, heuristic_task
 from .worker_code import warm_workers
 
@@ -142,7 +142,7 @@ class _Session:
         self.run = uuid.uuid4().hex
         # the coordinator's answers for this run; TimeoutError after CALL_SECONDS (a scheduler that
         # stopped answering must not hold the driver for ever)
-        self.call = RunHandle(self.run, client.scheduler, client.loop, CALL_SECONDS).call
+        self.ask = RunHandle(self.run, client.scheduler, client.loop, CALL_SECONDS).ask
         self.started = time.monotonic()
         self.ended: float | None = None  # when the explorers stopped (the final checkpoint)
         self.series = {k: list(v) for k, v in self.start.series.items()} or {k: [] for k in SERIES}
@@ -157,19 +157,20 @@ class _Session:
         info = client.scheduler_info()["workers"]
         space = instance.space()
         self.kind = space.kind
-        self.call(
-            Route.OPEN,
-            kind=space.kind,
-            space=space.params(),
-            work=self.start.remaining.to_bytes(),
-            ub=ub,
-            solution=solution,
-            nodes=self.start.nodes,
-            leaves=self.start.leaves,
-            settled=self.start.settled,
-            pieces=max(1, len(info)),
-            label=instance.name,
-            client=client.id,
+        self.ask(
+            Open(
+                kind=space.kind,
+                space=space.params(),
+                work=self.start.remaining.to_bytes(),
+                ub=ub,
+                solution=solution,
+                nodes=self.start.nodes,
+                leaves=self.start.leaves,
+                settled=self.start.settled,
+                pieces=max(1, len(info)),
+                label=instance.name,
+                client=client.id,
+            )
         )
         self.budget_s, self.ivms = budget_s, ivms
         self.futures = []
@@ -314,14 +315,19 @@ class _Session:
         recent = recent_rate(self.series["t"], self.series["nodes"])
         return Eta(*left, recent if recent is not None else rate or None)
 
+    def state(self, *, intervals: bool = False) -> dict:
+        """The coordinator's state of the run (``protocol.StateReply``, as the dict it travels as, which
+        the samples, the checkpoints and the estimator read); with ``intervals``, everything left too."""
+        return self.ask(State(intervals)).to_wire()
+
     def estimate(self, now: float) -> None:
         """Ask for a new estimate of the work left when one is due; send a new one to the coordinator
         (for the dashboard page)."""
         if self.estimator.due(now):
-            self.estimator.refresh(now, self.call(Route.STATE, intervals=True))
+            self.estimator.refresh(now, self.state(intervals=True))
         fresh = self.estimator.fresh()
         if fresh is not None:
-            self.call(Route.ESTIMATE, nodes=fresh[0], estimate=list(fresh[1]))
+            self.ask(Estimate(fresh[0], list(fresh[1])))
 
     def nap(self, seconds: float) -> None:
         """Sleep ``seconds``, or less when a task ends (explorers end when the run does, or fail)."""
@@ -338,7 +344,7 @@ class _Session:
         self.writer.shutdown(wait=True)
         self.estimator.close()
         try:
-            self.call(Route.CLOSE)
+            self.ask(Close())
         except Exception:
             if not after_error:
                 raise
@@ -423,7 +429,7 @@ def _search(
     last_checkpoint = last_sample = time.monotonic()
     try:
         while True:
-            state = session.call(Route.STATE)
+            state = session.state()
             now = time.monotonic()
             session.estimate(now)
             if on_progress is not None:
@@ -450,7 +456,7 @@ def _search(
             if state["finished"] or stop.is_set() or out_of_time or out_of_nodes:
                 return None
             if now - last_checkpoint >= checkpoint_every:
-                session.checkpoint(session.call(Route.STATE, intervals=True))
+                session.checkpoint(session.state(intervals=True))
                 last_checkpoint = now
             failed = _failed_task(session.futures)
             if failed is not None:
@@ -490,16 +496,16 @@ def _final_checkpoint(
     did not answer, or failed, keeps its work there as of its last checkpoint.  Returns the first
     failed task, if any.  ``timings`` receives ``search_s`` (until the explorers stopped) and
     ``final_checkpoint_s``."""
-    session.call(Route.STOP)
+    session.ask(Stop())
     deadline = time.monotonic() + STOP_SECONDS
     while not hurry.is_set() and time.monotonic() < deadline:
         running = [f for f in session.futures if not f.done()]
-        if not running or session.call(Route.STATE)["stopped"]:
+        if not running or session.state()["stopped"]:
             break
         with contextlib.suppress(TimeoutError):
             wait(running, timeout=POLL_SECONDS, return_when="FIRST_COMPLETED")
     failed = _failed_task(session.futures)
-    state = session.call(Route.STATE, intervals=True)
+    state = session.state(intervals=True)
     searched = session.ended = time.monotonic()  # the search's clock stops here, not after the estimate
     if not hurry.is_set():  # a second signal wants the checkpoint now: the last estimate stands
         session.estimator.final(state)

@@ -6,7 +6,7 @@ checkpoints to the coordinator, and does what the answer says.  Its engine may a
 coordinator at most every 0.2 s.  Its engine comes from the run's family (``family.py``: ``make_engine``, a GPU engine
 on a worker with the resource ``GPU``), and so does the side heuristic (``side_heuristic``).  An
 explorer holds no state the coordinator does not have (as of the last checkpoint), so a re-run
-after a worker death is harmless: it starts empty (generation 0) and asks for work.
+after a worker death is harmless: it starts empty (generation 0, a fresh attempt) and asks for work.
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from __future__ import annotations
 import functools
 import time
 import traceback
+import uuid
 from collections.abc import Callable
 
 from distributed import get_worker
 
 from ..core.errors import GpuError
 from ..core.family import family
-from .protocol import Action, Checkpoint, CheckpointReply, Route, RunHandle
+from .protocol import Action, Checkpoint, CheckpointReply, Improve, RunHandle, Status, Waiting
 
 WAIT_SECONDS = 0.05  # between checkpoints of an explorer that has nothing to do
 HURRY = 0.05  # fraction of the budget to explore before the next checkpoint when others wait
@@ -74,19 +75,22 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
     worker = get_worker()
     gpu = worker.state.total_resources.get("GPU", 0) > 0
     engine = family(kind).make_engine(options, gpu=gpu, threads=worker.state.nthreads)
-    call = _coordinator(run).call
+    ask = _coordinator(run).ask
+    attempt = uuid.uuid4().hex  # this run of the task (Dask runs it again after its worker's loss)
 
     def checkpoint(remaining: bytes, generation: int, **progress) -> CheckpointReply:
         """Report; ``generation``: the last reply's (``ledger``: other reports count for nothing)."""
-        report = Checkpoint(explorer, worker.address, remaining, generation, engine.capacity, **progress)
-        return CheckpointReply.from_wire(call(Route.CHECKPOINT, **report.to_wire()))
+        report = Checkpoint(
+            explorer, worker.address, remaining, generation, engine.capacity, attempt=attempt, **progress
+        )
+        return ask(report)
 
     def report(value, solution) -> None:
-        call(Route.IMPROVE, best=value, solution=solution)
+        ask(Improve(value, solution))
 
     def others_wait_or_stop() -> bool:
-        answer = call(Route.WAITING, explorer=explorer)
-        return answer["waiting"] > 0 or answer["stopping"]
+        answer = ask(Waiting(explorer))
+        return answer.waiting > 0 or answer.stopping
 
     waiting = _at_most_every(POLL_SECONDS, others_wait_or_stop)
     offer = getattr(engine, "offer", None)  # the run's incumbent, for engines that use its solution
@@ -119,10 +123,10 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
 def heuristic_task(run: str, kind: str, options: dict, seed: int) -> dict:
     """Family ``kind``'s side heuristic beside the search until the run stops; every improvement
     goes to the coordinator at once (it forwards the new UB to the explorers at their next checkpoint)."""
-    call = _coordinator(run).call
+    ask = _coordinator(run).ask
 
     def improved(value, solution) -> None:
-        call(Route.IMPROVE, best=value, solution=solution)
+        ask(Improve(value, solution))
 
-    stopping = _at_most_every(POLL_SECONDS, lambda: call(Route.STATUS)["stopping"])
+    stopping = _at_most_every(POLL_SECONDS, lambda: ask(Status()).stopping)
     return family(kind).side_heuristic(options, seed, improved, stopping)
