@@ -472,6 +472,7 @@ def box_result(
             "eps_rel": options.eps_rel,
             "contract": options.contract,
         },
+        fields=result_fields,
     )
 
 
