@@ -39,9 +39,9 @@ MODULES = _modules()
 
 
 def _imports(module: str, path: Path) -> list[tuple[str, int]]:
-    """``(imported, line)`` for each module imported in ``module``: a module of the package where it names
-    one (``from .x import f`` -> ``pbbflow.<...>.x``; ``from . import x`` -> that module ``x``), else
-    the top-level name of the outside package."""
+    """``(imported, line)`` for each module imported in ``module``: a module of the package where
+    it names one (``from .x import f`` -> ``pbbflow.<...>.x``; ``from . import x`` -> the module
+    ``x``), else the top-level name of the outside package."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
