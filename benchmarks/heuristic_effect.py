@@ -17,10 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from pbbflow.core.devices import gpu_count
 from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.flowshop.load import load_instance
-from pbbflow.workflow.cluster import gpu_count, open_cluster
+from pbbflow.workflow.cluster import open_cluster
 from pbbflow.workflow.run import drive
 
 VARIANTS = {"neh_alone": ("neh", 0), "iterated_greedy": ("ig", None)}

@@ -25,7 +25,7 @@ import platform
 import statistics
 import sys
 
-from pbbflow.gpu import gpu_count
+from pbbflow.core.devices import gpu_count
 from pbbflow.spatial.bnb import minimize
 from pbbflow.spatial.load import load_problem
 from pbbflow.spatial.options import MinimizeOptions

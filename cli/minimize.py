@@ -139,7 +139,7 @@ def _drawn_by(bar: ProgressBar) -> Callable[[SpatialProgress], None]:
 def _gpus_for(args: argparse.Namespace, problem) -> int:
     """0 (the CPU) or 1: ``--gpus`` against the visible GPUs and the kernels' caps; ProblemError
     (exit 2) for a request that cannot be served."""
-    from ..gpu import gpu_count
+    from ..core.devices import gpu_count
 
     if args.gpus == 0 or (args.gpus is None and args.serial):
         return 0

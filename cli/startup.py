@@ -30,6 +30,7 @@ from distributed import Client
 
 from ..core.compiling import CodeLoad, FirstRunNotice, compiled_line
 from ..storage.runstore import zarr_module
+from ..viz import page  # noqa: F401 (the pbbflow page: served by the clusters opened here, linked to)
 from ..workflow.cluster import attach_dashboard, dashboard_link, dashboard_pending
 from ..workflow.worker_code import loaded_code, submit_warm_workers
 from .signals import block_in_this_thread

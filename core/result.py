@@ -3,7 +3,8 @@
 ``solve``, ``minimize``, a run store's result and ``RunInstance.result()`` all give a
 :class:`Result`: the fields every family shares, under common names, and the family's own in
 ``extras`` (as scipy's ``OptimizeResult`` is one type for many solvers).  Its JSON
-(:meth:`Result.to_dict`) names them as the family does (``Family.result_fields``); a field reads
+(:meth:`Result.to_dict`) names them as the family does (``Family.result_fields``, which the family
+gives each result it builds as ``fields``); a field reads
 by its shared name, by its family's, or as JSON (``result.value``, ``result.makespan``,
 ``result["makespan"]``: a result is also a read-only mapping, its JSON).
 """
@@ -33,7 +34,7 @@ class Result(Mapping):
     ``value`` and ``solution``: the best found (None: none); ``lower_bound``: the one proved (a
     spatial search's: inf when infeasible, -inf when unbounded so far); ``run``: the run store's
     path (None for a search in this process); ``estimate``: the work left as a run store's series
-    estimate it (``workflow.eta``; None: none made)."""
+    estimate it (``workflow.eta``; None: none made); ``fields``: the family's ``result_fields``."""
 
     kind: str
     name: str
@@ -48,25 +49,33 @@ class Result(Mapping):
     extras: dict[str, Any] = field(default_factory=dict)  # the family's own fields (``leaves``, ``open_boxes``...)
     run: str | None = None
     estimate: dict | None = None
+    # its JSON's fields, in order: its family's ``result_fields`` ("key", or "key=field": the shared
+    # ``field`` under the family's name ``key``)
+    fields: tuple[str, ...] = field(kw_only=True, repr=False, compare=False)
 
     def __getattr__(self, name: str) -> Any:
         """A family's own field (``result.leaves``), or a shared one under the family's name for it
         (``result.makespan``: ``value``; ``result.x``: ``solution``)."""
-        extras, kind = self.__dict__.get("extras", {}), self.__dict__.get("kind")
+        extras = self.__dict__.get("extras", {})
         if name in extras:
             return extras[name]
-        if kind is not None and not name.startswith("__"):
-            from .family import family  # (family.py imports this module)
-
-            for entry in family(kind).result_fields:
-                key, _, shared = entry.partition("=")
-                if key == name and shared:
-                    return getattr(self, shared)
-        raise AttributeError(f"{type(self).__name__} of kind {kind!r} has no field {name!r}")
+        for entry in self.__dict__.get("fields", ()):
+            key, _, shared = entry.partition("=")
+            if key == name and shared:
+                return getattr(self, shared)
+        raise AttributeError(f"{type(self).__name__} of kind {self.__dict__.get('kind')!r} has no field {name!r}")
 
     def __getitem__(self, key: str) -> Any:
         """A field of its JSON (``result["makespan"]``), as ``to_dict`` writes it."""
-        return self.to_dict()[key]
+        if key == "run":
+            return self.run
+        if key == "estimate" and self.estimate is not None:
+            return self.estimate
+        for entry in self.fields:
+            name, _, shared = entry.partition("=")
+            if name == key:
+                return _json(key, getattr(self, shared or key))
+        return self.extras[key]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.to_dict())
@@ -98,17 +107,20 @@ class Result(Mapping):
         """The JSON of ``--json``: the family's ``result_fields`` in order (``"key=field"`` names a
         shared field ``key``), then the extras not named there, then ``run`` and the ``estimate``
         where there is one; a bound that is not finite is null."""
-        from .family import family  # (family.py imports this module)
-
         out: dict[str, Any] = {}
-        for entry in family(self.kind).result_fields:
+        for entry in self.fields:
             key, _, name = entry.partition("=")
-            value = getattr(self, name or key)
-            if key == "lower_bound" and isinstance(value, float) and not math.isfinite(value):
-                value = None
-            out[key] = str(value) if isinstance(value, Status) else value
+            out[key] = _json(key, getattr(self, name or key))
         out.update({k: v for k, v in self.extras.items() if k not in out})
         out["run"] = self.run
         if self.estimate is not None:
             out["estimate"] = self.estimate
         return out
+
+
+def _json(key: str, value: Any) -> Any:
+    """``value`` as the JSON field ``key`` holds it: a status as its string, a bound that is not
+    finite as None."""
+    if key == "lower_bound" and isinstance(value, float) and not math.isfinite(value):
+        return None
+    return str(value) if isinstance(value, Status) else value

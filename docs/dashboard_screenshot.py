@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from browser import screenshot  # noqa: E402
 
 from pbbflow.flowshop.taillard import taillard_instance  # noqa: E402
+from pbbflow.viz import page  # noqa: E402, F401 (the pbbflow page on the dashboard)
 from pbbflow.workflow.cluster import attach_dashboard, dashboard_link, open_cluster  # noqa: E402
 from pbbflow.workflow.run import create_run, drive  # noqa: E402
 

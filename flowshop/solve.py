@@ -8,6 +8,7 @@ import numpy as np
 
 from ..core.result import Result, Status
 from .bounds import lower_bound
+from .describe import result_fields
 from .evaluation import makespan, neh
 from .explorer import Snapshot, explore
 from .instance import FlowShop
@@ -40,6 +41,7 @@ def flowshop_result(
         remaining_fraction=remaining.fraction_of_space(),
         remaining_log10=remaining.log10_fraction(),
         extras={"n": n, "m": m, "leaves": leaves},
+        fields=result_fields,
     )
 
 

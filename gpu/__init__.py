@@ -1,32 +1,6 @@
 """The GPU code in numba-cuda: each family's in a subpackage (PBB@GPU's IVM explorer in
 ``flowshop``, the spatial family's B&B in ``spatial``), beside the device helpers both share
-(``warp``, ``offline_ptx``, and device detection here). Importing this package loads neither
-numba nor a CUDA driver."""
-
-import os
+(``warp``, ``offline_ptx``; device detection is ``core.devices``, which the command line uses
+too). Importing this package loads neither numba nor a CUDA driver."""
 
 DEFAULT_IVMS = 16384  # IVMs per GPU: the paper's K
-
-
-def gpu_count() -> int:
-    """GPUs this process may use: NVML's device count capped by ``CUDA_VISIBLE_DEVICES``; 0 on any failure."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        try:
-            count = pynvml.nvmlDeviceGetCount()
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # noqa: BLE001 (no driver, no library, no permission: all mean no GPU)
-        return 0
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        ids = [d.strip() for d in visible.split(",")]
-        usable = 0
-        for d in ids:  # CUDA ignores every id from the first invalid one on
-            if not d or d.startswith("-"):
-                break
-            usable += 1
-        count = min(count, usable)
-    return count

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..core.result import Result, Status
 from .boxes import BoxSet
+from .describe import result_fields
 from .options import MinimizeOptions
 from .problem import Problem
 from .work import BoxSpace
@@ -54,4 +55,5 @@ def box_result(
             "eps_rel": options.eps_rel,
             "contract": options.contract,
         },
+        fields=result_fields,
     )

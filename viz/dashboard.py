@@ -6,11 +6,7 @@ scheduler every second), as its family's :class:`View` (``Family.dashboard_view`
 without one gets :class:`HistoryView`: the remaining share of the space on a log scale, nodes/s,
 the incumbent, the ETA and the busy share of each worker's explorers (threads or IVMs) over time.
 
-The page must be registered before the scheduler's dashboard starts, in the scheduler's
-process: :func:`register_page` does it for the clusters pbbflow starts (their schedulers run in
-the client's process): before a Slurm or local CUDA cluster starts, and on the scheduler's loop
-when a local cluster of one process gets its dashboard later (``workflow.cluster.attach_dashboard``).
-An external scheduler gets it with ``dask scheduler --preload pbbflow.viz.preload``.
+Where it is served, and how a scheduler gets it: ``viz.page``.
 """
 
 from __future__ import annotations
@@ -29,23 +25,8 @@ from ..workflow.coordinator import PLUGIN_NAME
 from ..workflow.eta import Eta, eta_curve, recent_rate
 from ..workflow.history import RunHistory, node_rate
 
-ROUTE = "/pbbflow"
 UPDATE_MS = 1000
 IMAGE_COLUMNS = 512  # time columns of the activity image at most (1,000 workers: 2 MB per redraw)
-
-
-def register_page() -> None:
-    """Add the page to the scheduler dashboards started from now on in this process."""
-    from distributed.dashboard import scheduler as dashboard
-
-    dashboard.applications.setdefault(ROUTE, pbbflow_doc)
-
-
-def page_url(dashboard_link: str | None) -> str | None:
-    """The page's URL on the dashboard whose status page is ``dashboard_link``."""
-    if not dashboard_link:
-        return None
-    return dashboard_link.rsplit("/", 1)[0] + ROUTE
 
 
 def pbbflow_doc(scheduler, extra: dict, doc) -> None:

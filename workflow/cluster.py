@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,8 +27,8 @@ from dask.utils import parse_bytes
 from distributed import Client, LocalCluster, Worker
 from distributed.utils import sync
 
+from ..core.devices import gpu_count
 from ..core.errors import ClusterError
-from ..gpu import gpu_count
 
 KINDS = ("local", "address", "slurm")
 LOOPBACK = "127.0.0.1"
@@ -48,6 +48,29 @@ QUIET_DASK = {
 }
 HTTP_PREFIX = "/"  # the http_prefix of the schedulers started here (Dask's default)
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DashboardPage:
+    """A page that the dashboards of the schedulers started here serve (``viz.page``: pbbflow's)."""
+
+    register: Callable[[], None]  # adds it to the dashboards started from now on in this process
+    url: Callable[[str], str]  # its URL on the dashboard whose status page is the argument
+
+
+_page: DashboardPage | None = None  # set_dashboard_page's
+
+
+def set_dashboard_page(page: DashboardPage) -> None:
+    """Serve ``page`` on the dashboards of the clusters opened from now on (registered before their
+    schedulers start) and link to it (:func:`dashboard_link`)."""
+    global _page
+    _page = page
+
+
+def _register_page() -> None:
+    if _page is not None:
+        _page.register()
 
 
 def dask_environment(config: dict) -> list[str]:
@@ -211,29 +234,28 @@ def dashboard_pending(client: Client) -> bool:
 
 
 def attach_dashboard(client: Client) -> None:
-    """Serve the Dask dashboard, with the pbbflow page, from the HTTP server of ``client``'s
-    scheduler where it runs in this process without one; other schedulers are left alone.
+    """Serve the Dask dashboard, with the page (:func:`set_dashboard_page`), from the HTTP server of
+    ``client``'s scheduler where it runs in this process without one; other schedulers are left alone.
     Bokeh loads in the calling thread; the scheduler's event loop only connects the pages."""
     if not dashboard_pending(client):
         return
     import distributed.dashboard.scheduler as dashboard
 
-    from ..viz.dashboard import register_page
-
     scheduler = _local_scheduler(client)
 
     async def connect() -> None:
         if dashboard_pending(client):  # checked again on the loop: attached once, whoever calls
-            register_page()
+            _register_page()
             dashboard.connect(scheduler.http_application, scheduler.http_server, scheduler, prefix=HTTP_PREFIX)
 
     sync(scheduler.loop, connect)
 
 
 def dashboard_link(client: Client) -> str | None:
-    """The URL of the pbbflow page on ``client``'s scheduler's dashboard, or of the Dask dashboard
-    when the scheduler does not serve the page (one started elsewhere without the preload
-    ``pbbflow.viz.preload``); None when it has no dashboard (yet: :func:`dashboard_pending`)."""
+    """The URL of the page (:func:`set_dashboard_page`) on ``client``'s scheduler's dashboard, or of
+    the Dask dashboard when there is none or the scheduler does not serve it (one started elsewhere
+    without the preload ``pbbflow.viz.preload``); None when it has no dashboard (yet:
+    :func:`dashboard_pending`)."""
     if dashboard_pending(client):
         return None
     try:
@@ -243,11 +265,9 @@ def dashboard_link(client: Client) -> str | None:
             link = f"http://{LOOPBACK}:{port}/status"
     except (AttributeError, KeyError):
         return None
-    from ..viz.dashboard import page_url  # Bokeh on demand: spawned workers import this module (via the CLI's)
-
-    page = page_url(link)
-    if page is None:
-        return None
+    if link is None or _page is None:
+        return link
+    page = _page.url(link)
     try:  # the page answers only where it was registered before the dashboard started
         with urllib.request.urlopen(page, timeout=10) as response:
             return page if response.status == 200 else link
@@ -426,9 +446,7 @@ def open_cluster(
             # their nanny, Slurm's from the job's environment (README, Performance).
             stack.enter_context(dask.config.set(QUIET_DASK))
             if kind == "slurm" or devices > 1:  # their schedulers start here with the dashboard: add the page
-                from ..viz.dashboard import register_page
-
-                register_page()
+                _register_page()
             if devices:
                 cluster = _local_gpu_cluster(devices, dashboard_address)
             elif kind == "local":

@@ -280,7 +280,7 @@ def test_a_departed_driver_closes_its_run_on_the_scheduler(tmp_path, patience):
 def test_a_killed_driver_leaves_no_explorer_behind_and_resume_takes_over(tmp_path, patience):
     """SIGKILL to ``solve --scheduler``: its explorers on the external cluster stop at their next
     report, and ``resume`` on the same scheduler explores on and honours its time limit."""
-    from pbbflow.viz.dashboard import register_page
+    from pbbflow.viz.page import register_page
 
     register_page()
     store = tmp_path / "k.zarr"

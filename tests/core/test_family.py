@@ -28,6 +28,7 @@ from pbbflow.workflow.run import create_run, drive, result_of
 from pbbflow.workflow.tasks import explorer_task, heuristic_task
 
 SIZE = 200_000
+TOY_FIELDS = ("status", "minimum=value", "k=solution", "nodes", "remaining_fraction", "remaining_log10")
 
 
 def value(k: np.ndarray) -> np.ndarray:
@@ -212,6 +213,7 @@ class ToyRun:
             elapsed_s=elapsed_s,
             remaining_fraction=self.space().remaining_fraction([remaining]),
             remaining_log10=None,
+            fields=TOY_FIELDS,
         )
 
     def no_gpu(self):
@@ -234,7 +236,7 @@ def toy_family(monkeypatch):
     module.Instance = ToyRun
     module.make_engine = lambda options, *, gpu, threads: ScanEngine()
     module.side_heuristic = side_heuristic
-    module.result_fields = ("status", "minimum=value", "k=solution", "nodes", "remaining_fraction", "remaining_log10")
+    module.result_fields = TOY_FIELDS
     module.result_lines = lambda result: [
         f"toy          minimum {result.minimum} at k = {result.k}",
         f"status       {result.status}",

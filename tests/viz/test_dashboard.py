@@ -14,6 +14,7 @@ from bokeh.document import Document
 from browser import chromium, screenshot
 from slurm import slurm_idle
 
+from pbbflow.core.devices import gpu_count
 from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.flowshop.packed import PackedUnit
@@ -25,8 +26,9 @@ from pbbflow.spatial.load import load_problem
 from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.work import BoxSpace
 from pbbflow.storage.runstore import RunStore
-from pbbflow.viz.dashboard import RunPage, page_url, pbbflow_doc
-from pbbflow.workflow.cluster import SlurmOptions, attach_dashboard, dashboard_link, gpu_count, open_cluster
+from pbbflow.viz.dashboard import RunPage, pbbflow_doc
+from pbbflow.viz.page import page_url
+from pbbflow.workflow.cluster import SlurmOptions, attach_dashboard, dashboard_link, open_cluster
 from pbbflow.workflow.coordinator import PLUGIN_NAME
 from pbbflow.workflow.history import RunHistory
 from pbbflow.workflow.ledger import Ledger

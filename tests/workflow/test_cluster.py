@@ -15,13 +15,13 @@ import pytest
 from distributed import Client, LocalCluster
 from slurm import slurm_idle
 
-from pbbflow.viz.dashboard import register_page
+from pbbflow.core.devices import gpu_count
+from pbbflow.viz.page import register_page
 from pbbflow.workflow.cluster import (
     ClusterError,
     SlurmOptions,
     attach_dashboard,
     dashboard_link,
-    gpu_count,
     open_cluster,
     slurm_job_script,
 )

@@ -297,7 +297,7 @@ def test_multisection_tiles_each_box_exactly(levels):
 @pytest.fixture
 def one_gpu(monkeypatch):
     """The CLI sees one GPU (the simulator's, in CI)."""
-    monkeypatch.setattr("pbbflow.gpu.gpu_count", lambda: 1)
+    monkeypatch.setattr("pbbflow.core.devices.gpu_count", lambda: 1)
 
 
 def test_minimize_runs_on_the_gpu_when_asked(capsys, one_gpu, problem_file):
@@ -342,7 +342,7 @@ def test_gpu_requests_it_cannot_serve_are_one_line_errors(capsys, one_gpu, argum
 
 
 def test_no_visible_gpu_is_a_one_line_error_or_the_cpu(capsys, monkeypatch, problem_file):
-    monkeypatch.setattr("pbbflow.gpu.gpu_count", lambda: 0)
+    monkeypatch.setattr("pbbflow.core.devices.gpu_count", lambda: 0)
     assert main(["minimize", "peaks", "--gpus", "all"]) == 2
     assert "no GPU is visible" in capsys.readouterr().err
     assert main(["minimize", problem_file("B6-booth"), "--quiet"]) == 0
