@@ -21,35 +21,22 @@ def parse_duration(text: str) -> float:
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
-def _integer(text: str) -> int | None:
+def integer(text: str) -> int | None:
     """The integer ``text`` writes in ASCII digits, else None (int() takes any script's digits and '_')."""
     return int(text) if re.fullmatch(r"\s*[+-]?\d+\s*", text, re.ASCII) else None
 
 
 def positive_int(text: str) -> int:
-    value = _integer(text)
+    value = integer(text)
     if value is None or value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
 
 
-def upper_bound(text: str) -> int | str:
-    """``neh``, ``ig`` or a positive makespan."""
-    return text.lower() if text.lower() in ("neh", "ig") else positive_int(text)
-
-
 def non_negative_int(text: str) -> int:
-    value = _integer(text)
+    value = integer(text)
     if value is None or value < 0:
         raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
-
-
-def seed(text: str) -> int:
-    """A seed in [0, 2**64), the range iterated greedy takes (it refuses others, which would wrap)."""
-    value = _integer(text)
-    if value is None or not 0 <= value < 2**64:
-        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2**64 - 1, got {text!r}")
     return value
 
 

@@ -11,7 +11,7 @@ import datetime
 import json
 from pathlib import Path
 
-from ..cli.arguments import RunHelp, add_run_options, parse_duration, positive_int, seed, upper_bound
+from ..cli.arguments import RunHelp, add_run_options, integer, parse_duration, positive_int
 from ..cli.runs import (
     EXIT_DONE,
     EXIT_LIMIT,
@@ -44,6 +44,19 @@ SOLVE_RUNS = RunHelp(
     "explorers (default: one beside each GPU worker, none on CPU workers, where they would replace "
     "explorers; 0: none)",
 )
+
+
+def upper_bound(text: str) -> int | str:
+    """``neh``, ``ig`` or a positive makespan."""
+    return text.lower() if text.lower() in ("neh", "ig") else positive_int(text)
+
+
+def seed(text: str) -> int:
+    """A seed in [0, 2**64), the range iterated greedy takes (it refuses others, which would wrap)."""
+    value = integer(text)
+    if value is None or not 0 <= value < 2**64:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2**64 - 1, got {text!r}")
+    return value
 
 
 def add_run_settings(group: argparse._ArgumentGroup, *, any_family: bool) -> None:
