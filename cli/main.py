@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     # every family's run settings hold, with their defaults, for every command: drive_run passes them to any run
     settings = argparse.ArgumentParser(add_help=False)
     _add_settings(families, settings)
-    parser.set_defaults(**vars(settings.parse_args([])))
+    parser.set_defaults(interrupted="pbbflow: interrupted", **vars(settings.parse_args([])))
     return parser
 
 
@@ -215,8 +215,8 @@ def _main(argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         if getattr(args, "store_written", False):
             print(f"pbbflow: interrupted; the last checkpoint stands: {resume_command(args.run)}", file=sys.stderr)
-        else:  # a command may say more (its parser's default ``interrupted``)
-            print(getattr(args, "interrupted", "pbbflow: interrupted"), file=sys.stderr)
+        else:  # a command's parser may say more (its default ``interrupted``)
+            print(args.interrupted, file=sys.stderr)
         return EXIT_LIMIT
     except BrokenPipeError:  # stdout's reader went away: main() ends quietly
         raise
