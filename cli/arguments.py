@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from ..gpu import DEFAULT_IVMS
 from ..workflow.cluster import CONNECT_SECONDS
 from .startup import DASHBOARD_DELAY_S
 
@@ -20,35 +21,22 @@ def parse_duration(text: str) -> float:
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
-def _integer(text: str) -> int | None:
+def integer(text: str) -> int | None:
     """The integer ``text`` writes in ASCII digits, else None (int() takes any script's digits and '_')."""
     return int(text) if re.fullmatch(r"\s*[+-]?\d+\s*", text, re.ASCII) else None
 
 
 def positive_int(text: str) -> int:
-    value = _integer(text)
+    value = integer(text)
     if value is None or value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
 
 
-def upper_bound(text: str) -> int | str:
-    """``neh``, ``ig`` or a positive makespan."""
-    return text.lower() if text.lower() in ("neh", "ig") else positive_int(text)
-
-
 def non_negative_int(text: str) -> int:
-    value = _integer(text)
+    value = integer(text)
     if value is None or value < 0:
         raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
-
-
-def seed(text: str) -> int:
-    """A seed in [0, 2**64), the range iterated greedy takes (it refuses others, which would wrap)."""
-    value = _integer(text)
-    if value is None or not 0 <= value < 2**64:
-        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2**64 - 1, got {text!r}")
     return value
 
 
@@ -62,22 +50,26 @@ def gpus(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"expected a number >= 0 or 'all', got {text!r}") from None
 
 
-FLOWSHOP, SPATIAL = "flowshop", "spatial"  # the family of a command's runs (None: resume, either family)
+@dataclass(frozen=True)
+class RunHelp:
+    """How the help of the options every run-driving command shares speaks of that command's runs."""
+
+    nodes: str  # what a run counts for --node-limit, e.g. "decomposed this many nodes"
+    gpus: str  # the help of --gpus
+    heuristic_workers: str  # the help of --heuristic-workers
+    with_run: bool = False  # its cluster options apply with --run only (minimize); --gpus also without
 
 
-def add_run_options(parser: argparse.ArgumentParser, family: str | None) -> None:
-    """Options shared by the commands that drive a run: limits, cluster, output.  ``family`` is the
-    family of the command's runs: ``FLOWSHOP`` (solve), ``SPATIAL`` (minimize, whose cluster options
-    apply with ``--run``; it has no ``--ivms``, whose default it still sets) or None (resume, which
-    continues a run of either); each option's help speaks of that family only."""
-    spatial = family == SPATIAL
-    run = "with --run: " if spatial else ""
-    resumable = "with --run the run stays resumable" if spatial else "the run stays resumable"
-    nodes = {
-        FLOWSHOP: "decomposed this many nodes",
-        SPATIAL: "explored this many boxes",
-        None: "decomposed this many nodes (a spatial run: explored this many boxes)",
-    }[family]
+def add_run_options(
+    parser: argparse.ArgumentParser,
+    words: RunHelp,
+    add_settings: Callable[[argparse._ArgumentGroup], None] | None = None,
+) -> None:
+    """Options shared by the commands that drive a run: limits, cluster, output, their help in the
+    command's ``words``; ``add_settings`` adds the options of the command's family (or families)
+    after ``--gpus`` in the cluster group (``core.family.Commands.add_run_settings``)."""
+    run = "with --run: " if words.with_run else ""
+    resumable = "with --run the run stays resumable" if words.with_run else "the run stays resumable"
     parser.add_argument(
         "--time-limit",
         type=parse_duration,
@@ -90,7 +82,7 @@ def add_run_options(parser: argparse.ArgumentParser, family: str | None) -> None
         type=positive_int,
         default=None,
         metavar="INT",
-        help=f"stop once the run has {nodes} ({run}checked between checkpoints)",
+        help=f"stop once the run has {words.nodes} ({run}checked between checkpoints)",
     )
     parser.add_argument(
         "--checkpoint-every",
@@ -99,7 +91,7 @@ def add_run_options(parser: argparse.ArgumentParser, family: str | None) -> None
         metavar="DURATION",
         help=f"{run}write a checkpoint this often (default: 60s)",
     )
-    cluster = parser.add_argument_group("cluster (with --run)" if spatial else "cluster")
+    cluster = parser.add_argument_group("cluster (with --run)" if words.with_run else "cluster")
     cluster.add_argument(
         "--cluster",
         choices=("local", "slurm"),
@@ -120,38 +112,14 @@ def add_run_options(parser: argparse.ArgumentParser, family: str | None) -> None
         default=None,
         help="local workers (threads of this process; default: one per core)",
     )
-    gpus_help = {
-        FLOWSHOP: "local GPUs, one explorer of --ivms IVMs each (default: all GPUs present, CPU workers "
-        "otherwise; 0: CPU only)",
-        SPATIAL: "without --run: 0 runs on the CPU, 1 or all on one GPU (default: a GPU when one is visible); "
-        "with --run: local GPUs, one explorer each (default: all GPUs present, CPU workers otherwise; "
-        "0: CPU only)",
-        None: "local GPUs, one explorer each, of --ivms IVMs for a flow-shop run (default: all GPUs present, "
-        "CPU workers otherwise; 0: CPU only)",
-    }[family]
-    (parser if spatial else cluster).add_argument("--gpus", type=gpus, default=None, metavar="N|all", help=gpus_help)
-    if spatial:
-        parser.set_defaults(ivms=DEFAULT_IVMS)  # a spatial run's GPU explorers have no IVMs
-    else:
-        runs = " of a flow-shop run" if family is None else ""
-        cluster.add_argument(
-            "--ivms",
-            type=positive_int,
-            default=DEFAULT_IVMS,
-            metavar="K",
-            help=f"IVMs per GPU{runs} (default: {DEFAULT_IVMS})",
-        )
-    heuristic_help = {
-        FLOWSHOP: "iterated greedy tasks beside the search, which send every better schedule to the explorers "
-        "(default: one beside each GPU worker, none on CPU workers, where they would replace "
-        "explorers; 0: none)",
-        SPATIAL: "with --run: tasks of local solves from random starts beside the search, which send every "
-        "better point to the explorers (default: none; on CPU workers they replace explorers)",
-        None: "side-heuristic tasks beside the search: iterated greedy for a flow-shop run (default: one beside "
-        "each GPU worker), local solves from random starts for a spatial run (default: none); on CPU "
-        "workers they replace explorers; 0: none",
-    }[family]
-    cluster.add_argument("--heuristic-workers", type=non_negative_int, default=None, metavar="N", help=heuristic_help)
+    (parser if words.with_run else cluster).add_argument(
+        "--gpus", type=gpus, default=None, metavar="N|all", help=words.gpus
+    )
+    if add_settings is not None:
+        add_settings(cluster)
+    cluster.add_argument(
+        "--heuristic-workers", type=non_negative_int, default=None, metavar="N", help=words.heuristic_workers
+    )
     cluster.add_argument(
         "--threads",
         type=positive_int,
@@ -159,7 +127,7 @@ def add_run_options(parser: argparse.ArgumentParser, family: str | None) -> None
         help="explorer threads per local worker (default: the cores shared out, 1 by default)",
     )
     slurm = parser.add_argument_group(
-        "slurm (with --run --cluster slurm)" if spatial else "slurm (with --cluster slurm)"
+        "slurm (with --run --cluster slurm)" if words.with_run else "slurm (with --cluster slurm)"
     )
     slurm.add_argument("--partition")
     slurm.add_argument("--account")

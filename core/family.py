@@ -21,6 +21,11 @@ family, in a package of its own, declares an entry point of the group ``pbbflow.
 read the first time a kind is not known; or it calls :func:`register` in every process that
 looks it up (the client, the scheduler and the workers).  The built-ins are not entry points: a
 source tree or an editable install whose metadata predates a family still finds them.
+
+A family's commands (:class:`Commands`: flow shop's ``solve`` and ``heuristic``, spatial's
+``minimize``) live in a module of their own, named apart in ``COMMANDS`` (or by an entry point of
+the group ``pbbflow.commands``, or ``register(..., commands=...)``), so that the command line
+imports what its parser needs and no family's engines.
 """
 
 from __future__ import annotations
@@ -35,11 +40,12 @@ import numpy as np
 from .result import Result
 
 ENTRY_POINTS = "pbbflow.families"  # the entry-point group of families in other packages
+COMMAND_ENTRY_POINTS = "pbbflow.commands"  # the entry-point group of those families' commands
+_BUILTINS = {"flowshop": "pbbflow.flowshop", "spatial": "pbbflow.spatial"}  # run kind -> its package
 # run kind -> its Family, or where to find it ("module" or "module:object"), imported on first use
-FAMILIES: dict[str, Family | ModuleType | str] = {
-    "flowshop": "pbbflow.flowshop.family",
-    "spatial": "pbbflow.spatial.family",
-}
+FAMILIES: dict[str, Family | ModuleType | str] = {kind: f"{package}.family" for kind, package in _BUILTINS.items()}
+# run kind -> its family's Commands, or where to find them, imported by the command line only
+COMMANDS: dict[str, Commands | ModuleType | str] = {kind: f"{package}.commands" for kind, package in _BUILTINS.items()}
 
 
 class WorkSet(Protocol):
@@ -254,21 +260,53 @@ class Family(Protocol):
     # (without it, ``viz.dashboard.HistoryView``).
 
 
-def register(kind: str, family: Family | ModuleType | str) -> None:
+class Commands(Protocol):
+    """What a family's commands module provides to the command line (``cli.main``)."""
+
+    def add_commands(self, subparsers: Any) -> None:
+        """Add its commands to ``pbbflow``'s subparsers (an ``argparse`` subparsers action), each
+        parser with the default ``handler``: the function of the parsed arguments that runs the
+        command and returns its exit code."""
+
+    def add_run_settings(self, group: Any, *, any_family: bool) -> None:
+        """Add the options its runs take from whichever command drives them (``workflow.run.drive``'s
+        settings, e.g. flow shop's ``--ivms``) to the cluster group of an ``argparse`` parser: of its
+        own commands, or (``any_family``) of ``resume``, where their help names the family; their
+        defaults hold for every command."""
+
+
+def register(kind: str, family: Family | ModuleType | str, commands: Commands | ModuleType | str | None = None) -> None:
     """Make run kind ``kind`` known in this process: its family, or where to find it (``"module"`` or
-    ``"module:object"``, imported on first use); ``ValueError`` where ``kind`` is another family's."""
-    known = FAMILIES.get(kind)
-    if known is not None and known != family:
+    ``"module:object"``, imported on first use), and its commands, if it has any (likewise);
+    ``ValueError`` where ``kind`` is another family's."""
+    known, known_commands = FAMILIES.get(kind), COMMANDS.get(kind)
+    other_commands = commands is not None and known_commands not in (None, commands)
+    if (known is not None and known != family) or other_commands:
         raise ValueError(f"run kind {kind!r} is already registered")
     FAMILIES[kind] = family
+    if commands is not None:
+        COMMANDS[kind] = commands
 
 
 def _discover() -> None:
-    """Add the families that installed packages declare (``ENTRY_POINTS``) to the kinds not known."""
+    """Add the families and commands that installed packages declare (``ENTRY_POINTS``,
+    ``COMMAND_ENTRY_POINTS``) to the kinds not known."""
     from importlib.metadata import entry_points  # only here: a module that imports email and zipfile
 
-    for point in entry_points(group=ENTRY_POINTS):
-        FAMILIES.setdefault(point.name, point.value)
+    for group, known in ((ENTRY_POINTS, FAMILIES), (COMMAND_ENTRY_POINTS, COMMANDS)):
+        for point in entry_points(group=group):
+            known.setdefault(point.name, point.value)
+
+
+def _imported(found: Any) -> Any:
+    """``found``, or the module or object that the string ``"module"`` or ``"module:object"`` names."""
+    if not isinstance(found, str):
+        return found
+    module, _, name = found.partition(":")
+    found = importlib.import_module(module)
+    for attribute in filter(None, name.split(".")):
+        found = getattr(found, attribute)
+    return found
 
 
 def known_kinds() -> list[str]:
@@ -284,13 +322,17 @@ def family(kind: str) -> Family:
     found = FAMILIES.get(kind)
     if found is None:
         raise ValueError(f"unknown run kind {kind!r} (known: {', '.join(known_kinds())})")
-    if isinstance(found, str):
-        module, _, name = found.partition(":")
-        found = importlib.import_module(module)
-        for attribute in filter(None, name.split(".")):
-            found = getattr(found, attribute)
-        FAMILIES[kind] = found
+    FAMILIES[kind] = found = _imported(found)
     return cast(Family, found)
+
+
+def family_commands() -> list[Commands]:
+    """Every known family's commands, in the order their kinds were made known (the built-ins, then
+    those registered, then those of entry points)."""
+    _discover()
+    for kind, found in COMMANDS.items():
+        COMMANDS[kind] = _imported(found)
+    return [cast(Commands, found) for found in COMMANDS.values()]
 
 
 def work_space(kind: str, params: dict) -> WorkSpace:

@@ -8,19 +8,21 @@ import re
 
 import pytest
 
-from pbbflow.cli import minimize
+from pbbflow.flowshop import commands as flowshop_cli
 from pbbflow.flowshop.bounds import BOUND_NAMES
 from pbbflow.gpu import DEFAULT_IVMS
+from pbbflow.spatial import commands as minimize
 
 cli = importlib.import_module("pbbflow.cli.main")  # the module (pbbflow.cli.main is also the function)
 COMMANDS = {
-    "solve": cli._solve,
+    "solve": flowshop_cli.solve,
     "resume": cli._resume,
-    "heuristic": cli._heuristic,
+    "heuristic": flowshop_cli.heuristic,
     "info": cli._info,
     "plot": cli._plot,
     "minimize": minimize.run,
 }
+CLI_MODULES = ("pbbflow.cli", flowshop_cli.__name__, minimize.__name__)  # the commands' modules
 FLOWSHOP_ONLY = {"--ub", "--branch", "--ivms", "--format", "--orientation", "--seed"}
 SPATIAL_ONLY = {"--eps-abs", "--eps-rel", "--feas-tol", "--subdomains", "--serial"}
 RUN_ONLY = {
@@ -69,7 +71,7 @@ def _texts(parser: argparse.ArgumentParser) -> list[str]:
 
 def _read_by(function) -> set[str]:
     """The ``args`` attributes that ``function`` reads, with the pbbflow.cli functions it calls by
-    name, transitively (``minimize.RUN_ONLY``'s through its getattr loop)."""
+    name (in ``CLI_MODULES``), transitively (``minimize.RUN_ONLY``'s through its getattr loop)."""
     reads, seen, todo = set(), set(), [function]
     while todo:
         f = todo.pop()
@@ -83,7 +85,7 @@ def _read_by(function) -> set[str]:
         module = inspect.getmodule(f)
         for name in re.findall(r"\b(\w+)\(", source):
             called = getattr(module, name, None)
-            if inspect.isfunction(called) and called.__module__.startswith("pbbflow.cli"):
+            if inspect.isfunction(called) and called.__module__.startswith(CLI_MODULES):
                 todo.append(called)
     return reads
 

@@ -1007,7 +1007,7 @@ def test_sigterm_stops_the_heuristic_command_with_its_best_schedule(tmp_path, pa
 
 
 def test_an_interrupt_with_no_run_to_resume_has_no_resume_hint(capsys, monkeypatch):
-    import pbbflow.cli.main as cli
+    import pbbflow.flowshop.commands as cli
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -1105,11 +1105,13 @@ def test_an_internal_error_in_an_explorer_checkpoints_and_logs_its_traceback(cap
 def forbid_cluster(monkeypatch) -> None:
     """From now on, a command that starts a cluster fails the test (checks must come before)."""
     import pbbflow.cli.main as cli
+    import pbbflow.flowshop.commands as flowshop_cli
 
     def refuse(*args, **kwargs):
         raise AssertionError("the command started a cluster")
 
-    monkeypatch.setattr(cli, "Startup", refuse)
+    for module in (cli, flowshop_cli):
+        monkeypatch.setattr(module, "Startup", refuse)
 
 
 def edit_root_attributes(path: Path, **options) -> None:

@@ -97,7 +97,7 @@ def test_a_python_model_file(capsys, tmp_path):
 
 
 def test_the_help_names_every_built_in_problem():
-    from pbbflow.cli.minimize import BUILTIN_NAMES
+    from pbbflow.spatial.commands import BUILTIN_NAMES
     from pbbflow.spatial.load import builtin_names
 
     assert sorted(BUILTIN_NAMES) == builtin_names()
@@ -146,7 +146,7 @@ def test_names_from_files_are_printed_escaped(capsys, tmp_path):
 
 def test_an_internal_error_of_minimize_is_one_line_and_a_log(capsys, monkeypatch, tmp_path):
     """No bare traceback: one line naming the log that holds it, exit 1."""
-    from pbbflow.cli import minimize
+    from pbbflow.spatial import commands as minimize
 
     def broken(args):
         raise RuntimeError("the bounder broke\non two lines")
@@ -163,7 +163,7 @@ def test_an_internal_error_of_minimize_is_one_line_and_a_log(capsys, monkeypatch
 
 
 def test_a_missing_package_names_itself_and_its_install(capsys, monkeypatch):
-    from pbbflow.cli import minimize
+    from pbbflow.spatial import commands as minimize
 
     def without_scipy(args):
         raise ModuleNotFoundError("No module named 'scipy'", name="scipy")

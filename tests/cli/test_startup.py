@@ -2,7 +2,6 @@
 cache load, and reported apart), the ``startup`` breakdown of ``pbbflow solve --json``, the
 dashboard of runs that last, and the fast exit (the workers' warm-up: tests/flowshop/test_warmup.py)."""
 
-import importlib
 import json
 import os
 import subprocess
@@ -19,6 +18,7 @@ from pbbflow.cli import startup as startup_module
 from pbbflow.cli.main import main
 from pbbflow.cli.startup import Startup, process_age
 from pbbflow.core.compiling import CodeLoad
+from pbbflow.flowshop import commands as flowshop_cli
 from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.flowshop.warmup import warm_worker
 from pbbflow.workflow.cluster import open_cluster
@@ -39,8 +39,6 @@ STARTUP_FIELDS = {
 }
 COMPILING = "pbbflow: compiled in"
 NOTICE = "pbbflow: compiling the flow-shop solver for this machine: first run only, about"
-# the module (``pbbflow.cli.main`` is also the package's console-script function, until the module loads)
-cli_main = importlib.import_module("pbbflow.cli.main")
 
 
 def python(code: str, cache, cwd) -> str:
@@ -103,7 +101,7 @@ def solve_ta001(capsys, scheduler, tmp_path) -> tuple[dict, str]:
     ],
 )
 def test_the_compile_line_and_the_breakdown(capsys, tmp_path, monkeypatch, scheduler, load, line, patience):
-    monkeypatch.setattr(cli_main, "warm_client", lambda p, bound, initial: load)
+    monkeypatch.setattr(flowshop_cli, "warm_client", lambda p, bound, initial: load)
     result, err = solve_ta001(capsys, scheduler, tmp_path)
     startup = result["startup"]
     assert set(startup) == STARTUP_FIELDS and all(v >= 0 for v in startup.values())

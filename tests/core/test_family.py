@@ -1,7 +1,8 @@
 """A third family plugs into the workflow without touching it: a toy family, defined here, whose
 work is integer ranges and whose search is an exhaustive minimum of a function on them, runs
 through the coordinator's ledger, explorer tasks and a side-heuristic task on a Dask cluster.
-Its node count must equal the size of the space: nothing explored twice, nothing lost."""
+Its node count must equal the size of the space: nothing explored twice, nothing lost.  It adds a
+command of its own to ``pbbflow``."""
 
 import json
 import math
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 from distributed import Client, LocalCluster
 
-from pbbflow.cli.main import main
+from pbbflow.cli.main import build_parser, main
 from pbbflow.core import family as family_module
 from pbbflow.core.compiling import CodeLoad
 from pbbflow.core.family import family, register, work_space
@@ -229,6 +230,25 @@ class ToyRun:
         return load_nothing, ()
 
 
+def add_toy_commands(commands) -> None:
+    """The toy's command: ``toy-start SIZE RUN`` writes a new toy run store (no cluster)."""
+    start = commands.add_parser("toy-start", help="a new toy run store")
+    start.add_argument("size", type=int)
+    start.add_argument("run")
+    start.set_defaults(handler=start_toy_run)
+
+
+def add_toy_run_settings(group, *, any_family: bool) -> None:
+    """None: a toy run takes no settings from the command that drives it."""
+
+
+def start_toy_run(args) -> int:
+    whole = RangeSpace(args.size).decode(np.array([[0, args.size]], dtype="<i8").tobytes())
+    create_run(args.run, ToyRun(args.size), work=whole).release()
+    print(args.run)
+    return 0
+
+
 @pytest.fixture
 def toy_family(monkeypatch):
     module = types.ModuleType("pbbflow_toy_family")
@@ -243,7 +263,9 @@ def toy_family(monkeypatch):
     ]
     module.history_text = lambda history, i: f"toy UB {history['incumbent'][i]}"
     monkeypatch.setattr(family_module, "FAMILIES", dict(family_module.FAMILIES))  # registered for this test
-    register("toy", module)
+    monkeypatch.setattr(family_module, "COMMANDS", dict(family_module.COMMANDS))
+    toy_commands = types.SimpleNamespace(add_commands=add_toy_commands, add_run_settings=add_toy_run_settings)
+    register("toy", module, commands=toy_commands)
     return module
 
 
@@ -255,6 +277,19 @@ def test_an_unknown_kind_is_refused_in_one_line():
 def test_a_kind_is_registered_once():
     with pytest.raises(ValueError, match=r"run kind 'spatial' is already registered"):
         register("spatial", types.ModuleType("another_spatial_family"))
+    with pytest.raises(ValueError, match=r"run kind 'spatial' is already registered"):
+        register("spatial", family("spatial"), commands=types.ModuleType("other_spatial_commands"))
+
+
+def test_a_third_familys_command_comes_after_the_built_ins_and_writes_its_run(toy_family, tmp_path, capsys):
+    """The toy's ``toy-start`` is listed last in the help; the store it writes is one ``info`` reads."""
+    (subparsers,) = [a for a in build_parser()._actions if a.dest == "command"]
+    assert list(subparsers.choices) == ["solve", "heuristic", "plot", "resume", "info", "minimize", "toy-start"]
+    path = tmp_path / "toy.zarr"
+    assert main(["toy-start", "7", str(path)]) == 0 and capsys.readouterr().out == f"{path}\n"
+    assert main(["info", str(path), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["status"] == "limit" and info["nodes"] == 0 and info["options"] == {"size": 7}
 
 
 def test_a_family_in_another_package_is_found_through_its_entry_point(monkeypatch, tmp_path):
@@ -270,6 +305,20 @@ def test_a_family_in_another_package_is_found_through_its_entry_point(monkeypatc
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(family_module, "FAMILIES", dict(family_module.FAMILIES))
     assert family("toy") is module.family and work_space("toy", {"size": 5}).size == 5
+
+
+def test_a_familys_commands_in_another_package_are_found_through_their_entry_point(monkeypatch, tmp_path):
+    """An installed package's ``pbbflow.commands`` entry point adds its commands to the parser."""
+    module = types.ModuleType("pbbflow_toy_commands")
+    module.add_commands, module.add_run_settings = add_toy_commands, add_toy_run_settings
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    info = tmp_path / "pbbflow_toy_commands-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pbbflow-toy-commands\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pbbflow.commands]\ntoy = pbbflow_toy_commands\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(family_module, "COMMANDS", dict(family_module.COMMANDS))
+    assert build_parser().parse_args(["toy-start", "5", "r.zarr"]).handler is start_toy_run
 
 
 def test_a_third_family_runs_on_the_workflow_with_exact_counts(toy_family):

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from pbbflow.cli import minimize as minimize_cli
 from pbbflow.cli.main import main
 from pbbflow.gpu.spatial import phase
 from pbbflow.gpu.spatial.bnb import minimize_gpu
 from pbbflow.gpu.spatial.kernels import THREADS_PER_BLOCK, DeviceTape, blocks, caps
 from pbbflow.spatial import Model
+from pbbflow.spatial import commands as minimize_cli
 from pbbflow.spatial.bnb import minimize
 from pbbflow.spatial.bounds import evaluate_point, is_feasible
 from pbbflow.spatial.boxes import bisect

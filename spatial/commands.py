@@ -13,18 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.compiling import CodeLoad, compiled_line
-from ..core.result import Status
-from ..core.text import printable
-from ..spatial.defaults import CPU_SUBDOMAINS, GPU_SUBDOMAINS
-from ..spatial.describe import search_lines
-from ..spatial.load import BUILTINS, ERROR_BUILTINS
-from ..spatial.problem import ProblemError
-from ..workflow.cluster import slurm_job_script
-from ..workflow.run import Progress, create_run
-from .arguments import SPATIAL, add_run_options, positive_int
-from .progress import ProgressBar
-from .runs import (
+from ..cli.arguments import RunHelp, add_run_options, positive_int
+from ..cli.progress import ProgressBar
+from ..cli.runs import (
     EXIT_DONE,
     EXIT_LIMIT,
     drive_run,
@@ -35,11 +26,20 @@ from .runs import (
     run_cluster,
     slurm_options,
 )
-from .signals import StopSignals
-from .startup import Startup
+from ..cli.signals import StopSignals
+from ..cli.startup import Startup
+from ..core.compiling import CodeLoad, compiled_line
+from ..core.result import Status
+from ..core.text import printable
+from ..workflow.cluster import slurm_job_script
+from ..workflow.run import Progress, create_run
+from .defaults import CPU_SUBDOMAINS, GPU_SUBDOMAINS
+from .describe import search_lines
+from .load import BUILTINS, ERROR_BUILTINS
+from .problem import ProblemError
 
 if TYPE_CHECKING:
-    from ..spatial.options import Progress as SpatialProgress
+    from .options import Progress as SpatialProgress
 
 BUILTIN_NAMES = (*BUILTINS, *ERROR_BUILTINS)  # load_problem's built-in names, in its docstring's order
 # options that only a run on a cluster (--run) takes, with their defaults
@@ -53,6 +53,16 @@ RUN_ONLY = {
     "dry_run": False,
     "overwrite": False,
 }
+# the shared run options' help for minimize, whose cluster options apply with --run
+MINIMIZE_RUNS = RunHelp(
+    nodes="explored this many boxes",
+    gpus="without --run: 0 runs on the CPU, 1 or all on one GPU (default: a GPU when one is visible); "
+    "with --run: local GPUs, one explorer each (default: all GPUs present, CPU workers otherwise; "
+    "0: CPU only)",
+    heuristic_workers="with --run: tasks of local solves from random starts beside the search, which send "
+    "every better point to the explorers (default: none; on CPU workers they replace explorers)",
+    with_run=True,
+)
 
 
 def _non_negative_float(text: str) -> float:
@@ -65,7 +75,7 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
-def add_parser(commands) -> None:
+def add_commands(commands: argparse._SubParsersAction) -> None:
     """The ``minimize`` command on the subparsers ``commands``."""
     m = commands.add_parser("minimize", help="prove the global minimum of a continuous problem (spatial B&B)")
     m.add_argument(
@@ -109,7 +119,12 @@ def add_parser(commands) -> None:
         help="subdomain bound: natural interval extension, mean value form, or both (default)",
     )
     m.add_argument("--serial", action="store_true", help="bound subdomains on one CPU thread (implies --gpus 0)")
-    add_run_options(m, SPATIAL)
+    add_run_options(m, MINIMIZE_RUNS)
+    m.set_defaults(handler=run)
+
+
+def add_run_settings(group: argparse._ArgumentGroup, *, any_family: bool) -> None:
+    """None: a spatial run takes no settings from the command that drives it."""
 
 
 def _drawn_by(bar: ProgressBar) -> Callable[[SpatialProgress], None]:
@@ -171,7 +186,7 @@ def _gpus_for(args: argparse.Namespace, problem) -> int:
 def run(args: argparse.Namespace) -> int:
     """Load the problem, minimize it (in this process, or with ``--run`` on a cluster), print the
     result; ProblemError reaches the caller (exit 2)."""
-    from ..spatial.load import load_problem
+    from .load import load_problem
 
     if args.dry_run and args.run is not None:
         print(slurm_job_script(slurm_options(args)))
@@ -187,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _options(args: argparse.Namespace, subdomains: int):
-    from ..spatial.options import MinimizeOptions
+    from .options import MinimizeOptions
 
     return MinimizeOptions(
         eps_abs=args.eps_abs,
@@ -203,7 +218,7 @@ def _options(args: argparse.Namespace, subdomains: int):
 
 def _client_code(instance) -> CodeLoad:
     """Load the code of a new run's client: its first work's (``minimize``'s) and its coordinator's."""
-    from ..spatial.bnb import load_code
+    from .bnb import load_code
 
     seconds, compiled = load_code(instance.problem, instance.minimize_options())
     coordinator = instance.client_code()
@@ -212,7 +227,7 @@ def _client_code(instance) -> CodeLoad:
 
 def _run_on_cluster(args: argparse.Namespace, problem) -> int:
     """A run store of ``problem``, driven on the cluster the options name (as ``solve``)."""
-    from ..spatial.family import SpatialRun, first_work
+    from .family import SpatialRun, first_work
 
     if args.serial and args.gpus not in (None, 0):
         raise ProblemError("--serial bounds on one CPU thread; it does not go with --gpus")
@@ -256,7 +271,7 @@ def _run_here(args: argparse.Namespace, problem) -> int:
         from ..gpu.spatial.bnb import load_code
         from ..gpu.spatial.bnb import minimize_gpu as minimize
     else:
-        from ..spatial.bnb import FIRST_RUN, code_cached, load_code, minimize
+        from .bnb import FIRST_RUN, code_cached, load_code, minimize
     bar = ProgressBar(sys.stderr, every=0) if not args.quiet and sys.stderr.isatty() else None  # drawn as reported
     with StopSignals() as signals:
         notice = None if gpus or code_cached(options) else first_run_notice(args, FIRST_RUN)
