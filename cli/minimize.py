@@ -10,9 +10,7 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..core.compiling import CodeLoad, compiled_line
 from ..core.result import Status
@@ -22,7 +20,7 @@ from ..spatial.describe import search_lines
 from ..spatial.load import BUILTINS, ERROR_BUILTINS
 from ..spatial.problem import ProblemError
 from ..workflow.cluster import slurm_job_script
-from ..workflow.run import Progress, create_run
+from ..workflow.run import create_run
 from .arguments import SPATIAL, add_run_options, positive_int
 from .progress import ProgressBar
 from .runs import (
@@ -37,9 +35,6 @@ from .runs import (
 )
 from .signals import StopSignals
 from .startup import Startup
-
-if TYPE_CHECKING:
-    from ..spatial.options import Progress as SpatialProgress
 
 BUILTIN_NAMES = (*BUILTINS, *ERROR_BUILTINS)  # load_problem's built-in names, in its docstring's order
 # options that only a run on a cluster (--run) takes, with their defaults
@@ -110,30 +105,6 @@ def add_parser(commands) -> None:
     )
     m.add_argument("--serial", action="store_true", help="bound subdomains on one CPU thread (implies --gpus 0)")
     add_run_options(m, SPATIAL)
-
-
-def _drawn_by(bar: ProgressBar) -> Callable[[SpatialProgress], None]:
-    """The progress of a search in this process (``spatial.options.Progress``) as ``bar`` draws a
-    run's: one explorer, its certified lower bound, incumbent and open boxes."""
-
-    def draw(progress: SpatialProgress) -> None:
-        ub = math.inf if progress.objective is None else progress.objective
-        rate = progress.nodes / progress.elapsed_s if progress.elapsed_s > 0 else 0.0
-        bar(
-            Progress(
-                progress.elapsed_s,
-                progress.nodes,
-                rate,
-                ub,
-                remaining_fraction=math.nan,
-                remaining_log10=None,
-                active_explorers=1,
-                lower_bound=progress.lower_bound,
-                pieces=progress.open_boxes,
-            )
-        )
-
-    return draw
 
 
 def _gpus_for(args: argparse.Namespace, problem) -> int:
@@ -272,8 +243,7 @@ def _run_here(args: argparse.Namespace, problem) -> int:
         elif compiled and not args.quiet:
             print(compiled_line(seconds), file=sys.stderr)
         try:
-            progress = None if bar is None else _drawn_by(bar)
-            result = minimize(problem, options, progress=progress, should_stop=signals.stop.is_set)
+            result = minimize(problem, options, progress=bar, should_stop=signals.stop.is_set)
         finally:
             if bar is not None:
                 bar.close()

@@ -8,8 +8,7 @@ import numpy as np
 
 from ..core.family import family
 from ..core.result import Result, Status
-from ..core.text import clock, format_rate, format_share, printable
-from ..workflow.eta import duration
+from ..core.text import clock, duration, format_rate, format_share, printable
 
 HISTORY_SAMPLES = 100  # at most, evenly spaced, in ``info``'s history
 HISTORY_COLUMNS = (

@@ -17,11 +17,12 @@ from pathlib import Path
 from ..core.compiling import FirstRunNotice
 from ..core.errors import ClusterError
 from ..core.files import open_append
+from ..core.progress import Progress
 from ..core.result import Result, Status
 from ..core.text import printable
 from ..storage.runstore import RunStore
 from ..workflow.cluster import SlurmOptions, import_jobqueue, open_cluster, resolve_gpus
-from ..workflow.run import Progress, RunFailed, drive
+from ..workflow.run import RunFailed, drive
 from .progress import ProgressBar
 from .results import print_result
 from .signals import StopSignals
