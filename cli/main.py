@@ -29,7 +29,7 @@ from ..workflow.fastexit import exit_without_final_gc
 from ..workflow.run import finished, result_of
 from . import minimize
 from .arguments import FLOWSHOP, add_run_options, parse_duration, seed, upper_bound
-from .results import history_summary, print_history, print_result
+from .results import history_summary, print_history, print_json, print_result
 from .runs import (
     EXIT_DONE,
     EXIT_INTERNAL,
@@ -263,7 +263,7 @@ def _info(args: argparse.Namespace) -> int:
     latest = store.latest()
     history = history_summary(latest.series)
     if args.json:
-        print(json.dumps({**result.to_dict(), "options": store.options, "checkpoint": latest.seq, "history": history}))
+        print_json(result, options=store.options, checkpoint=latest.seq, history=history)
     else:
         print_result(result)
         print(f"checkpoint   {latest.seq}")

@@ -7,7 +7,6 @@ signal, 2 bad input (one line), 1 internal error.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from ..workflow.cluster import slurm_job_script
 from ..workflow.run import create_run
 from .arguments import SPATIAL, add_run_options, positive_int
 from .progress import ProgressBar
+from .results import print_json
 from .runs import (
     EXIT_DONE,
     EXIT_LIMIT,
@@ -248,7 +248,7 @@ def _run_here(args: argparse.Namespace, problem) -> int:
             if bar is not None:
                 bar.close()
     if args.json:
-        print(json.dumps(result.to_dict()))
+        print_json(result)
     else:
         print("\n".join(map(printable, search_lines(result, problem))))  # the name is the file's
     return EXIT_LIMIT if result.status == Status.LIMIT else EXIT_DONE

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+from typing import Any
 
 import numpy as np
 
@@ -23,6 +25,11 @@ HISTORY_COLUMNS = (
     "estimate_high",
 )
 HISTORY_LINES = 6  # text output: this many samples, first and last included
+
+
+def print_json(result: Result, **more: Any) -> None:
+    """Print a result as one JSON object, with ``more`` keys after its own."""
+    print(json.dumps({**result.to_dict(), **more}))
 
 
 def print_result(result: Result) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-import json
 import os
 import shlex
 import sys
@@ -24,7 +23,7 @@ from ..storage.runstore import RunStore
 from ..workflow.cluster import SlurmOptions, import_jobqueue, open_cluster, resolve_gpus
 from ..workflow.run import RunFailed, drive
 from .progress import ProgressBar
-from .results import print_result
+from .results import print_json, print_result
 from .signals import StopSignals
 from .startup import Startup
 
@@ -77,7 +76,7 @@ def run_cluster(args: argparse.Namespace, no_gpu: str | None = None):
 def report(result: Result, as_json: bool, **more) -> int:
     """Print a run's result (JSON, with ``more`` keys, or its family's lines); the exit code of its status."""
     if as_json:
-        print(json.dumps({**result.to_dict(), **more}))
+        print_json(result, **more)
     else:
         print_result(result)
     if result.status == Status.LIMIT:
