@@ -22,7 +22,7 @@ from ..workflow.cluster import slurm_job_script
 from ..workflow.fastexit import exit_without_final_gc
 from ..workflow.run import finished, result_of
 from .arguments import RunHelp, add_run_options
-from .results import history_summary, print_history, print_result
+from .results import history_summary, print_history, print_json, print_result
 from .runs import (
     EXIT_DONE,
     EXIT_INTERNAL,
@@ -171,7 +171,7 @@ def _info(args: argparse.Namespace) -> int:
     latest = store.latest()
     history = history_summary(latest.series)
     if args.json:
-        print(json.dumps({**result.to_dict(), "options": store.options, "checkpoint": latest.seq, "history": history}))
+        print_json(result, options=store.options, checkpoint=latest.seq, history=history)
     else:
         print_result(result)
         print(f"checkpoint   {latest.seq}")

@@ -9,8 +9,8 @@ import sys
 import time
 from typing import TextIO
 
+from ..core.progress import Progress
 from ..core.text import clock, format_rate, format_share, printable
-from ..workflow.run import Progress
 
 WIDTH = 24
 
@@ -38,9 +38,10 @@ class ProgressBar:
     """Draws the share of the space left (exact, from the ledger), the ETA where there is an
     estimate (``workflow.eta``), rate, the pruning UB, elapsed, the explorers and the dashboard's
     link, in one line that never reaches the terminal's last column: the link goes first where it
-    does not fit, then the explorers, the bar, the clock, the ETA, the rate and the UB.  A run
-    whose work holds bounds (spatial, and ``minimize`` in its process) shows its certified lower
-    bound, its incumbent and its open boxes instead of the bar and the share."""
+    does not fit, then the explorers, the bar, the clock, the ETA, the rate and the UB.  A search
+    whose progress is ``bounded`` (spatial, on a cluster or in this process) shows its certified
+    lower bound, its incumbent and its open boxes instead of the bar and the share; one whose share
+    left is not counted (flow shop's ``solve`` in this process), neither."""
 
     def __init__(self, stream: TextIO = sys.stderr, dashboard: str | None = None, every: float = 0.5) -> None:
         self.stream, self.dashboard, self.every = stream, dashboard, every  # the link may be set later
@@ -53,7 +54,7 @@ class ProgressBar:
         if now - self.last < self.every:
             return
         self.last = now
-        fields = self._bounds(progress) if progress.lower_bound is not None else self._share(progress)
+        fields = self._bounds(progress) if progress.bounded else self._share(progress)
         fields += [(4, clock(progress.elapsed_s)), (2, f"{progress.active_explorers} explorers")]
         if self.dashboard:
             fields.append((1, self.dashboard))
@@ -66,17 +67,18 @@ class ProgressBar:
 
     @staticmethod
     def _share(progress: Progress) -> list[tuple[int, str]]:
-        done = 1.0 - progress.remaining_fraction
-        filled = min(WIDTH, int(done * WIDTH))
-        share = format_share(progress.remaining_fraction, progress.remaining_log10)
         eta = progress.eta.text()
-        return [
-            (3, f"[{'#' * filled}{'.' * (WIDTH - filled)}]"),
-            (7, f"{share:>8} left"),
+        fields = [
             *([(4.5, eta)] if eta else []),
             (5, f"{format_rate(progress.nodes_per_s):>14}"),
             (6, f"UB {progress.ub}"),
         ]
+        if math.isnan(progress.remaining_fraction):  # not counted: no bar, no share
+            return fields
+        done = 1.0 - progress.remaining_fraction
+        filled = min(WIDTH, int(done * WIDTH))
+        share = format_share(progress.remaining_fraction, progress.remaining_log10)
+        return [(3, f"[{'#' * filled}{'.' * (WIDTH - filled)}]"), (7, f"{share:>8} left"), *fields]
 
     @staticmethod
     def _bounds(progress: Progress) -> list[tuple[int, str]]:

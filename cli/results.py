@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import math
+from typing import Any
 
 import numpy as np
 
 from ..core.family import family
 from ..core.result import Result, Status
-from ..core.text import clock, format_rate, format_share, printable
-from ..workflow.eta import duration
+from ..core.text import clock, duration, format_rate, format_share, printable
 
 HISTORY_SAMPLES = 100  # at most, evenly spaced, in ``info``'s history
 HISTORY_COLUMNS = (
@@ -24,6 +25,11 @@ HISTORY_COLUMNS = (
     "estimate_high",
 )
 HISTORY_LINES = 6  # text output: this many samples, first and last included
+
+
+def print_json(result: Result, **more: Any) -> None:
+    """Print a result as one JSON object, with ``more`` keys after its own."""
+    print(json.dumps({**result.to_dict(), **more}))
 
 
 def print_result(result: Result) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-import json
 import os
 import shlex
 import sys
@@ -17,13 +16,14 @@ from pathlib import Path
 from ..core.compiling import FirstRunNotice
 from ..core.errors import ClusterError
 from ..core.files import open_append
+from ..core.progress import Progress
 from ..core.result import Result, Status
 from ..core.text import printable
 from ..storage.runstore import RunStore
 from ..workflow.cluster import SlurmOptions, import_jobqueue, open_cluster, resolve_gpus
-from ..workflow.run import Progress, RunFailed, drive
+from ..workflow.run import RunFailed, drive
 from .progress import ProgressBar
-from .results import print_result
+from .results import print_json, print_result
 from .signals import StopSignals
 from .startup import Startup
 
@@ -73,16 +73,16 @@ def run_cluster(args: argparse.Namespace, no_gpu: str | None = None):
     return open_cluster("local", workers=args.workers, threads_per_worker=args.threads, gpus=local_gpus(args, no_gpu))
 
 
-def result_json(result: Result, startup: dict | None = None) -> str:
-    """A result's ``--json``, with the same keys in every mode: its fields, the ``estimate`` of the
-    work left and the ``startup`` breakdown (null: none, as for a search in this process)."""
-    return json.dumps({**result.to_dict(), "estimate": result.estimate, "startup": startup})
+def print_search_json(result: Result, startup: dict | None = None) -> None:
+    """Print a search's ``--json``, with the same keys in every mode: its fields, the ``estimate`` of
+    the work left and the ``startup`` breakdown (null: none, as for a search in this process)."""
+    print_json(result, estimate=result.estimate, startup=startup)
 
 
 def report(result: Result, as_json: bool, startup: dict | None = None) -> int:
-    """Print a run's result (:func:`result_json`, or its family's lines); the exit code of its status."""
+    """Print a run's result (:func:`print_search_json`, or its family's lines); the exit code of its status."""
     if as_json:
-        print(result_json(result, startup))
+        print_search_json(result, startup)
     else:
         print_result(result)
     if result.status == Status.LIMIT:

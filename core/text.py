@@ -50,3 +50,17 @@ def clock(seconds: float) -> str:
     minutes, seconds = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}:{minutes:02d}:{seconds:02d}"
+
+
+def duration(seconds: float) -> str:
+    """Two units at most: '45s', '3m10s', '2h05m', '3d04h', '12y'."""
+    s = int(round(max(seconds, 0.0)))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    if s < 365 * 86400:
+        return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+    return f"{s / (365.25 * 86400):.3g}y"

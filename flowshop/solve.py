@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
 
+from ..core.progress import Progress
 from ..core.result import Result, Status
 from .bounds import lower_bound
 from .describe import result_fields
@@ -55,14 +57,15 @@ def solve(
     threads: int = 1,
     time_limit: float | None = None,
     node_limit: int | None = None,
-    on_progress: Callable[[Snapshot], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
 ) -> Result:
     """Prove an optimal schedule (or that none beats ``ub``), within the limits given.
 
     The search looks for schedules strictly better than the incumbent, which starts at
     min(``ub``, NEH).  ``status`` is ``optimal`` when the search finished holding a
     schedule no worse than that start, ``bound_proved`` when it finished with nothing
-    below a user ``ub`` that NEH did not reach, ``limit`` otherwise.
+    below a user ``ub`` that NEH did not reach, ``limit`` otherwise.  ``on_progress`` gets the
+    search's progress every second (the share left is not counted: NaN).
     """
     p = instance.p
     best_makespan: int | None = None
@@ -80,7 +83,7 @@ def solve(
         threads=threads,
         max_nodes=node_limit,
         max_seconds=time_limit,
-        on_progress=on_progress,
+        on_progress=None if on_progress is None else _reported(on_progress, threads),
     )
     if result.best_makespan is not None:
         best_makespan, best_permutation = result.best_makespan, result.best_permutation
@@ -100,6 +103,19 @@ def solve(
         result.elapsed_s,
         result.remaining,
     )
+
+
+def _reported(on_progress: Callable[[Progress], None], threads: int) -> Callable[[Snapshot], None]:
+    """The exploration's counters (``Snapshot``) as progress for ``on_progress``."""
+
+    def report(snapshot: Snapshot) -> None:
+        rate = snapshot.nodes / snapshot.elapsed_s if snapshot.elapsed_s > 0 else 0.0
+        leaves = {"leaves": snapshot.leaves}
+        on_progress(
+            Progress(snapshot.elapsed_s, snapshot.nodes, rate, snapshot.ub, math.nan, None, threads, extras=leaves)
+        )
+
+    return report
 
 
 def classify(finished: bool, best_makespan: int | None, search_ub: int, root_bound: int) -> tuple[Status, int]:

@@ -33,13 +33,14 @@ from collections.abc import Callable
 import numpy as np
 
 from ..core.compiling import in_cache, recording, start_apart, wait_apart
+from ..core.progress import Progress
 from ..core.result import Result, Status
 from .bounds import Mode, bound_boxes, evaluate_point
 from .boxes import BoxSet
 from .contract import contract_boxes
 from .explorer import Exploration
 from .local import _LocalSolver
-from .options import BOUNDS, MinimizeOptions, Progress, _Incumbent
+from .options import BOUNDS, MinimizeOptions, _Incumbent
 from .problem import Problem
 from .result import box_result
 

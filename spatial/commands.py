@@ -9,9 +9,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..cli.arguments import RunHelp, add_run_options, positive_int
 from ..cli.progress import ProgressBar
@@ -21,8 +19,8 @@ from ..cli.runs import (
     drive_run,
     first_run_notice,
     prepare_cluster,
+    print_search_json,
     reserved,
-    result_json,
     run_cluster,
     slurm_options,
 )
@@ -32,14 +30,11 @@ from ..core.compiling import CodeLoad, compiled_line
 from ..core.result import Status
 from ..core.text import printable
 from ..workflow.cluster import slurm_job_script
-from ..workflow.run import Progress, create_run
+from ..workflow.run import create_run
 from .defaults import CPU_SUBDOMAINS, GPU_SUBDOMAINS
 from .describe import search_lines
 from .load import BUILTINS, ERROR_BUILTINS
 from .problem import ProblemError
-
-if TYPE_CHECKING:
-    from .options import Progress as SpatialProgress
 
 BUILTIN_NAMES = (*BUILTINS, *ERROR_BUILTINS)  # load_problem's built-in names, in its docstring's order
 # options that only a run on a cluster (--run) takes, with their defaults
@@ -125,30 +120,6 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 def add_run_settings(group: argparse._ArgumentGroup, *, any_family: bool) -> None:
     """None: a spatial run takes no settings from the command that drives it."""
-
-
-def _drawn_by(bar: ProgressBar) -> Callable[[SpatialProgress], None]:
-    """The progress of a search in this process (``spatial.options.Progress``) as ``bar`` draws a
-    run's: one explorer, its certified lower bound, incumbent and open boxes."""
-
-    def draw(progress: SpatialProgress) -> None:
-        ub = math.inf if progress.objective is None else progress.objective
-        rate = progress.nodes / progress.elapsed_s if progress.elapsed_s > 0 else 0.0
-        bar(
-            Progress(
-                progress.elapsed_s,
-                progress.nodes,
-                rate,
-                ub,
-                remaining_fraction=math.nan,
-                remaining_log10=None,
-                active_explorers=1,
-                lower_bound=progress.lower_bound,
-                pieces=progress.open_boxes,
-            )
-        )
-
-    return draw
 
 
 def _gpus_for(args: argparse.Namespace, problem) -> int:
@@ -287,13 +258,12 @@ def _run_here(args: argparse.Namespace, problem) -> int:
         elif compiled and not args.quiet:
             print(compiled_line(seconds), file=sys.stderr)
         try:
-            progress = None if bar is None else _drawn_by(bar)
-            result = minimize(problem, options, progress=progress, should_stop=signals.stop.is_set)
+            result = minimize(problem, options, progress=bar, should_stop=signals.stop.is_set)
         finally:
             if bar is not None:
                 bar.close()
     if args.json:
-        print(result_json(result))
+        print_search_json(result)
     else:
         print("\n".join(map(printable, search_lines(result, problem))))  # the name is the file's
     return EXIT_LIMIT if result.status == Status.LIMIT else EXIT_DONE

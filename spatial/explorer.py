@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.progress import Progress
 from .bounds import BoxBounds, bound_boxes
 from .boxes import BoxSet, bisect_many
 from .contract import contract_boxes
@@ -44,7 +45,6 @@ from .options import (
     BOUNDS,
     LOCAL_EVERY_SUBDOMAINS,
     MinimizeOptions,
-    Progress,
     _Incumbent,
     prune_level,
     subdomains_per_dim,
@@ -221,8 +221,7 @@ class ExplorationBase:
         while True:
             now = time.perf_counter()
             if progress is not None and now >= next_report:
-                objective = None if self.incumbent.x is None else self.incumbent.value
-                progress(Progress(self.lower_bound, objective, self._open_count(), self.nodes, now - self.began))
+                progress(self._progress(now - self.began))
                 next_report = now + progress_seconds
             if self.done:
                 done = True
@@ -249,6 +248,23 @@ class ExplorationBase:
             unsplittable_lb=self.unsplittable_lb,
             total_nodes=self.nodes,
             local_solves=0 if self.local is None else self.local.count,
+        )
+
+    def _progress(self, elapsed_s: float) -> Progress:
+        """The search as a progress bar draws it: one explorer, its certified lower bound, incumbent
+        and open boxes."""
+        ub = math.inf if self.incumbent.x is None else self.incumbent.value
+        rate = self.nodes / elapsed_s if elapsed_s > 0 else 0.0
+        return Progress(
+            elapsed_s,
+            self.nodes,
+            rate,
+            ub,
+            remaining_fraction=math.nan,
+            remaining_log10=None,
+            active_explorers=1,
+            lower_bound=self.lower_bound,
+            pieces=self._open_count(),
         )
 
 

@@ -1,6 +1,6 @@
 """What the spatial B&B proves and how, and the rules and parts that its explorers (the CPU's
-:mod:`.explorer`, the GPU's ``gpu.spatial.bnb``) share: the options, the statuses, progress
-snapshots, the prune level, the subdomain schedule and the incumbent."""
+:mod:`.explorer`, the GPU's ``gpu.spatial.bnb``) share: the options, the statuses, the prune
+level, the subdomain schedule and the incumbent."""
 
 from __future__ import annotations
 
@@ -55,17 +55,6 @@ class MinimizeOptions:
         return (self.time_limit is not None and elapsed_s >= self.time_limit) or (
             self.node_limit is not None and nodes >= self.node_limit
         )
-
-
-@dataclass(frozen=True)
-class Progress:
-    """A snapshot for progress lines: the certified bound, the incumbent, open boxes, boxes/s."""
-
-    lower_bound: float
-    objective: float | None
-    open_boxes: int
-    nodes: int
-    elapsed_s: float
 
 
 def prune_level(ub: float, options: MinimizeOptions) -> float:

@@ -21,8 +21,9 @@ from bokeh.palettes import Viridis256
 from bokeh.plotting import figure
 
 from ..core.family import family
+from ..core.progress import Eta
 from ..workflow.coordinator import PLUGIN_NAME
-from ..workflow.eta import Eta, eta_curve, recent_rate
+from ..workflow.eta import eta_curve, recent_rate
 from ..workflow.history import RunHistory, node_rate
 
 UPDATE_MS = 1000

@@ -17,73 +17,17 @@ import math
 import threading
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..core.family import EstimatesWork
+from ..core.progress import Eta
 
 ESTIMATE_SECONDS = 0.3  # probing per estimate (one thread, the GIL released)
 REFRESH_SECONDS = 10.0  # a new estimate of the remaining work this often
 RATE_WINDOW_S = 60.0  # the node rate of the ETA: over this much of the latest samples
 COLUMNS = ("estimate_nodes", "estimate_low", "estimate_high")  # run-store series: nodes left, its range
-
-
-@dataclass(frozen=True)
-class Eta:
-    """Nodes left (estimate and range) and the time they take at ``nodes_per_s``; None: unknown."""
-
-    nodes_left: float | None = None
-    nodes_low: float | None = None
-    nodes_high: float | None = None
-    nodes_per_s: float | None = None
-
-    def seconds(self, nodes: float | None) -> float | None:
-        if nodes is None or not self.nodes_per_s:
-            return None
-        return nodes / self.nodes_per_s
-
-    def as_json(self) -> dict:
-        """The ``estimate`` of a result: nodes left, its low-high range, the rate, the ETA and its range."""
-        return {
-            "estimated_nodes_left": _round(self.nodes_left),
-            "estimated_nodes_low": _round(self.nodes_low),
-            "estimated_nodes_high": _round(self.nodes_high),
-            "nodes_per_s": _round(self.nodes_per_s),
-            "eta_s": _round(self.seconds(self.nodes_left), 1),
-            "eta_low_s": _round(self.seconds(self.nodes_low), 1),
-            "eta_high_s": _round(self.seconds(self.nodes_high), 1),
-        }
-
-    def text(self) -> str | None:
-        """``ETA 3m10s (1m02s-12m)``; None when unknown."""
-        eta = self.seconds(self.nodes_left)
-        if eta is None:
-            return None
-        low, high = self.seconds(self.nodes_low), self.seconds(self.nodes_high)
-        span = "" if low is None or high is None else f" ({duration(low)}-{duration(high)})"
-        return f"ETA {duration(eta)}{span}"
-
-
-def _round(value: float | None, digits: int = 0) -> float | None:
-    if value is None or not math.isfinite(value):
-        return None
-    return round(float(value), digits) if digits else float(round(value))
-
-
-def duration(seconds: float) -> str:
-    """Two units at most: '45s', '3m10s', '2h05m', '3d04h', '12y'."""
-    s = int(round(max(seconds, 0.0)))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    if s < 365 * 86400:
-        return f"{s // 86400}d{s % 86400 // 3600:02d}h"
-    return f"{s / (365.25 * 86400):.3g}y"
 
 
 def recent_rates(t: np.ndarray, nodes: np.ndarray, window: float = RATE_WINDOW_S) -> np.ndarray:

@@ -21,18 +21,18 @@ import traceback
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 from distributed import Client, wait
 
 from ..core.errors import GpuError
 from ..core.family import RunInstance, StoredWork
+from ..core.progress import Eta, Progress
 from ..core.result import Result
 from ..storage.runstore import RunStore, RunStoreError
 from .coordinator import Coordinator
 from .eta import COLUMNS as ESTIMATE_COLUMNS
-from .eta import Estimator, Eta, eta_of, recent_rate
+from .eta import Estimator, eta_of, recent_rate
 from .history import activity_column
 from .protocol import Close, Estimate, Open, RunHandle, State, Stop
 from .tasks import explorer_task, heuristic_task
@@ -52,22 +52,6 @@ class RunFailed(RuntimeError):
     def __init__(self, where: str, error: str, details: str, checkpointed: bool) -> None:
         super().__init__(f"{where}: {error}")
         self.details, self.checkpointed = details, checkpointed
-
-
-@dataclass(frozen=True)
-class Progress:
-    """A look at a running search, for progress bars."""
-
-    elapsed_s: float
-    nodes: int
-    nodes_per_s: float
-    ub: Any  # the pruning bound: the best value found, or the initial bound (inf: none)
-    remaining_fraction: float
-    remaining_log10: float | None  # log10 of the share left, None when nothing is
-    active_explorers: int
-    lower_bound: float | None = None  # the certified lower bound, for families whose work holds bounds
-    pieces: int = 0  # open intervals or boxes
-    eta: Eta = Eta()  # the estimate of the nodes left and its ETA (``workflow.eta``), where the family has one
 
 
 def create_run(

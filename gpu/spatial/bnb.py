@@ -31,13 +31,14 @@ from dataclasses import replace
 import numpy as np
 from numba import config, cuda
 
+from ...core.progress import Progress
 from ...core.result import Result
 from ...spatial.bnb import load_host_code, run_to_end
 from ...spatial.boxes import BoxSet
 from ...spatial.explorer import ExplorationBase
 from ...spatial.lagrangian import lagrangian_bound, multipliers
 from ...spatial.local import _LocalSolver
-from ...spatial.options import BOUNDS, MinimizeOptions, Progress, _Incumbent, subdomains_per_dim
+from ...spatial.options import BOUNDS, MinimizeOptions, _Incumbent, subdomains_per_dim
 from ...spatial.problem import Problem
 from . import phase
 from .contract import contract_boxes_device

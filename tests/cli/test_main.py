@@ -667,7 +667,7 @@ def test_progress_bar_line(monkeypatch):
     import io
 
     from pbbflow.cli.progress import ProgressBar
-    from pbbflow.workflow.run import Progress
+    from pbbflow.core.progress import Progress
 
     monkeypatch.setenv("COLUMNS", "200")  # a wide terminal: every field
     stream = io.StringIO()
@@ -703,13 +703,26 @@ def test_progress_bar_line(monkeypatch):
     assert "left      20 nodes/s  UB" in small.getvalue()
 
 
+def test_a_progress_line_without_a_share_left_shows_no_bar(monkeypatch):
+    """A search that does not count its share left (flow shop's ``solve`` in this process)."""
+    import io
+
+    from pbbflow.cli.progress import ProgressBar
+    from pbbflow.core.progress import Progress
+
+    monkeypatch.setenv("COLUMNS", "200")
+    stream = io.StringIO()
+    ProgressBar(stream, every=0)(Progress(3.0, 10, 20.0, 1484, math.nan, None, 2))
+    assert stream.getvalue() == "\r    20 nodes/s  UB 1484  0:00:03  2 explorers"
+
+
 def test_the_progress_line_is_printable(monkeypatch):
     """What the bar shows (its fields, the link, a line printed in its place) cannot move the
     cursor or colour the terminal: control characters come escaped."""
     import io
 
     from pbbflow.cli.progress import ProgressBar
-    from pbbflow.workflow.run import Progress
+    from pbbflow.core.progress import Progress
 
     monkeypatch.setenv("COLUMNS", "200")
     stream = io.StringIO()
@@ -760,7 +773,7 @@ def test_the_progress_line_fits_the_terminal(monkeypatch, columns, fields):
     import io
 
     from pbbflow.cli.progress import ProgressBar
-    from pbbflow.workflow.run import Progress
+    from pbbflow.core.progress import Progress
 
     monkeypatch.setenv("COLUMNS", str(columns))
     stream = io.StringIO()
@@ -780,7 +793,7 @@ def test_the_dashboard_link_is_printed_once_when_it_comes(monkeypatch, tty):
 
     from pbbflow.cli.progress import ProgressBar
     from pbbflow.cli.runs import _Watch
-    from pbbflow.workflow.run import Progress
+    from pbbflow.core.progress import Progress
 
     monkeypatch.setenv("COLUMNS", "200")
     stream = io.StringIO()
@@ -811,7 +824,7 @@ def test_a_shorter_progress_line_blanks_the_longer_one_before_it(monkeypatch):
     import io
 
     from pbbflow.cli.progress import ProgressBar
-    from pbbflow.workflow.run import Progress
+    from pbbflow.core.progress import Progress
 
     stream = io.StringIO()
     bar = ProgressBar(stream, every=0)

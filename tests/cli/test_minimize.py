@@ -172,3 +172,23 @@ def test_a_missing_package_names_itself_and_its_install(capsys, monkeypatch):
     assert main(["minimize", "peaks"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "the package 'scipy' is missing" in err and "-m pip install scipy" in err
+
+
+def test_a_search_in_this_process_draws_its_bounds_on_the_bar(monkeypatch):
+    """``minimize`` in this process reports the progress model the bar draws: one explorer, its
+    certified lower bound, incumbent and open boxes."""
+    import io
+    import re
+
+    from pbbflow.cli.progress import ProgressBar
+    from pbbflow.spatial.bnb import minimize
+    from pbbflow.spatial.load import load_problem
+    from pbbflow.spatial.options import MinimizeOptions
+
+    monkeypatch.setenv("COLUMNS", "200")
+    stream = io.StringIO()
+    bar = ProgressBar(stream, every=0)
+    minimize(load_problem("peaks"), MinimizeOptions(subdomains=4), progress=bar, progress_seconds=0.0)
+    lines = [line.rstrip() for line in stream.getvalue().split("\r")[1:]]
+    line = r"LB \S+  UB \S+  [\d,]+ open +[\d.]+ (?:[kMG] )?boxes/s  0:00:\d\d  1 explorers"
+    assert lines and all(re.fullmatch(line, text) for text in lines)

@@ -124,3 +124,14 @@ def test_limit_reports_a_valid_bound_and_remainder():
     assert 0.0 < result.remaining_fraction < 1.0
     assert result.remaining_log10 == pytest.approx(math.log10(result.remaining_fraction))
     assert result.lower_bound <= 2297 <= result.makespan  # 2297 is ta021's optimum
+
+
+def test_progress_is_reported_as_the_one_progress_model():
+    """``on_progress`` gets ``core.progress.Progress``: the explorers' nodes, rate, UB and leaves;
+    the share left is not counted in this process (NaN) and the work holds no bounds."""
+    seen = []
+    result = solve(taillard_instance(21), time_limit=2.5, threads=2, on_progress=seen.append)
+    assert result.status == Status.LIMIT and seen
+    assert [p.nodes for p in seen] == sorted(p.nodes for p in seen) and seen[-1].nodes <= result.nodes
+    assert all(not p.bounded and math.isnan(p.remaining_fraction) and p.active_explorers == 2 for p in seen)
+    assert all(p.ub >= result.makespan and 0 <= p.extras["leaves"] <= result.leaves for p in seen)

@@ -298,7 +298,7 @@ def test_the_progress_bar_of_a_spatial_run_shows_its_bounds_and_open_boxes():
     import io
 
     from pbbflow.cli.progress import ProgressBar
-    from pbbflow.workflow.run import Progress
+    from pbbflow.core.progress import Progress
 
     stream = io.StringIO()
     bar = ProgressBar(stream, every=0)

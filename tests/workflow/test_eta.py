@@ -12,12 +12,14 @@ import numpy as np
 
 from pbbflow.cli.progress import ProgressBar
 from pbbflow.cli.results import estimate_text
+from pbbflow.core.progress import Eta, Progress
+from pbbflow.core.text import duration
 from pbbflow.flowshop.family import FlowShopRun, create_flowshop_run
 from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.storage.runstore import RunStore
-from pbbflow.workflow.eta import COLUMNS, Estimator, Eta, duration, eta_curve, eta_of, left_after, recent_rate
-from pbbflow.workflow.run import Progress, _Session, result_of
+from pbbflow.workflow.eta import COLUMNS, Estimator, eta_curve, eta_of, left_after, recent_rate
+from pbbflow.workflow.run import _Session, result_of
 
 FORMAT_2 = Path(__file__).parents[1] / "data" / "format2-ta021-stopped.zarr"
 FIELDS = {
