@@ -20,7 +20,7 @@ from ...core.errors import GpuError
 from ...flowshop.bounds import BOUND_NAMES, LB1, head_tail_minima
 from ...flowshop.explorer import ExploreResult, Snapshot
 from ...flowshop.intervals import WorkUnit
-from ...flowshop.ivm import BRANCH_NAMES
+from ...flowshop.ivm import BRANCH_NAMES, DEVICE_COLUMNS, DONE, INIT
 from ...flowshop.packed import PackedUnit, limbs
 from .. import DEFAULT_IVMS
 from ..warp import WARP, WARPS_PER_BLOCK
@@ -93,8 +93,8 @@ class GpuExplorer:
         self.F, self.B, self.R = (cuda.device_array((ivms, n + 1, m), np.int32) for _ in range(3))
         self.end = cuda.to_device(np.zeros((ivms, n + 1), np.int32))
         self.start = cuda.to_device(np.zeros((ivms, n + 1), np.int32))
-        state = np.zeros((ivms, K.N_STATE), np.int64)
-        state[:, K.DONE] = 1
+        state = np.zeros((ivms, DEVICE_COLUMNS), np.int64)
+        state[:, DONE] = 1
         self.state = cuda.to_device(state)
         self.best_schedule = cuda.to_device(np.zeros((ivms, n), np.int32))
         self.best_cost = cuda.to_device(np.full(ivms, np.iinfo(np.int32).max, np.int32))
@@ -146,9 +146,9 @@ class GpuExplorer:
         ends = np.zeros((self.k, self.n + 1), np.int32)
         limbs_to_digits(np.ascontiguousarray(unit.bounds[:, 0, :]), starts[:count])
         limbs_to_digits(np.ascontiguousarray(unit.bounds[:, 1, :]), ends[:count])
-        state = np.zeros((self.k, K.N_STATE), np.int64)
-        state[count:, K.DONE] = 1
-        state[:count, K.INIT] = 1
+        state = np.zeros((self.k, DEVICE_COLUMNS), np.int64)
+        state[count:, DONE] = 1
+        state[:count, INIT] = 1
         self.start.copy_to_device(starts)
         self.end.copy_to_device(ends)
         self.state.copy_to_device(state)
@@ -157,10 +157,10 @@ class GpuExplorer:
     def remaining(self) -> PackedUnit:
         """What the IVMs have not explored yet."""
         state = self.state.copy_to_host()
-        busy = np.flatnonzero(state[:, K.DONE] == 0)
+        busy = np.flatnonzero(state[:, DONE] == 0)
         positions = np.zeros((busy.size, self.n + 1), np.int32)
         positions[:, 1:] = self.V.copy_to_host()[busy]
-        pending = state[busy, K.INIT] != 0  # stolen, not decoded yet: the position is the start
+        pending = state[busy, INIT] != 0  # stolen, not decoded yet: the position is the start
         positions[pending] = self.start.copy_to_host()[busy[pending]]
         ends = np.ascontiguousarray(self.end.copy_to_host()[busy])
         bounds = np.zeros((busy.size, 2, limbs(self.n)), np.uint64)
