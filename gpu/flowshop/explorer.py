@@ -17,7 +17,7 @@ import numpy as np
 from numba import cuda
 
 from ...core.errors import GpuError
-from ...flowshop.bounds import BOUND_NAMES, LB1, head_tail_minima
+from ...flowshop.bounds import GPU_BOUND, head_tail_minima
 from ...flowshop.explorer import ExploreResult, Snapshot
 from ...flowshop.intervals import WorkUnit
 from ...flowshop.ivm import BRANCH_NAMES, DEVICE_COLUMNS, DONE, INIT
@@ -69,9 +69,11 @@ def device_summary() -> dict:
 class GpuExplorer:
     """K IVMs of one instance on the current device."""
 
-    def __init__(self, p: np.ndarray, *, ivms: int = DEFAULT_IVMS, bound: str = "lb1", branch: str = "minmin") -> None:
-        if BOUND_NAMES.get(bound) != LB1:
-            raise GpuError(f"the GPU explorer bounds with lb1 only, not {bound!r}")
+    def __init__(
+        self, p: np.ndarray, *, ivms: int = DEFAULT_IVMS, bound: str = GPU_BOUND, branch: str = "minmin"
+    ) -> None:
+        if bound != GPU_BOUND:
+            raise GpuError(f"the GPU explorer bounds with {GPU_BOUND} only, not {bound!r}")
         if not cuda.is_available():
             raise GpuError("no CUDA GPU is visible (check CUDA_VISIBLE_DEVICES and the driver)")
         p = np.ascontiguousarray(p, dtype=np.int32)
@@ -306,7 +308,7 @@ def explore_gpu(
     work: WorkUnit,
     ub: int,
     *,
-    bound: str = "lb1",
+    bound: str = GPU_BOUND,
     branch: str = "minmin",
     ivms: int = DEFAULT_IVMS,
     max_nodes: int | None = None,
