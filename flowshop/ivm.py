@@ -45,6 +45,7 @@ BACKWARD = 1
 MINMIN = 2
 MINBRANCH = 3
 BRANCH_NAMES = {"forward": FORWARD, "backward": BACKWARD, "minmin": MINMIN, "minbranch": MINBRANCH}
+DEFAULT_BRANCH = "minmin"
 
 # The IVM's scalar state: one int64 row per IVM, numbered once for both explorers (the CPU's
 # ``IVM.scalars``; a row of the GPU explorer's ``state``, gpu/flowshop/kernels.py).  The GPU's rows

@@ -7,11 +7,12 @@ from collections.abc import Callable
 import numpy as np
 
 from ..core.result import Result, Status
-from .bounds import lower_bound
+from .bounds import DEFAULT_BOUND, lower_bound
 from .evaluation import makespan, neh
 from .explorer import Snapshot, explore
 from .instance import FlowShop
 from .intervals import WorkUnit
+from .ivm import DEFAULT_BRANCH
 
 
 def flowshop_result(
@@ -48,8 +49,8 @@ def solve(
     *,
     ub: int | None = None,
     use_neh: bool = True,
-    bound: str = "lb1",
-    branch: str = "minmin",
+    bound: str = DEFAULT_BOUND,
+    branch: str = DEFAULT_BRANCH,
     threads: int = 1,
     time_limit: float | None = None,
     node_limit: int | None = None,

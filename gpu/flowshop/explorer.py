@@ -20,7 +20,7 @@ from ...core.errors import GpuError
 from ...flowshop.bounds import GPU_BOUND, head_tail_minima
 from ...flowshop.explorer import ExploreResult, Snapshot
 from ...flowshop.intervals import WorkUnit
-from ...flowshop.ivm import BRANCH_NAMES, DEVICE_COLUMNS, DONE, INIT
+from ...flowshop.ivm import BRANCH_NAMES, DEFAULT_BRANCH, DEVICE_COLUMNS, DONE, INIT
 from ...flowshop.packed import PackedUnit, limbs
 from .. import DEFAULT_IVMS
 from ..warp import WARP, WARPS_PER_BLOCK
@@ -70,7 +70,7 @@ class GpuExplorer:
     """K IVMs of one instance on the current device."""
 
     def __init__(
-        self, p: np.ndarray, *, ivms: int = DEFAULT_IVMS, bound: str = GPU_BOUND, branch: str = "minmin"
+        self, p: np.ndarray, *, ivms: int = DEFAULT_IVMS, bound: str = GPU_BOUND, branch: str = DEFAULT_BRANCH
     ) -> None:
         if bound != GPU_BOUND:
             raise GpuError(f"the GPU explorer bounds with {GPU_BOUND} only, not {bound!r}")
@@ -286,7 +286,7 @@ class GpuExplorer:
         K.steal[launch](self.V, self.end, self.start, self.state, self.idle, self.victims, self.steal_counters)
 
 
-def compile_kernels(p: np.ndarray, branch: str = "minmin") -> None:
+def compile_kernels(p: np.ndarray, branch: str = DEFAULT_BRANCH) -> None:
     """Compile (or load from numba's cache) the kernels for this instance's size on the current
     device: a short run on 64 IVMs that launches the explore kernel twice and steals between,
     then reads the IVMs' work back (the host code of ``remaining``)."""
@@ -309,7 +309,7 @@ def explore_gpu(
     ub: int,
     *,
     bound: str = GPU_BOUND,
-    branch: str = "minmin",
+    branch: str = DEFAULT_BRANCH,
     ivms: int = DEFAULT_IVMS,
     max_nodes: int | None = None,
     max_seconds: float | None = None,
