@@ -31,6 +31,8 @@ LB1 = 0
 LB2 = 1
 LB1_LB2 = 2
 BOUND_NAMES = {"lb1": LB1, "lb2": LB2, "lb1+lb2": LB1_LB2}
+DEFAULT_BOUND = "lb1"
+GPU_BOUND = "lb1"  # the GPU explorer's only bound (gpu/flowshop/kernels.py runs LB1's bodies)
 
 _jit = numba.njit(cache=True, nogil=True)
 # Inlined into their callers at numba-IR level: a call that passes arrays to a compiled
@@ -177,7 +179,7 @@ def subproblem_vectors(p: np.ndarray, sigma1, sigma2) -> tuple[np.ndarray, np.nd
     return np.maximum(front, min_heads), remain, np.maximum(back, min_tails)
 
 
-def lower_bound(p: np.ndarray, sigma1, sigma2, bound: str = "lb1") -> int:
+def lower_bound(p: np.ndarray, sigma1, sigma2, bound: str = DEFAULT_BOUND) -> int:
     """LB of the subproblem (sigma1, sigma2) computed from scratch; ``bound`` in BOUND_NAMES.
 
     ``lb1+lb2`` is the bound the explorer applies to a child that survives LB1, i.e. LB2.

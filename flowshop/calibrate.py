@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .bounds import BOUND_NAMES
+from .bounds import BOUND_NAMES, DEFAULT_BOUND
 from .estimate import _enter, _overlap, draw_cell, row_weights, work_rows
 from .factoradic import digits_to_int, factorial
 from .intervals import WorkUnit
-from .ivm import BRANCH_NAMES, IVM, Problem, set_root
+from .ivm import BRANCH_NAMES, DEFAULT_BRANCH, IVM, Problem, set_root
 
 _jit = numba.njit(cache=True, nogil=True)
 
@@ -200,7 +200,9 @@ class Roots:
 class Calibrator:
     """Subtree roots, exact counts and probes of one instance's tree (one IVM's scratch arrays)."""
 
-    def __init__(self, p: np.ndarray, *, bound: str = "lb1", branch: str = "minmin", alpha: float = 1.0) -> None:
+    def __init__(
+        self, p: np.ndarray, *, bound: str = DEFAULT_BOUND, branch: str = DEFAULT_BRANCH, alpha: float = 1.0
+    ) -> None:
         self.problem = Problem(p, BOUND_NAMES[bound], BRANCH_NAMES[branch])
         self.ivm = IVM(self.problem)
         self.alpha = float(alpha)

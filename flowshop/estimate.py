@@ -27,9 +27,9 @@ import numba
 import numpy as np
 
 from ..gpu.flowshop.factoradic import limbs_to_digits
-from .bounds import BOUND_NAMES
+from .bounds import BOUND_NAMES, DEFAULT_BOUND
 from .intervals import WorkUnit
-from .ivm import BRANCH_NAMES, IVM, Problem, _bound_and_prune, _descend, _fill_row, set_root
+from .ivm import BRANCH_NAMES, DEFAULT_BRANCH, IVM, Problem, _bound_and_prune, _descend, _fill_row, set_root
 from .packed import PackedUnit
 
 ALPHA = 1.0  # child weights (UB - LB)**ALPHA: chosen on benchmarks/eta.py
@@ -315,7 +315,9 @@ def work_rows(work: WorkUnit | PackedUnit) -> tuple[np.ndarray, np.ndarray]:
 class Prober:
     """Probes of one instance's tree under a bound and a branching rule (one IVM's scratch arrays)."""
 
-    def __init__(self, p: np.ndarray, *, bound: str = "lb1", branch: str = "minmin", alpha: float = ALPHA) -> None:
+    def __init__(
+        self, p: np.ndarray, *, bound: str = DEFAULT_BOUND, branch: str = DEFAULT_BRANCH, alpha: float = ALPHA
+    ) -> None:
         self.problem = Problem(p, BOUND_NAMES[bound], BRANCH_NAMES[branch])
         self.ivm = IVM(self.problem)
         self.alpha = float(alpha)

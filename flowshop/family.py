@@ -23,6 +23,7 @@ import numpy as np
 
 from ..core.result import Result
 from ..gpu import DEFAULT_IVMS
+from .bounds import GPU_BOUND
 from .describe import history_text, result_fields, result_lines  # noqa: F401 (the family describes its results)
 from .estimate import Prober
 from .evaluation import makespan, neh
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 Space = PermutationSpace
 CHUNK_SECONDS = 0.02  # explorer threads share the GIL with the worker's own threads: visit Python less
 PROGRESS_SECONDS = 0.2  # how often the CPU explorer looks whether others wait, and then checkpoints early
-GPU_BOUND = "lb1"  # the GPU explorer's only bound
 
 
 def make_engine(options: dict, *, gpu: bool, threads: int) -> CpuEngine | GpuEngine:

@@ -11,10 +11,10 @@ One explorer's state is a handful of fixed-size arrays (no allocation while expl
   (index 0 is the root), so descending one level costs O(m);
 * ``end[n]``: the stop position (digits); the explorer covers [position, end).
 
-The scalar state lives in ``scalars`` (indices below).  A node is *counted* by the
-explorer whose interval holds the node's leftmost leaf; ancestors decoded while
-initialising at a position inside their subtree are not, so with a fixed tree (UB =
-optimum) node counts do not depend on how [0, n!) is cut into intervals.
+The scalar state lives in ``scalars`` (columns below, numbered as the GPU explorer's).  A
+node is *counted* by the explorer whose interval holds the node's leftmost leaf; ancestors
+decoded while initialising at a position inside their subtree are not, so with a fixed tree
+(UB = optimum) node counts do not depend on how [0, n!) is cut into intervals.
 
 Performance note (measured from the LLVM IR and ``perf``): numba makes a function take
 atomic references on its array arguments on every call when it creates array views
@@ -45,17 +45,24 @@ BACKWARD = 1
 MINMIN = 2
 MINBRANCH = 3
 BRANCH_NAMES = {"forward": FORWARD, "backward": BACKWARD, "minmin": MINMIN, "minbranch": MINBRANCH}
+DEFAULT_BRANCH = "minmin"
 
-# indices into the int64 ``scalars`` array
+# The IVM's scalar state: one int64 row per IVM, numbered once for both explorers (the CPU's
+# ``IVM.scalars``; a row of the GPU explorer's ``state``, gpu/flowshop/kernels.py).  The GPU's rows
+# hold only the columns below DEVICE_COLUMNS (it keeps the incumbent in a device global, reads
+# end = n! from the end's digits and counts the root at once), so its kernel's memory traffic is
+# unchanged; the CPU's rows hold them all, INIT too, which the CPU does not use.
 LEVEL = 0  # current level I
 DONE = 1  # 1 when the interval is exhausted
-NODES = 2  # decomposed subproblems (counted, see module docstring)
-LEAVES = 3  # complete schedules reached
-UB = 4  # incumbent makespan: children with LB >= UB are pruned
-END_IS_TOTAL = 5  # 1 when the end position is n! (not representable as digits)
-IMPROVED = 6  # set to 1 when a leaf improved UB (``best`` holds the schedule)
-ROOT_PENDING = 7  # 1 while the root, decoded by an explorer starting at 0, waits to be counted
-N_SCALARS = 8
+INIT = 2  # GPU only: 1 while a new start (loaded or stolen) waits to be decoded; the CPU decodes at once
+NODES = 3  # decomposed subproblems (counted, see module docstring)
+LEAVES = 4  # complete schedules reached
+DEVICE_COLUMNS = 5  # the GPU's rows end here: the columns below are the CPU's only
+UB = 5  # incumbent makespan: children with LB >= UB are pruned
+END_IS_TOTAL = 6  # 1 when the end position is n! (not representable as digits)
+IMPROVED = 7  # set to 1 when a leaf improved UB (``best`` holds the schedule)
+ROOT_PENDING = 8  # 1 while the root, decoded by an explorer starting at 0, waits to be counted
+N_SCALARS = 9
 
 _jit = numba.njit(cache=True, nogil=True)
 

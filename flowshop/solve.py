@@ -9,12 +9,13 @@ import numpy as np
 
 from ..core.progress import Progress
 from ..core.result import Result, Status
-from .bounds import lower_bound
+from .bounds import DEFAULT_BOUND, lower_bound
 from .describe import result_fields
 from .evaluation import makespan, neh
 from .explorer import Snapshot, explore
 from .instance import FlowShop
 from .intervals import WorkUnit
+from .ivm import DEFAULT_BRANCH
 
 
 def flowshop_result(
@@ -52,8 +53,8 @@ def solve(
     *,
     ub: int | None = None,
     use_neh: bool = True,
-    bound: str = "lb1",
-    branch: str = "minmin",
+    bound: str = DEFAULT_BOUND,
+    branch: str = DEFAULT_BRANCH,
     threads: int = 1,
     time_limit: float | None = None,
     node_limit: int | None = None,

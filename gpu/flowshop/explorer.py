@@ -17,10 +17,10 @@ import numpy as np
 from numba import cuda
 
 from ...core.errors import GpuError
-from ...flowshop.bounds import BOUND_NAMES, LB1, head_tail_minima
+from ...flowshop.bounds import GPU_BOUND, head_tail_minima
 from ...flowshop.explorer import ExploreResult, Snapshot
 from ...flowshop.intervals import WorkUnit
-from ...flowshop.ivm import BRANCH_NAMES
+from ...flowshop.ivm import BRANCH_NAMES, DEFAULT_BRANCH, DEVICE_COLUMNS, DONE, INIT
 from ...flowshop.packed import PackedUnit, limbs
 from .. import DEFAULT_IVMS
 from ..warp import WARP, WARPS_PER_BLOCK
@@ -69,9 +69,11 @@ def device_summary() -> dict:
 class GpuExplorer:
     """K IVMs of one instance on the current device."""
 
-    def __init__(self, p: np.ndarray, *, ivms: int = DEFAULT_IVMS, bound: str = "lb1", branch: str = "minmin") -> None:
-        if BOUND_NAMES.get(bound) != LB1:
-            raise GpuError(f"the GPU explorer bounds with lb1 only, not {bound!r}")
+    def __init__(
+        self, p: np.ndarray, *, ivms: int = DEFAULT_IVMS, bound: str = GPU_BOUND, branch: str = DEFAULT_BRANCH
+    ) -> None:
+        if bound != GPU_BOUND:
+            raise GpuError(f"the GPU explorer bounds with {GPU_BOUND} only, not {bound!r}")
         if not cuda.is_available():
             raise GpuError("no CUDA GPU is visible (check CUDA_VISIBLE_DEVICES and the driver)")
         p = np.ascontiguousarray(p, dtype=np.int32)
@@ -93,8 +95,8 @@ class GpuExplorer:
         self.F, self.B, self.R = (cuda.device_array((ivms, n + 1, m), np.int32) for _ in range(3))
         self.end = cuda.to_device(np.zeros((ivms, n + 1), np.int32))
         self.start = cuda.to_device(np.zeros((ivms, n + 1), np.int32))
-        state = np.zeros((ivms, K.N_STATE), np.int64)
-        state[:, K.DONE] = 1
+        state = np.zeros((ivms, DEVICE_COLUMNS), np.int64)
+        state[:, DONE] = 1
         self.state = cuda.to_device(state)
         self.best_schedule = cuda.to_device(np.zeros((ivms, n), np.int32))
         self.best_cost = cuda.to_device(np.full(ivms, np.iinfo(np.int32).max, np.int32))
@@ -146,9 +148,9 @@ class GpuExplorer:
         ends = np.zeros((self.k, self.n + 1), np.int32)
         limbs_to_digits(np.ascontiguousarray(unit.bounds[:, 0, :]), starts[:count])
         limbs_to_digits(np.ascontiguousarray(unit.bounds[:, 1, :]), ends[:count])
-        state = np.zeros((self.k, K.N_STATE), np.int64)
-        state[count:, K.DONE] = 1
-        state[:count, K.INIT] = 1
+        state = np.zeros((self.k, DEVICE_COLUMNS), np.int64)
+        state[count:, DONE] = 1
+        state[:count, INIT] = 1
         self.start.copy_to_device(starts)
         self.end.copy_to_device(ends)
         self.state.copy_to_device(state)
@@ -157,10 +159,10 @@ class GpuExplorer:
     def remaining(self) -> PackedUnit:
         """What the IVMs have not explored yet."""
         state = self.state.copy_to_host()
-        busy = np.flatnonzero(state[:, K.DONE] == 0)
+        busy = np.flatnonzero(state[:, DONE] == 0)
         positions = np.zeros((busy.size, self.n + 1), np.int32)
         positions[:, 1:] = self.V.copy_to_host()[busy]
-        pending = state[busy, K.INIT] != 0  # stolen, not decoded yet: the position is the start
+        pending = state[busy, INIT] != 0  # stolen, not decoded yet: the position is the start
         positions[pending] = self.start.copy_to_host()[busy[pending]]
         ends = np.ascontiguousarray(self.end.copy_to_host()[busy])
         bounds = np.zeros((busy.size, 2, limbs(self.n)), np.uint64)
@@ -284,7 +286,7 @@ class GpuExplorer:
         K.steal[launch](self.V, self.end, self.start, self.state, self.idle, self.victims, self.steal_counters)
 
 
-def compile_kernels(p: np.ndarray, branch: str = "minmin") -> None:
+def compile_kernels(p: np.ndarray, branch: str = DEFAULT_BRANCH) -> None:
     """Compile (or load from numba's cache) the kernels for this instance's size on the current
     device: a short run on 64 IVMs that launches the explore kernel twice and steals between,
     then reads the IVMs' work back (the host code of ``remaining``)."""
@@ -306,8 +308,8 @@ def explore_gpu(
     work: WorkUnit,
     ub: int,
     *,
-    bound: str = "lb1",
-    branch: str = "minmin",
+    bound: str = GPU_BOUND,
+    branch: str = DEFAULT_BRANCH,
     ivms: int = DEFAULT_IVMS,
     max_nodes: int | None = None,
     max_seconds: float | None = None,

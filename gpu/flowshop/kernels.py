@@ -42,6 +42,7 @@ import functools
 from numba import cuda, int32, int64, uint32
 
 from ...flowshop import bounds
+from ...flowshop.ivm import BACKWARD, DONE, FORWARD, INIT, LEAVES, LEVEL, MINMIN, NODES
 from ..warp import (
     SIMULATED,
     WARP,
@@ -67,14 +68,11 @@ fd_halve = shared_body(factoradic.halve)
 fd_compare = shared_body(factoradic.compare)
 fd_leading_digit = shared_body(factoradic.leading_digit)
 
-# columns of ``state`` (int64, one row per IVM)
-LEVEL, DONE, INIT, NODES, LEAVES = 0, 1, 2, 3, 4
-N_STATE = 5
+# ``state`` (int64, one row per IVM): the IVM state's columns below DEVICE_COLUMNS (flowshop/ivm.py)
 # ``counters`` (int64): totals over the IVMs, reset by the host
 C_NODES, C_LEAVES, C_ACTIVE, C_IDLE, C_VICTIMS, C_MIN_LEADING = 0, 1, 2, 3, 4, 5
 N_COUNTERS = 6
 
-FORWARD, BACKWARD, MINMIN, MINBRANCH = 0, 1, 2, 3  # as in flowshop/ivm.py
 MAX_CHUNKS = 16  # levels and children per lane: n <= 512
 MAX_MACHINES = 255  # static shared memory of a block: (4 * 4 * m + 32 * (m | 1)) int32 <= 48 KB
 # 64 registers per thread (the n <= 32 kernel uses 95-110 without a limit: benchmarks/kernel_resources.py).
