@@ -66,6 +66,7 @@ import re
 import shutil
 import socket
 import tempfile
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -90,7 +91,7 @@ _SIGNED = ("pbbflow", "instance", "options", "store_id")  # the root attrs its s
 _CKPT = "checkpoints"
 _VERSION_NAME = re.compile(r"\d{8}")
 _CHUNK_BYTES = 1 << 20
-_READ_ATTEMPTS = 3  # a reader retries when a writer moved the pointer while it read
+_READ_PATIENCE_S = 10.0  # a reader retries while a writer moves the pointer under it, for this long
 _METADATA = ("zarr.json", ".zgroup", ".zattrs", ".zarray")  # the JSON files zarr may read for a node
 
 
@@ -371,8 +372,8 @@ class RunStore:
 
     def latest(self) -> Checkpoint:
         """The current checkpoint, verified; RunStoreError if none was committed or it is damaged."""
-        pointer = None
-        for _ in range(_READ_ATTEMPTS):
+        pointer, deadline = None, time.monotonic() + _READ_PATIENCE_S
+        while True:
             root = _open_root(self._path)
             attrs = root.attrs.asdict()
             if attrs.get("sha256") != self._sha256:
@@ -384,8 +385,10 @@ class RunStore:
             pointer = (attrs["current"], attrs.get("current_seq"))
             try:
                 return self._load(root, *pointer)
-            except RunStoreError as e:
+            except RunStoreError as e:  # the version may have been dropped by two newer commits
                 error = e
+            if time.monotonic() > deadline:
+                break
         raise error
 
     def _load(self, root: zarr.Group, name: Any, seq: Any) -> Checkpoint:
