@@ -3,8 +3,9 @@
 # one GPU machine (the device tool's run, with carry [".whl", "build"]; C17 and B12 copied into build/ from
 # ../shared/data/spatial): the GPU explorer's rate on ta021-ta025, `pbbflow minimize` on the GPU (twice each:
 # the first compiles where the tree's numba cache is cold), start-up cold and warm.  Outputs go to
-# $OUT/devbench.tgz; `python benchmarks/old_new_summary.py DIR` prints them as one JSON.
+# $OUT/devbench.tgz (with the coordinator benchmark of each tree); `python benchmarks/old_new_summary.py DIR` prints them as one JSON.
 set -u
+coordinator_runs=0
 FINAL=$OUT; OUT=/tmp/devbench; mkdir -p $OUT
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 unset PYTHONDONTWRITEBYTECODE
@@ -26,6 +27,9 @@ for tree in new old; do
   for p in peaks-ann $NEW/build/C17-hs071-hock-schittkowski-71.json $NEW/build/B12-eggholder.json; do
     for i in 1 2; do run $tree "minimize-$(basename $p .json)-$i" python3 -m pbbflow.cli.main minimize "$p" --json; done
   done
+done
+for tree in old new; do
+  run $tree coordinator-$((++coordinator_runs)) python3 benchmarks/coordinator.py
 done
 for tree in old new; do
   run $tree startup python3 benchmarks/startup.py --instance ta021 --warm-runs 2 -- --gpus 1

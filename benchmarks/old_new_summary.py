@@ -25,11 +25,25 @@ def summary(folder: Path, tree: str) -> dict:
             k: result.get(k) for k in ("status", "objective", "lower_bound", "nodes", "elapsed_s")
         }
     startup = _json_lines(folder / f"{tree}-startup.err")
+    coordinator = [json.loads(path.read_text()) for path in sorted(folder.glob(f"{tree}-coordinator-*.json"))]
     return {
         "gpu_explorer": [
             {k: run[k] for k in ("instance", "nodes", "seconds", "nodes_per_s")} for run in explorer["runs"]
         ],
         "minimize_warm": minimize,
+        "coordinator": [
+            {
+                "flowshop_handler_ms": {
+                    r["intervals"]: r["handler_ms_median_continue"] for r in run["checkpoint_cost"]
+                },
+                "spatial_handler_ms": {
+                    r["boxes"]: r["handler_ms_median_continue"] for r in run["spatial_checkpoint_cost"]
+                },
+                "rpc_round_trip_ms": {r["intervals"]: r["rpc_round_trip_ms_median"] for r in run["checkpoint_cost"]},
+                "calls_per_s": {r["intervals_each"]: r["calls_per_s"] for r in run["message_rate"]},
+            }
+            for run in coordinator
+        ],
         "startup": [
             {k: run[k] for k in ("cache", "wall_s", "compile_s" if "compile_s" in run else "compiling_line_s")}
             for run in startup
