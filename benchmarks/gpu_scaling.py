@@ -35,7 +35,7 @@ def run(instance, ub: int, branch: str, gpus: int, ivms: int, folder: Path) -> d
         client.run(warm_up, instance.p, branch)
         store = create_flowshop_run(folder / f"run-{gpus}.zarr", instance, ub=ub, bound="lb1", branch=branch)
         started = time.perf_counter()
-        result = drive(store, client, ivms=ivms)
+        result = drive(store, client, settings={"ivms": ivms})
         seconds = time.perf_counter() - started
     return {
         "gpus": gpus,

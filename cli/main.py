@@ -88,7 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     # every family's run settings hold, with their defaults, for every command: drive_run passes them to any run
     settings = argparse.ArgumentParser(add_help=False)
     _add_settings(families, settings)
-    parser.set_defaults(interrupted="pbbflow: interrupted", **vars(settings.parse_args([])))
+    defaults = vars(settings.parse_args([]))
+    parser.set_defaults(interrupted="pbbflow: interrupted", run_settings=tuple(defaults), **defaults)
     return parser
 
 

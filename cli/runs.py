@@ -199,7 +199,7 @@ def drive_run(store: RunStore, args: argparse.Namespace, startup: Startup, signa
             stop=signals.stop,
             hurry=signals.hurry,
             on_progress=watch,
-            ivms=args.ivms,
+            settings={name: getattr(args, name) for name in args.run_settings},
             heuristics=args.heuristic_workers,
             timings=startup.times,
         )

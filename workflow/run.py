@@ -19,7 +19,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -119,7 +119,12 @@ class _Session:
     """One ``drive`` call: the run id, the task futures, the series, the writer thread."""
 
     def __init__(
-        self, store: RunStore, client: Client, budget_s: float, ivms: int | None, heuristics: int | None
+        self,
+        store: RunStore,
+        client: Client,
+        budget_s: float,
+        settings: Mapping[str, Any],
+        heuristics: int | None,
     ) -> None:
         self.store, self.client = store, client
         self.start = store.latest()
@@ -156,7 +161,7 @@ class _Session:
                 client=client.id,
             )
         )
-        self.budget_s, self.ivms = budget_s, ivms
+        self.budget_s, self.settings = budget_s, dict(settings)
         self.futures = []
         self.served: set[str] = set()  # workers that were given their tasks
         self.explorers = self.heuristics = 0
@@ -225,7 +230,7 @@ class _Session:
 
     def engine_options(self) -> dict:
         """The run's options for its family's engines and side heuristic."""
-        return self.store.instance.engine_options(**({} if self.ivms is None else {"ivms": self.ivms}))
+        return self.store.instance.engine_options(**self.settings)
 
     def elapsed(self) -> float:
         """The run's search seconds: until now, or until its explorers stopped (``ended``)."""
@@ -344,7 +349,7 @@ def drive(
     budget_s: float = 2.0,
     stop: threading.Event | None = None,
     on_progress: Callable[[Progress], None] | None = None,
-    ivms: int | None = None,
+    settings: Mapping[str, Any] | None = None,
     heuristics: int | None = None,
     timings: dict[str, float] | None = None,
     hurry: threading.Event | None = None,
@@ -352,9 +357,9 @@ def drive(
     """Continue the run in ``store`` until it ends, a limit is reached or ``stop`` is set.
 
     ``time_limit`` counts this session's seconds; ``node_limit`` the run's total nodes (checked
-    between explorer checkpoints, so it is a soft limit).  ``ivms``: IVMs per GPU worker (workers
-    with the Dask resource ``GPU``), for a family whose engines have them (None: the family's
-    default).  ``heuristics``: iterated greedy tasks that send improvements to the coordinator
+    between explorer checkpoints, so it is a soft limit).  ``settings``: the session's settings for the
+    family's engines (``RunInstance.engine_options``; flow shop's ``ivms``: IVMs per GPU worker);
+    the family's defaults where absent.  ``heuristics``: iterated greedy tasks that send improvements to the coordinator
     during the search (default: the family's ``side_heuristics_per_gpu`` beside each GPU worker;
     0: none).
     The workers load their numba code before the session's clock starts (``warm_workers``).
@@ -369,7 +374,7 @@ def drive(
     if finished(store) or stop.is_set():
         return result_of(store)
     warm_workers(client, *store.instance.worker_code())
-    session = _Session(store, client, budget_s, ivms, heuristics)
+    session = _Session(store, client, budget_s, settings or {}, heuristics)
     try:
         failure = _search(session, stop, time_limit, node_limit, checkpoint_every, on_progress)
         if failure is None:

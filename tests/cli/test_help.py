@@ -71,7 +71,8 @@ def _texts(parser: argparse.ArgumentParser) -> list[str]:
 
 def _read_by(function) -> set[str]:
     """The ``args`` attributes that ``function`` reads, with the pbbflow.cli functions it calls by
-    name (in ``CLI_MODULES``), transitively (``minimize.RUN_ONLY``'s through its getattr loop)."""
+    name (in ``CLI_MODULES``), transitively (``minimize.RUN_ONLY``'s and the run settings through their
+    getattr loops)."""
     reads, seen, todo = set(), set(), [function]
     while todo:
         f = todo.pop()
@@ -82,6 +83,8 @@ def _read_by(function) -> set[str]:
         reads |= set(re.findall(r"\bargs\.(\w+)", source))
         if "RUN_ONLY" in source:
             reads |= set(minimize.RUN_ONLY)
+        if "args.run_settings" in source:  # the families' run settings, read through their names
+            reads |= set(cli.build_parser().get_default("run_settings"))
         module = inspect.getmodule(f)
         for name in re.findall(r"\b(\w+)\(", source):
             called = getattr(module, name, None)

@@ -30,7 +30,7 @@ def run_on(tmp_path, workers_resources: list[dict], flowshop: FlowShop, ub: int)
     with SpecCluster(workers=workers, scheduler=scheduler) as cluster, Client(cluster) as client:
         client.wait_for_workers(len(workers))
         store = create_flowshop_run(tmp_path / "run.zarr", flowshop, ub=ub, bound="lb1", branch="minmin")
-        return drive(store, client, checkpoint_every=0.5, ivms=4)
+        return drive(store, client, checkpoint_every=0.5, settings={"ivms": 4})
 
 
 def test_gpu_workers_prove_the_optimum_with_the_cpus_node_count(tmp_path):
