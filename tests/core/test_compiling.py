@@ -16,8 +16,7 @@ from pbbflow.cli.main import main
 from pbbflow.core import compiling
 from pbbflow.core.compiling import FirstRunNotice, compiled_line, start_apart, wait_apart
 
-# the modules (``pbbflow.cli.main`` is also the package's console-script function)
-cli_main = importlib.import_module("pbbflow.cli.main")
+flowshop_commands = importlib.import_module("pbbflow.flowshop.commands")  # solve's module
 bnb = importlib.import_module("pbbflow.spatial.bnb")
 
 
@@ -95,8 +94,8 @@ def test_a_failed_start_stops_the_ticker_without_a_figure():
 
 def test_solve_says_it_compiles_before_it_does_and_compiles_the_explorer_apart(capsys, tmp_path, monkeypatch):
     apart = []
-    monkeypatch.setattr(cli_main, "code_cached", lambda initial: False)
-    monkeypatch.setattr(cli_main, "start_worker_code_apart", lambda bound, branch: apart.append((bound, branch)))
+    monkeypatch.setattr(flowshop_commands, "code_cached", lambda initial: False)
+    monkeypatch.setattr(flowshop_commands, "start_worker_code_apart", lambda bound, branch: apart.append((bound, branch)))
     code = main(["solve", "ta001", "--run", str(tmp_path / "r.zarr"), "--json", "--workers", "1"])
     err = capsys.readouterr().err.splitlines()
     assert code == 0 and apart == [("lb1", "minmin")]
@@ -107,8 +106,8 @@ def test_solve_says_it_compiles_before_it_does_and_compiles_the_explorer_apart(c
 
 def test_a_warm_solve_says_nothing_of_compiling(capsys, tmp_path, monkeypatch):
     apart = []
-    monkeypatch.setattr(cli_main, "code_cached", lambda initial: True)
-    monkeypatch.setattr(cli_main, "start_worker_code_apart", lambda bound, branch: apart.append(bound))
+    monkeypatch.setattr(flowshop_commands, "code_cached", lambda initial: True)
+    monkeypatch.setattr(flowshop_commands, "start_worker_code_apart", lambda bound, branch: apart.append(bound))
     assert main(["solve", "ta001", "--run", str(tmp_path / "r.zarr"), "--json", "--workers", "1"]) == 0
     assert "compil" not in capsys.readouterr().err and apart == []
 
