@@ -95,7 +95,9 @@ def test_a_failed_start_stops_the_ticker_without_a_figure():
 def test_solve_says_it_compiles_before_it_does_and_compiles_the_explorer_apart(capsys, tmp_path, monkeypatch):
     apart = []
     monkeypatch.setattr(flowshop_commands, "code_cached", lambda initial: False)
-    monkeypatch.setattr(flowshop_commands, "start_worker_code_apart", lambda bound, branch: apart.append((bound, branch)))
+    monkeypatch.setattr(
+        flowshop_commands, "start_worker_code_apart", lambda bound, branch: apart.append((bound, branch))
+    )
     code = main(["solve", "ta001", "--run", str(tmp_path / "r.zarr"), "--json", "--workers", "1"])
     err = capsys.readouterr().err.splitlines()
     assert code == 0 and apart == [("lb1", "minmin")]
