@@ -1,8 +1,8 @@
 """SCIP (spatial branch-and-bound over LP relaxations) on pbbflow's instruction tapes: a second reference.
 
-Each tape instruction becomes one pyscipopt expression node (variables are wrapped as general
-expressions first, so products and powers keep the tape's structure instead of being expanded into
-polynomials), so SCIP solves the problem the tape describes. Benchmarks only: the package and its
+Each tape instruction becomes one pyscipopt expression (a few for the identities below; variables
+are wrapped as general expressions first, so products and powers keep the tape's structure instead
+of being expanded into polynomials), so SCIP solves the problem the tape describes. Benchmarks only: the package and its
 CI tests never import pyscipopt (``pip install pyscipopt``).
 
 - A tape constant is an enclosure [lo, hi]; SCIP gets its midpoint rounded to the nearest double
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from collections.abc import Sequence
@@ -139,11 +138,6 @@ def tape_to_scip(tape: Tape, lower: Sequence[float], upper: Sequence[float]) -> 
     return model, variables
 
 
-def _finite(value: float) -> float | None:
-    """SCIP's bound, or None for its infinity (no bound yet)."""
-    return value if math.isfinite(value) and abs(value) < 1e20 else None
-
-
 def solve_with_scip(
     tape: Tape,
     lower: Sequence[float],
@@ -157,6 +151,8 @@ def solve_with_scip(
 
     ``status`` is SCIP's (``optimal`` or ``gaplimit`` when the gap is closed to eps_abs or eps_rel,
     ``timelimit``, ``infeasible``, ...), or ``unsupported`` or ``error`` with a ``reason``.
+    ``objective`` is SCIP's primal bound, the auxiliary variable's value: ``f - t <= 0`` holds within
+    feastol, so it may sit up to feas_tol below f at ``x`` (Booth: -7.4e-7 where f >= 0).
     ``lower_bound`` is SCIP's dual bound (None when it has none); ``nodes`` counts every node of
     every run (restarts included); ``seconds`` is the wall time of ``optimize()`` alone.
     """
@@ -188,7 +184,8 @@ def solve_with_scip(
     seconds = time.perf_counter() - start
     status = model.getStatus()
     found = model.getNSols() > 0
-    lower_bound = _finite(model.getDualbound()) if status != "infeasible" else None
+    dual_bound = model.getDualbound()
+    lower_bound = None if status == "infeasible" or model.isInfinity(abs(dual_bound)) else dual_bound
     objective = model.getObjVal() if found else None
     return {
         **result,

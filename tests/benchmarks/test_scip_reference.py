@@ -2,7 +2,6 @@
 
 import importlib.util
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +15,6 @@ from pbbflow.spatial.floateval import evaluate_float  # noqa: E402
 SCRIPT = Path(__file__).parents[2] / "benchmarks" / "scip_reference.py"
 SPEC = importlib.util.spec_from_file_location("scip_reference", SCRIPT)
 scip_reference = importlib.util.module_from_spec(SPEC)
-sys.modules["scip_reference"] = scip_reference
 SPEC.loader.exec_module(scip_reference)
 
 
