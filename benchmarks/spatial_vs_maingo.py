@@ -1,17 +1,23 @@
-"""Benchmark: pbbflow's spatial B&B against MAiNGO, side by side on one core, as JSON.
+"""Benchmark: pbbflow's spatial B&B against MAiNGO (and SCIP), side by side on one core, as JSON.
 
-For each problem (the JSON files of a folder, default ``../shared/data/spatial``, plus the
-built-ins ``peaks-ann``, ``peaks-ann-error-min`` and ``peaks-ann-error-max``): pbbflow ``minimize``
-on one thread (``parallel=False``, after a warm-up solve that loads its numba code) and MAiNGO
+For each problem (the ``B*``/``C*`` JSON files of a folder, default ``../shared/data/spatial``, every
+JSON file of the ``--extra`` folders, default ``benchmarks/problems``, then the built-ins
+``peaks-ann``, ``peaks-ann-error-min`` and ``peaks-ann-error-max``): pbbflow ``minimize`` on one
+thread (``parallel=False``, after a warm-up solve that loads its numba code) and MAiNGO
 (``benchmarks/maingo_reference.py``, serial), both to eps_abs = eps_rel = 1e-6 with equalities
 within 1e-6, alternating which goes first, ``--repeats`` times; the median seconds are reported
-with nodes, value, certified lower bound and gap, and whether pbbflow's lower bound stays at or
-below the problem's ``optimum`` (a bound above it is a bug).  ``--parallel`` adds pbbflow on every
-core, ``--gpu`` pbbflow on the GPU (``minimize_gpu``, ``--gpu-subdomains`` per box, its kernels
-compiled before the runs), ``--maingo-interval`` MAiNGO with interval bounds alone.
+with nodes, value, lower bound and gap, and for each solver whether its lower bound stays at or
+below the problem's ``optimum`` (pbbflow's is certified: above it is a bug).  ``--scip`` adds SCIP
+(``benchmarks/scip_reference.py``, one thread, same tolerances; atan2 problems come back
+``unsupported``), ``--parallel`` pbbflow on every core, ``--gpu`` pbbflow on the GPU
+(``minimize_gpu``, ``--gpu-subdomains`` per box, its kernels compiled before the runs),
+``--maingo-interval`` MAiNGO with interval bounds alone.  The 1, 5 and 15 minute load averages
+are recorded at the start and the end.
 
-    pip install maingopy
+    pip install maingopy pyscipopt
     python benchmarks/spatial_vs_maingo.py --repeats 3 > benchmarks/results/spatial_vs_maingo.json
+    nice -n 5 python benchmarks/spatial_vs_maingo.py --scip --repeats 1 --time-limit 20 \
+        > benchmarks/results/spatial_vs_maingo_scip_2core_2026-12-04.json
     python benchmarks/spatial_vs_maingo.py --repeats 3 --parallel --maingo-interval \
         peaks-ann-error-min peaks-ann-error-max > benchmarks/results/spatial_vs_maingo_peaks_ann_error.json
     python benchmarks/spatial_vs_maingo.py --repeats 3 --parallel --gpu > benchmarks/results/spatial_vs_maingo_h200.json
@@ -26,6 +32,7 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -36,6 +43,7 @@ from pbbflow.spatial.load import load_problem  # noqa: E402
 from pbbflow.spatial.options import MinimizeOptions  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial"
+PROBLEMS = Path(__file__).resolve().parent / "problems"  # the benchmark's own problems
 BUILTINS = ("peaks-ann", "peaks-ann-error-min", "peaks-ann-error-max")  # the seed's network and its error
 
 
@@ -51,11 +59,23 @@ def _pbbflow(problem, subdomains: int, time_limit: float, parallel: bool = False
     return {**result.to_dict(), "seconds": seconds}
 
 
+def problem_specs(data: Path = DATA, extra: Sequence[Path] = (PROBLEMS,)) -> list[str]:
+    """The problem files: ``B*``/``C*`` of ``data`` (its other files are not problems), then every
+    JSON file of each ``extra`` folder."""
+    files = [*sorted(data.glob("[BC]*.json")), *(path for folder in extra for path in sorted(folder.glob("*.json")))]
+    return [str(path) for path in files]
+
+
+def _at_or_below(bound: float | None, optimum: float | None) -> bool | None:
+    """Whether a lower bound stays at or below the known optimum (None where either is missing)."""
+    if optimum is None or bound is None:
+        return None
+    return bound <= optimum + 1e-12 * max(1.0, abs(optimum))
+
+
 def _ours(runs: list[dict], optimum: float | None) -> dict:
     mine = runs[-1]
-    valid = None
-    if optimum is not None and mine["lower_bound"] is not None:
-        valid = mine["lower_bound"] <= optimum + 1e-12 * max(1.0, abs(optimum))
+    valid = _at_or_below(mine["lower_bound"], optimum)
     return {
         "status": mine["status"],
         "objective": mine["objective"],
@@ -71,17 +91,19 @@ def _ours(runs: list[dict], optimum: float | None) -> dict:
     }
 
 
-def _theirs(runs: list[dict]) -> dict:
-    maingo = runs[-1]
+def _theirs(runs: list[dict], optimum: float | None) -> dict:
+    """A reference solver's column (MAiNGO or SCIP): its last run, and the median seconds."""
+    last = runs[-1]
     return {
-        "status": maingo["status"],
-        "objective": maingo.get("objective"),
-        "lower_bound": maingo.get("lower_bound"),
-        "gap_abs": maingo.get("gap_abs"),
-        "nodes": maingo.get("nodes"),
-        "seconds_median": statistics.median(r["seconds"] for r in runs) if "seconds" in maingo else None,
+        "status": last["status"],
+        "objective": last.get("objective"),
+        "lower_bound": last.get("lower_bound"),
+        "gap_abs": last.get("gap_abs"),
+        "nodes": last.get("nodes"),
+        "seconds_median": statistics.median(r["seconds"] for r in runs) if "seconds" in last else None,
         "seconds": [round(r["seconds"], 4) for r in runs if "seconds" in r],
-        "reason": maingo.get("reason"),
+        "reason": last.get("reason"),
+        "lower_bound_at_or_below_optimum": _at_or_below(last.get("lower_bound"), optimum),
     }
 
 
@@ -93,10 +115,11 @@ def compare(
     parallel: bool = False,
     maingo_interval: bool = False,
     gpu_subdomains: int | None = None,
+    scip: bool = False,
 ) -> dict:
     """One row: pbbflow on one thread and MAiNGO (McCormick), and on request pbbflow on every core
-    (``pbbflow_parallel``), on the GPU (``pbbflow_gpu``, with ``gpu_subdomains``) and MAiNGO with
-    interval bounds (``maingo_interval``); runs alternate order."""
+    (``pbbflow_parallel``), on the GPU (``pbbflow_gpu``, with ``gpu_subdomains``), MAiNGO with
+    interval bounds (``maingo_interval``) and SCIP (``scip``, one thread); runs alternate order."""
     box = (problem.tape, problem.lower, problem.upper)
     runners = {
         "pbbflow": lambda: _pbbflow(problem, subdomains, time_limit),
@@ -111,13 +134,17 @@ def compare(
         runners["pbbflow_gpu"] = lambda: _pbbflow(problem, gpu_subdomains, time_limit, gpu=True)
     if maingo_interval:
         runners["maingo_interval"] = lambda: solve_with_maingo(*box, time_limit=time_limit, lbp_solver="interval")
+    if scip:
+        from scip_reference import solve_with_scip
+
+        runners["scip"] = lambda: solve_with_scip(*box, time_limit=time_limit)
     runs = {name: [] for name in runners}
     for i in range(repeats):
         for name in list(runners) if i % 2 == 0 else list(runners)[::-1]:
             runs[name].append(runners[name]())
     row = {"problem": problem.name, "optimum": problem.optimum}
     for name, results in runs.items():
-        row[name] = _ours(results, problem.optimum) if name.startswith("pbbflow") else _theirs(results)
+        row[name] = _ours(results, problem.optimum) if name.startswith("pbbflow") else _theirs(results, problem.optimum)
     return row
 
 
@@ -128,9 +155,24 @@ def _device() -> str:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
+def _scip_versions() -> dict:
+    from importlib.metadata import version
+
+    import pyscipopt
+
+    return {"scip": str(pyscipopt.Model().version()), "pyscipopt": version("pyscipopt")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=DATA, help="folder of problem JSON files")
+    parser.add_argument("--data", type=Path, default=DATA, help="folder of problem JSON files (its B*/C* files)")
+    parser.add_argument(
+        "--extra",
+        type=Path,
+        nargs="*",
+        default=[PROBLEMS],
+        help="further folders, every JSON file (default: problems/)",
+    )
     parser.add_argument("--subdomains", type=int, default=64, help="per box (default: 64, as pbbflow minimize)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--time-limit", type=float, default=60.0)
@@ -138,12 +180,14 @@ def main() -> None:
     parser.add_argument("--maingo-interval", action="store_true", help="also MAiNGO with interval bounds alone")
     parser.add_argument("--gpu", action="store_true", help="also pbbflow on the GPU")
     parser.add_argument("--gpu-subdomains", type=int, default=1024, help="per box on the GPU (default: 1024)")
+    parser.add_argument("--scip", action="store_true", help="also SCIP (benchmarks/scip_reference.py, one thread)")
     parser.add_argument(
-        "problems", nargs="*", help=f"problem specs (default: every file of --data and {', '.join(BUILTINS)})"
+        "problems", nargs="*", help=f"problem specs (default: the files of --data and --extra, {', '.join(BUILTINS)})"
     )
     args = parser.parse_args()
-    specs = args.problems or [*sorted(str(p) for p in args.data.glob("[BC]*.json")), *BUILTINS]
+    specs = args.problems or [*problem_specs(args.data, args.extra), *BUILTINS]
     problems = [load_problem(spec) for spec in specs]
+    load_start = os.getloadavg()
     for parallel in (False, True) if args.parallel else (False,):  # load the numba code first
         minimize(problems[-1], MinimizeOptions(parallel=parallel, node_limit=8))
     rows = [
@@ -155,6 +199,7 @@ def main() -> None:
             args.parallel,
             args.maingo_interval,
             args.gpu_subdomains if args.gpu else None,
+            args.scip,
         )
         for problem in problems
     ]
@@ -165,6 +210,7 @@ def main() -> None:
                 "command": "python benchmarks/spatial_vs_maingo.py " + " ".join(sys.argv[1:]),
                 "machine": {
                     "cpus": os.cpu_count(),
+                    "load_average_1_5_15_min": {"start": load_start, "end": os.getloadavg()},
                     "processor": platform.processor(),
                     "python": platform.python_version(),
                 },
@@ -177,6 +223,7 @@ def main() -> None:
                     "repeats": args.repeats,
                     "gpu_subdomains": args.gpu_subdomains if args.gpu else None,
                     "gpu": _device() if args.gpu else None,
+                    "scip": _scip_versions() if args.scip else None,
                 },
                 "problems": rows,
             },
