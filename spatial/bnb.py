@@ -10,7 +10,8 @@ limit (``limit``).
 
 Upper bounds come only from points checked rigorously (:func:`.bounds.evaluate_point`): the
 objective's enclosure's upper end, at a point whose inequalities' enclosures are <= 0 and whose
-equalities' lie within ``feas_tol``.  Candidates are each bounded box's best subdomain midpoint
+equalities' lie within ``feas_tol``.  Candidates are the first incumbents tried before the first split (:mod:`.first`: the domain's
+centre and a grid, and local solves from the best of them), each bounded box's best subdomain midpoint
 and local solves (scipy SLSQP, analytic gradients) started from the best box bounded, one per
 ``LOCAL_EVERY_SUBDOMAINS`` subdomains (a schedule by work done, not by time, so that a run repeats); a local optimum that sits on an
 inequality is pulled inside it by a small margin until it verifies.

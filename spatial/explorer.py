@@ -38,6 +38,7 @@ from ..core.progress import Progress
 from .bounds import BoxBounds, bound_boxes
 from .boxes import BoxSet, bisect_many
 from .contract import contract_boxes
+from .first import first_candidates, local_starts
 from .lagrangian import LagrangianBound, lagrangian_bound, multipliers
 from .local import _LocalSolver
 from .options import (
@@ -158,8 +159,8 @@ class ExplorationBase:
     """What the explorations share, on the CPU (:class:`Exploration`) and the GPU
     (``gpu.spatial.bnb.GpuExploration``): the value they prune with, their certified bound, offers,
     shares and the run loop. A subclass sets ``problem``, ``options``, ``began``, ``incumbent``,
-    ``local``, ``nodes``, ``settled_lb``, ``unsplittable``, ``unsplittable_lb``, ``_scale`` and
-    ``_ub_elsewhere`` and holds the open boxes (``remaining``, ``replace``, ``settle``, ``_lowest``,
+    ``local``, ``n_per_dim``, ``nodes``, ``settled_lb``, ``unsplittable``, ``unsplittable_lb``, ``_scale``
+    and ``_ub_elsewhere`` and holds the open boxes (``remaining``, ``replace``, ``settle``, ``_lowest``,
     ``_open_count``, ``_count_below``), its step (``_step``) and ``_use_multipliers_at``."""
 
     @property
@@ -194,6 +195,32 @@ class ExplorationBase:
         """Prune with ``value`` from now on where it is below the incumbent's: the value of a point
         verified elsewhere (another explorer's incumbent, known to this one by its value only)."""
         self._ub_elsewhere = min(self._ub_elsewhere, float(value))
+
+    def _first_incumbents(self, root_point: np.ndarray) -> None:
+        """Before the first split, the root bounded: with ``options.first_incumbents`` offer the
+        centre and grid of :mod:`.first` in one evaluation, then solve locally from the root's best
+        point ``root_point`` (NaN: none) and the best of those points until the search is done."""
+        if not np.all(np.isfinite(root_point)):
+            return
+        if not self.options.first_incumbents:
+            if self.local is not None:
+                self._solve_locally(root_point)
+            return
+        problem = self.problem
+        points = first_candidates(problem.lower, problem.upper, self.n_per_dim)
+        values = self.incumbent.offer_many(points)
+        if self.local is None:
+            return
+        for start in (root_point, *local_starts(points, values, skip=root_point)):
+            if self.done:
+                return
+            self._solve_locally(start)
+
+    def _solve_locally(self, start: np.ndarray) -> None:
+        """A local solve; one that improves the incumbent brings the multipliers at its optimum."""
+        optimum = self.local.run(start)
+        if optimum is not None:
+            self._use_multipliers_at(optimum)
 
     def give_share(self) -> BoxSet:
         """About half the open boxes, removed from this exploration (:meth:`.BoxSet.split`: a single
@@ -300,8 +327,8 @@ class Exploration(ExplorationBase):
             self._open.reset(boxes)
             return
         root = self._bound(problem.lower[None, :].copy(), problem.upper[None, :].copy(), diving=False)
-        if root is not None and self.local is not None and np.all(np.isfinite(root.best_point[0])):
-            self._solve_locally(root.best_point[0])
+        if root is not None:
+            self._first_incumbents(root.best_point[0])
 
     def replace(self, boxes: BoxSet) -> None:
         """Explore ``boxes`` from now on instead of the open boxes (the incumbent, the bounds it
@@ -426,12 +453,6 @@ class Exploration(ExplorationBase):
         self.settled_lb = min(self.settled_lb, lb[above].min(initial=math.inf))
         for b in np.flatnonzero(~above):
             self._open.push(float(lb[b]), lo[b], hi[b], diving)
-
-    def _solve_locally(self, start: np.ndarray) -> None:
-        """A local solve; one that improves the incumbent brings the multipliers at its optimum."""
-        optimum = self.local.run(start)
-        if optimum is not None:
-            self._use_multipliers_at(optimum)
 
     def _use_multipliers_at(self, x: np.ndarray) -> None:
         """A constrained problem bounds with the Lagrangian of the multipliers at ``x`` from now on."""

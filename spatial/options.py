@@ -35,6 +35,7 @@ class MinimizeOptions:
     max_open: int = 1_000_000
     local_solves: bool = True
     contract: bool = True  # narrow each box by constraint propagation (FBBT) before bounding it
+    first_incumbents: bool = True  # try the centre and a grid before the first split (spatial/first.py)
 
     def __post_init__(self) -> None:
         if self.bound not in BOUNDS:
@@ -94,16 +95,20 @@ class _Incumbent:
         self.value, self.x = float(value.f_hi), x.copy()
         return True
 
-    def offer_many(self, points: np.ndarray) -> None:
+    def offer_many(self, points: np.ndarray) -> np.ndarray:
         """Offer each of the points (k x d) in turn, as :meth:`offer` would, in one evaluation: the
-        first of the feasible ones with the least value, if it improves the upper bound."""
+        first of the feasible ones with the least value, if it improves the upper bound. The
+        verified value of each point (NaN where it is not finite or not feasible)."""
         points = np.asarray(points, dtype=np.float64)
-        points = np.clip(points[np.all(np.isfinite(points), axis=1)], self.problem.lower, self.problem.upper)
+        values = np.full(len(points), np.nan)
+        finite = np.all(np.isfinite(points), axis=1)
+        points = np.clip(points[finite], self.problem.lower, self.problem.upper)
         if not len(points):
-            return
-        values = feasible_values(self.problem.tape, points, self.feas_tol)
-        if np.all(np.isnan(values)):
-            return
-        best = int(np.nanargmin(values))
-        if values[best] < self.value:
-            self.value, self.x = float(values[best]), points[best].copy()
+            return values
+        values[finite] = found = feasible_values(self.problem.tape, points, self.feas_tol)
+        if np.all(np.isnan(found)):
+            return values
+        best = int(np.nanargmin(found))
+        if found[best] < self.value:
+            self.value, self.x = float(found[best]), points[best].copy()
+        return values

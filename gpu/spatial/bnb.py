@@ -234,9 +234,7 @@ class GpuExploration(ExplorationBase):
         self._children.hi[0:1] = problem.upper[None, :].copy()
         self._bound_children(1, self._lists[self._current])
         self._n_open, self._open_lowest = int(self._counts[phase.C_OUT]), float(self._reals[phase.R_OPEN_MIN])
-        root_point = self._children.bounds.best_point[0].copy_to_host()
-        if self.local is not None and np.all(np.isfinite(root_point)):
-            self._solve_locally(root_point)
+        self._first_incumbents(self._children.bounds.best_point[0].copy_to_host())
 
     @property
     def settled_lb(self) -> float:
@@ -463,12 +461,6 @@ class GpuExploration(ExplorationBase):
         if child != phase.NONE and self._reals[phase.R_UB] < self.incumbent.value:
             self.incumbent.value = float(self._reals[phase.R_UB])
             self.incumbent.x = found.best_point[child].copy_to_host()
-
-    def _solve_locally(self, start: np.ndarray) -> None:
-        """A local solve; one that improves the incumbent brings the multipliers at its optimum."""
-        optimum = self.local.run(start)
-        if optimum is not None:
-            self._use_multipliers_at(optimum)
 
     def _use_multipliers_at(self, x: np.ndarray) -> None:
         """A constrained problem bounds with the Lagrangian of the multipliers at ``x`` from now on

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +25,7 @@ from pbbflow.spatial import commands as minimize_cli
 from pbbflow.spatial.bnb import minimize
 from pbbflow.spatial.bounds import evaluate_point, is_feasible
 from pbbflow.spatial.boxes import bisect
+from pbbflow.spatial.load import load_problem
 from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.parse import problem_from_dict
 
@@ -95,6 +98,20 @@ def test_small_problems_get_the_cpus_certified_answers(stem, contract):
     _assert_same_answer(gpu, cpu, options)
     assert gpu.lower_bound <= problem.optimum + 1e-12 * max(1.0, abs(problem.optimum))
     assert gpu.to_dict()["backend"] == "gpu" and gpu.open_boxes == 0
+
+
+def test_first_incumbents_prove_a_root_bound_at_the_optimum_at_the_root():
+    """Ackley-2, whose root bound is its optimum (0, at the centre): the first incumbents
+    (spatial/first.py) close it at the root on the device as on the CPU, where without them the
+    CPU's first incumbent is a local minimum and its search splits 87 boxes."""
+    problem = load_problem(str(Path(__file__).resolve().parents[3] / "benchmarks" / "problems" / "ackley-2.json"))
+    options = MinimizeOptions(subdomains=16, parallel=False)
+    gpu = minimize_gpu(problem, options, phase_subdomains=64, capacity=64)
+    cpu = minimize(problem, options)
+    before = minimize(problem, replace(options, first_incumbents=False))
+    assert gpu.status == cpu.status == before.status == "optimal"
+    assert gpu.nodes == cpu.nodes <= 3 < 40 <= before.nodes and gpu.local_solves == 0
+    assert gpu.lower_bound <= problem.optimum <= gpu.objective <= problem.optimum + options.eps_abs
 
 
 def test_a_host_reserve_takes_the_overflow_and_loses_no_box():
