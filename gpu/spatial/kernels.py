@@ -74,6 +74,10 @@ for _name in (
     "_values",
     "_linear_tangents",
     "_run_tape",
+    "_interval_ball",
+    "_normalized_ball",
+    "_ball_op",
+    "_run_point_tape",
     "_mean_value_form",
     "_bound_chunk",
 ):
@@ -85,6 +89,7 @@ _midpoint = _NAMESPACE["_midpoint"]
 
 
 run_tape = _NAMESPACE["_run_tape"]
+run_point_tape = _NAMESPACE["_run_point_tape"]
 
 
 class TapeTooLarge(ValueError):
