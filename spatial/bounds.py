@@ -884,16 +884,17 @@ def _run_point_tape(
                 whole[k, lane], low_lo[k, lane], low_hi[k, lane] = _interval_ball(vlo[k, lane], vhi[k, lane])
             continue
         _values(code, a, b, k, n_lanes, vlo, vhi)
-        tracked = code == _ADD or code == _SUB or code == _MUL or code == _NEG or code == _ABS
+        binary = code == _ADD or code == _SUB or code == _MUL
+        tracked = binary or code == _NEG or code == _ABS
         if code == _POWI and b == 2:
             code = _MUL
             b = a
-            tracked = True
+            binary = tracked = True
+        c = b if binary else a  # a unary operation's second ball is unused
         for lane in range(n_lanes):
             lo, hi = iv.intersect(vlo[k, lane], vhi[k, lane], plain_lo[k, lane], plain_hi[k, lane])
             w = blo = bhi = math.nan
-            if tracked and whole[a, lane] == whole[a, lane] and (b < 0 or whole[b, lane] == whole[b, lane]):
-                c = a if b < 0 else b  # a unary operation's second ball is unused
+            if tracked and whole[a, lane] == whole[a, lane] and whole[c, lane] == whole[c, lane]:
                 w, blo, bhi = _ball_op(
                     code,
                     whole[a, lane],

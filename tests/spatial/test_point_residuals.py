@@ -22,7 +22,7 @@ from pbbflow.spatial.tape import Op, TapeBuilder
 
 pytestmark = pytest.mark.usefixtures("arb_precision")
 
-BUKIN = str(Path(__file__).resolve().parents[1] / "data" / "bukin6.json")
+BUKIN = str(Path(__file__).resolve().parents[2] / "benchmarks" / "problems" / "bukin-6.json")
 
 
 def plain_enclosure(tape, x: np.ndarray) -> tuple[float, float]:

@@ -57,7 +57,7 @@ DOCUMENTS = {
     },
 }
 SMALL = MinimizeOptions(subdomains=4, contract=False)
-BUKIN = str(Path(__file__).resolve().parents[2] / "data" / "bukin6.json")
+BUKIN = str(Path(__file__).resolve().parents[3] / "benchmarks" / "problems" / "bukin-6.json")
 
 
 def _problem(stem: str):
