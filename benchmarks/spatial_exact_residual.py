@@ -2,7 +2,8 @@
 
 Runs ``minimize`` (serial, one thread) on every problem of ``../shared/data/spatial`` and
 ``benchmarks/problems`` with a time limit, after a warm-up that compiles or
-loads the code, and records status, value, bound, nodes and seconds under ``--label`` in
+loads the code, and records status, value, bound, nodes and seconds, and the microseconds per
+point of the incumbent check (``feasible_values`` on 10,000 random points), under ``--label`` in
 ``--out`` (other labels there are kept). Which pbbflow ran is recorded too: run it once with the
 old package first on ``PYTHONPATH`` and once with the new one.
 
@@ -14,10 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parents[1] / "shared"  # ../shared beside the checkout
@@ -31,6 +35,22 @@ def problem_files(shared: Path) -> list[Path]:
             if "objective" in json.loads(path.read_text()):
                 files.append(path)
     return files
+
+
+def point_seconds(problem, n_points: int = 10_000, repeats: int = 5) -> float:
+    """Seconds per point of ``feasible_values`` (the incumbent check) on random points of the
+    domain, the best of ``repeats`` passes."""
+    from pbbflow.spatial.bounds import feasible_values
+
+    rng = np.random.default_rng(0)
+    points = problem.lower + (problem.upper - problem.lower) * rng.random((n_points, problem.dimension))
+    feasible_values(problem.tape, points[:2], 1e-6)
+    best = math.inf
+    for _ in range(repeats):
+        started = time.perf_counter()
+        feasible_values(problem.tape, points, 1e-6)
+        best = min(best, time.perf_counter() - started)
+    return best / n_points
 
 
 def run_one(path: Path, time_limit: float) -> dict:
@@ -50,6 +70,7 @@ def run_one(path: Path, time_limit: float) -> dict:
         "lower_bound": result.lower_bound,
         "nodes": result.nodes,
         "seconds": round(time.perf_counter() - started, 3),
+        "point_us": round(point_seconds(problem) * 1e6, 3),
     }
 
 

@@ -855,6 +855,10 @@ def _ball_op(code, wa, alo, ahi, wb, blo, bhi):
         return whole, lo, hi
     if code == _MUL:  # (wa + la)(wb + lb) = wa wb + wa lb + la wb + la lb
         whole, error = iv.two_product(wa, wb)
+        if alo == ahi and blo == bhi:  # exact balls (the common case): scalar directed products
+            lo = iv.add_down(iv.add_down(iv.mul_down(wa, blo), iv.mul_down(alo, wb)), iv.mul_down(alo, blo))
+            hi = iv.add_up(iv.add_up(iv.mul_up(wa, blo), iv.mul_up(alo, wb)), iv.mul_up(alo, blo))
+            return whole, iv.add_down(lo, error), iv.add_up(hi, error)
         lo, hi = iv.mul(wa, wa, blo, bhi)
         plo, phi = iv.mul(alo, ahi, wb, wb)
         lo, hi = iv.add(lo, hi, plo, phi)
@@ -863,6 +867,15 @@ def _ball_op(code, wa, alo, ahi, wb, blo, bhi):
         lo, hi = iv.add(lo, hi, error, error)
         return whole, lo, hi
     return math.nan, math.nan, math.nan
+
+
+@jit
+def _narrowed(slot, n_lanes, vlo, vhi, plain_lo, plain_hi) -> bool:
+    """Whether the slot's value is narrower than its plain enclosure on some lane."""
+    for lane in range(n_lanes):
+        if vlo[slot, lane] != plain_lo[slot, lane] or vhi[slot, lane] != plain_hi[slot, lane]:
+            return True
+    return False
 
 
 @jit
@@ -883,7 +896,16 @@ def _run_point_tape(
                 vhi[k, lane] = plain_hi[k, lane]
                 whole[k, lane], low_lo[k, lane], low_hi[k, lane] = _interval_ball(vlo[k, lane], vhi[k, lane])
             continue
-        _values(code, a, b, k, n_lanes, vlo, vhi)
+        binary = code == _ADD or code == _SUB or code == _MUL or code == _DIV or code == _ATAN2
+        binary = binary or code == _MIN or code == _MAX
+        if _narrowed(a, n_lanes, vlo, vhi, plain_lo, plain_hi) or (
+            binary and _narrowed(b, n_lanes, vlo, vhi, plain_lo, plain_hi)
+        ):
+            _values(code, a, b, k, n_lanes, vlo, vhi)
+        else:  # the operands' plain enclosures: so is the value
+            for lane in range(n_lanes):
+                vlo[k, lane] = plain_lo[k, lane]
+                vhi[k, lane] = plain_hi[k, lane]
         binary = code == _ADD or code == _SUB or code == _MUL
         tracked = binary or code == _NEG or code == _ABS
         if code == _POWI and b == 2:

@@ -77,6 +77,7 @@ for _name in (
     "_interval_ball",
     "_normalized_ball",
     "_ball_op",
+    "_narrowed",
     "_run_point_tape",
     "_mean_value_form",
     "_bound_chunk",
