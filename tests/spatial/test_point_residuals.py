@@ -18,7 +18,7 @@ from pbbflow.spatial.bounds import Mode, bound_boxes, evaluate_point
 from pbbflow.spatial.interval import LIBRARY_ULPS
 from pbbflow.spatial.load import load_problem
 from pbbflow.spatial.options import MinimizeOptions
-from pbbflow.spatial.tape import Op, TapeBuilder
+from pbbflow.spatial.tape import Op, Tape, TapeBuilder
 
 pytestmark = pytest.mark.usefixtures("arb_precision")
 
@@ -34,8 +34,6 @@ def plain_enclosure(tape, x: np.ndarray) -> tuple[float, float]:
 
 def _negated(tape):
     """The tape with one more instruction: the negation of its objective."""
-    from pbbflow.spatial.tape import Tape
-
     return Tape(
         op=np.append(tape.op, np.int32(Op.NEG)).astype(np.int32),
         arg0=np.append(tape.arg0, np.int32(tape.objective)).astype(np.int32),
