@@ -807,17 +807,153 @@ def bound_boxes(
 # ---------------------------------------------------------------- points
 
 
+# At a point every slot also carries a ball: its value lies in whole + [low_lo, low_hi] (a double
+# plus a small interval, ``whole`` NaN where none is kept). Sums, differences, products, squares,
+# negations and signed abs act on balls with error-free transformations (TwoSum, the fma residual
+# of a product), so a product's rounding error survives into the difference that cancels it:
+# a * b - c is enclosed to the ulp of the residual, not of a * b. Other operations start a ball
+# from their interval. The slot's interval is its plain enclosure intersected with its ball's.
+
+
+@jit
+def _interval_ball(lo: float, hi: float) -> tuple[float, float, float]:
+    """The ball lo + [0, hi - lo] (NaN where an end is not finite)."""
+    if -math.inf < lo and hi < math.inf:
+        return lo, 0.0, iv.add_up(hi, -lo)
+    return math.nan, math.nan, math.nan
+
+
+@jit
+def _normalized_ball(whole: float, lo: float, hi: float) -> tuple[float, float, float]:
+    """The ball moved so that ``whole`` is the nearest double to whole + lo (NaN where not finite)."""
+    if not (-math.inf < whole < math.inf and -math.inf < lo and hi < math.inf):
+        return math.nan, math.nan, math.nan
+    moved, rest = iv.two_sum(whole, lo)  # whole + lo = moved + rest exactly
+    if moved == whole or rest != rest:
+        return whole, lo, hi
+    return moved, rest, iv.add_up(rest, iv.add_up(hi, -lo))
+
+
+@jit
+def _ball_op(code, wa, alo, ahi, wb, blo, bhi):
+    """The ball of an operation on balls a and b: NEG, ADD, SUB, MUL (a square is a * a) and ABS
+    when the sign is known; NaN for the rest (or where a step is not exact)."""
+    if code == _NEG:
+        return -wa, -ahi, -alo
+    if code == _ABS:
+        if iv.add_down(wa, alo) >= 0.0:
+            return wa, alo, ahi
+        if iv.add_up(wa, ahi) <= 0.0:
+            return -wa, -ahi, -alo
+        return math.nan, math.nan, math.nan
+    if code == _SUB:
+        wb, blo, bhi = -wb, -bhi, -blo
+    if code == _ADD or code == _SUB:
+        whole, error = iv.two_sum(wa, wb)
+        lo, hi = iv.add(alo, ahi, blo, bhi)
+        lo, hi = iv.add(lo, hi, error, error)
+        return whole, lo, hi
+    if code == _MUL:  # (wa + la)(wb + lb) = wa wb + wa lb + la wb + la lb
+        whole, error = iv.two_product(wa, wb)
+        if alo == ahi and blo == bhi:  # exact balls (the common case): scalar directed products
+            lo = iv.add_down(iv.add_down(iv.mul_down(wa, blo), iv.mul_down(alo, wb)), iv.mul_down(alo, blo))
+            hi = iv.add_up(iv.add_up(iv.mul_up(wa, blo), iv.mul_up(alo, wb)), iv.mul_up(alo, blo))
+            return whole, iv.add_down(lo, error), iv.add_up(hi, error)
+        lo, hi = iv.mul(wa, wa, blo, bhi)
+        plo, phi = iv.mul(alo, ahi, wb, wb)
+        lo, hi = iv.add(lo, hi, plo, phi)
+        plo, phi = iv.mul(alo, ahi, blo, bhi)
+        lo, hi = iv.add(lo, hi, plo, phi)
+        lo, hi = iv.add(lo, hi, error, error)
+        return whole, lo, hi
+    return math.nan, math.nan, math.nan
+
+
+@jit
+def _narrowed(slot, n_lanes, vlo, vhi, plain_lo, plain_hi) -> bool:
+    """Whether the slot's value is narrower than its plain enclosure on some lane."""
+    for lane in range(n_lanes):
+        if vlo[slot, lane] != plain_lo[slot, lane] or vhi[slot, lane] != plain_hi[slot, lane]:
+            return True
+    return False
+
+
+@jit
+def _run_point_tape(
+    op, arg0, arg1, const_lo, const_hi, x, n_lanes, plain_lo, plain_hi, vlo, vhi, whole, low_lo, low_hi
+):
+    """Evaluate the tape at the points ``x[:, lane]`` into ``vlo, vhi`` (slot, lane): each slot's
+    interval value on its operands' values, intersected with its plain enclosure ``plain_lo,
+    plain_hi`` (:func:`_run_tape` at the points: so never wider) and with its ball, kept in
+    ``whole, low_lo, low_hi``."""
+    for k in range(len(op)):
+        code = op[k]
+        a = arg0[k]
+        b = arg1[k]
+        if code == _VAR or code == _CONST:
+            for lane in range(n_lanes):
+                vlo[k, lane] = plain_lo[k, lane]
+                vhi[k, lane] = plain_hi[k, lane]
+                whole[k, lane], low_lo[k, lane], low_hi[k, lane] = _interval_ball(vlo[k, lane], vhi[k, lane])
+            continue
+        binary = code == _ADD or code == _SUB or code == _MUL or code == _DIV or code == _ATAN2
+        binary = binary or code == _MIN or code == _MAX
+        if _narrowed(a, n_lanes, vlo, vhi, plain_lo, plain_hi) or (
+            binary and _narrowed(b, n_lanes, vlo, vhi, plain_lo, plain_hi)
+        ):
+            _values(code, a, b, k, n_lanes, vlo, vhi)
+        else:  # the operands' plain enclosures: so is the value
+            for lane in range(n_lanes):
+                vlo[k, lane] = plain_lo[k, lane]
+                vhi[k, lane] = plain_hi[k, lane]
+        binary = code == _ADD or code == _SUB or code == _MUL
+        tracked = binary or code == _NEG or code == _ABS
+        if code == _POWI and b == 2:
+            code = _MUL
+            b = a
+            binary = tracked = True
+        c = b if binary else a  # a unary operation's second ball is unused
+        for lane in range(n_lanes):
+            lo, hi = iv.intersect(vlo[k, lane], vhi[k, lane], plain_lo[k, lane], plain_hi[k, lane])
+            w = blo = bhi = math.nan
+            if tracked and whole[a, lane] == whole[a, lane] and whole[c, lane] == whole[c, lane]:
+                w, blo, bhi = _ball_op(
+                    code,
+                    whole[a, lane],
+                    low_lo[a, lane],
+                    low_hi[a, lane],
+                    whole[c, lane],
+                    low_lo[c, lane],
+                    low_hi[c, lane],
+                )
+                w, blo, bhi = _normalized_ball(w, blo, bhi)
+            if w == w and not iv.is_empty(lo, hi):
+                lo, hi = iv.intersect(lo, hi, iv.add_down(w, blo), iv.add_up(w, bhi))
+            else:
+                w, blo, bhi = _interval_ball(lo, hi)
+            vlo[k, lane] = lo
+            vhi[k, lane] = hi
+            whole[k, lane] = w
+            low_lo[k, lane] = blo
+            low_hi[k, lane] = bhi
+
+
 @jit
 def _point_outputs(op, arg0, arg1, const_lo, const_hi, outputs, x):
-    """Enclosures of the outputs (output, point) at the points ``x[:, k]`` (every slot a point
-    interval at the start)."""
+    """Enclosures of the outputs (output, point) at the points ``x[:, k]`` (:func:`_run_point_tape`)."""
     size, k = len(op), x.shape[1]
-    vlo = np.empty((size, k))
-    vhi = np.empty((size, k))
+    plain_lo = np.empty((size, k))
+    plain_hi = np.empty((size, k))
     unused = np.empty((1, 1, 1))
     varying = np.zeros(size, dtype=np.bool_)
     kink = np.zeros(k, dtype=np.bool_)
-    _run_tape(op, arg0, arg1, const_lo, const_hi, varying, x, x, k, vlo, vhi, False, unused, unused, kink)
+    _run_tape(op, arg0, arg1, const_lo, const_hi, varying, x, x, k, plain_lo, plain_hi, False, unused, unused, kink)
+    vlo = np.empty((size, k))
+    vhi = np.empty((size, k))
+    whole = np.empty((size, k))
+    low_lo = np.empty((size, k))
+    low_hi = np.empty((size, k))
+    _run_point_tape(op, arg0, arg1, const_lo, const_hi, x, k, plain_lo, plain_hi, vlo, vhi, whole, low_lo, low_hi)
     lo = np.empty((len(outputs), k))
     hi = np.empty((len(outputs), k))
     for o in range(len(outputs)):

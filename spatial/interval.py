@@ -152,6 +152,29 @@ def _two_sum_error(a: float, b: float, s: float) -> float:
 
 
 @inline
+def two_sum(a: float, b: float) -> tuple[float, float]:
+    """s = fl(a + b) and the exact a + b - s; the error is NaN when s is not finite."""
+    s = a + b
+    if s - s == 0.0:
+        return s, _two_sum_error(a, b, s)
+    return s, NAN
+
+
+@inline
+def two_product(a: float, b: float) -> tuple[float, float]:
+    """p = fl(a * b) and the exact a * b - p (the fma residual); the error is NaN when p is not
+    finite or the residual could underflow."""
+    p = a * b
+    if p - p != 0.0:
+        return p, NAN
+    if a == 0.0 or b == 0.0:
+        return p, 0.0
+    if abs(p) >= _SAFE_RESIDUAL:
+        return p, fma(a, b, -p)
+    return p, NAN
+
+
+@inline
 def add_down(a: float, b: float) -> float:
     s = a + b
     if s - s == 0.0:

@@ -79,7 +79,22 @@ def _sqrt(x: float, up: bool) -> float:
     return s
 
 
+def _fma(a: float, b: float, c: float) -> float:
+    """a * b + c rounded once to nearest (ties to even, as Python's float of a Fraction)."""
+    a, b, c = float(a), float(b), float(c)
+    if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):
+        return a * b + c
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    if exact == 0:
+        return a * b + c  # the sign of an exact zero as IEEE 754 gives it
+    try:
+        return exact.numerator / exact.denominator
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
+
+
 FUNCTIONS = {
+    "fma": _fma,
     "dadd_rd": lambda a, b: _add(a, b, False),
     "dadd_ru": lambda a, b: _add(a, b, True),
     "dmul_rd": lambda a, b: _mul(a, b, False),

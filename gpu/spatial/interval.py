@@ -8,7 +8,8 @@ functions called from device code. So the EMPTY convention, the set-based domain
 the treatment of pi and of large trigonometric arguments are the CPU's.
 
 - **Rounding**: sums, products, quotients and square roots are ``numba.cuda.libdevice``'s
-  correctly directed-rounded ``dadd/dmul/ddiv/dsqrt_rd/_ru`` (there is no ``dsub``: the operation
+  correctly directed-rounded ``dadd/dmul/ddiv/dsqrt_rd/_ru`` (the error-free ``two_product`` uses
+  its ``fma``) (there is no ``dsub``: the operation
   adds the negation); a NaN from inf - inf or inf / inf becomes -inf (lower) or +inf (upper) as on
   the CPU. Where the CPU widens unconditionally because its error-free transformation could
   underflow (results below 2**-960), the device is one float tighter, still rigorous.
@@ -101,6 +102,12 @@ def sqrt_up(x):
     return libdevice.dsqrt_ru(x)
 
 
+@cuda.jit(device=True)
+def fma(a, b, c):
+    """a * b + c rounded once."""
+    return libdevice.fma(a, b, c)
+
+
 def _host_exp(x: float) -> float:
     """The simulator's device exp: the host's, +inf past the overflow threshold as on a device
     (Python's math.exp raises there)."""
@@ -123,10 +130,13 @@ _NAMESPACE.update(
     div_up=div_up,
     sqrt_down=sqrt_down,
     sqrt_up=sqrt_up,
+    fma=fma,
 )
 if SIMULATED:
     _NAMESPACE["math"] = pytypes.SimpleNamespace(**{**vars(math), "exp": _host_exp})
 _TWINS = (
+    "two_sum",
+    "two_product",
     "_power_down",
     "_power_up",
     "add",
@@ -161,6 +171,8 @@ abs_ = cpu.abs_
 min_ = cpu.min_
 max_ = cpu.max_
 relu = cpu.relu
+two_sum = _NAMESPACE["two_sum"]
+two_product = _NAMESPACE["two_product"]
 add = _NAMESPACE["add"]
 sub = _NAMESPACE["sub"]
 mul = _NAMESPACE["mul"]

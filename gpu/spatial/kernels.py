@@ -74,6 +74,11 @@ for _name in (
     "_values",
     "_linear_tangents",
     "_run_tape",
+    "_interval_ball",
+    "_normalized_ball",
+    "_ball_op",
+    "_narrowed",
+    "_run_point_tape",
     "_mean_value_form",
     "_bound_chunk",
 ):
@@ -85,6 +90,7 @@ _midpoint = _NAMESPACE["_midpoint"]
 
 
 run_tape = _NAMESPACE["_run_tape"]
+run_point_tape = _NAMESPACE["_run_point_tape"]
 
 
 class TapeTooLarge(ValueError):

@@ -24,7 +24,7 @@ import numpy as np
 from numba import cuda, float64, int64
 
 from .interval import add_down, add_up
-from .kernels import MAX_VARS, SOURCE_STAMP, add_nearest, mul_nearest, run_tape
+from .kernels import MAX_VARS, SOURCE_STAMP, add_nearest, mul_nearest, run_point_tape, run_tape
 
 N_REAL, N_COUNT = 5, 6  # the lengths of ``real`` and ``count``
 R_UB, R_PRUNED, R_UNSPLIT, R_OPEN_MIN, R_BEST_KEPT = range(N_REAL)  # incumbent, pruned, unsplittable, ...
@@ -183,7 +183,8 @@ def fill_levels(n_children, real, eps_abs, eps_rel, slack, threshold, threshold_
 
 @functools.cache
 def candidate_kernel(tape_cap: int, vars_cap: int):
-    """The kernel evaluating each child's best point rigorously (point intervals through the tape):
+    """The kernel evaluating each child's best point rigorously as the CPU does
+    (:func:`pbbflow.spatial.bounds._point_outputs`: point intervals and balls through the tape):
     ``candidate[box]`` = f's upper end where the point is feasible (g <= 0, |h| <= feas_tol, f
     defined), else +inf; the incumbent ``real[R_UB]`` is lowered atomically."""
 
@@ -203,8 +204,8 @@ def candidate_kernel(tape_cap: int, vars_cap: int):
             if best_point[box, i] != best_point[box, i]:
                 return
             x[i, 0] = best_point[box, i]
-        vlo = cuda.local.array((tape_cap, 1), float64)
-        vhi = cuda.local.array((tape_cap, 1), float64)
+        plain_lo = cuda.local.array((tape_cap, 1), float64)
+        plain_hi = cuda.local.array((tape_cap, 1), float64)
         unused = cuda.local.array((1, 1, 1), float64)
         kink = cuda.local.array(1, np.bool_)
         run_tape(
@@ -217,12 +218,20 @@ def candidate_kernel(tape_cap: int, vars_cap: int):
             x[:n_vars],
             x[:n_vars],
             1,
-            vlo,
-            vhi,
+            plain_lo,
+            plain_hi,
             False,
             unused,
             unused,
             kink,
+        )
+        vlo = cuda.local.array((tape_cap, 1), float64)
+        vhi = cuda.local.array((tape_cap, 1), float64)
+        whole = cuda.local.array((tape_cap, 1), float64)
+        low_lo = cuda.local.array((tape_cap, 1), float64)
+        low_hi = cuda.local.array((tape_cap, 1), float64)
+        run_point_tape(
+            op, arg0, arg1, const_lo, const_hi, x[:n_vars], 1, plain_lo, plain_hi, vlo, vhi, whole, low_lo, low_hi
         )
         f_lo = vlo[outputs[0], 0]
         f_hi = vhi[outputs[0], 0]

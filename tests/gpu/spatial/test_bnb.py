@@ -58,6 +58,7 @@ DOCUMENTS = {
     },
 }
 SMALL = MinimizeOptions(subdomains=4, contract=False)
+BUKIN = str(Path(__file__).resolve().parents[3] / "benchmarks" / "problems" / "bukin-6.json")
 
 
 def _problem(stem: str):
@@ -203,6 +204,25 @@ def test_candidates_are_evaluated_as_the_cpu_evaluates_points(stem, points):
         expected.append(value.f_hi if value is not None and is_feasible(value, 1e-6) else math.inf)
     assert candidate.copy_to_host().tolist() == expected
     assert real.copy_to_host()[phase.R_UB] == min(expected) and 1 < expected.count(math.inf) < len(points) - 10
+
+
+def test_bukin6_candidates_keep_the_residual_and_the_gpu_proves_it():
+    """Issue 35 on the device: at (-10, 1) the candidate kernel encloses f = 100 sqrt(2.08e-17) =
+    4.6e-7 as the CPU does (below eps_abs = 1e-6), and the GPU B&B proves Bukin N.6's optimum 0."""
+    problem = load_problem(BUKIN)
+    points = np.array([[-10.0, 1.0], [-9.999999999999998, 0.9999999999999997]])
+    dtape = DeviceTape.upload(problem.tape)
+    candidate = cuda.device_array(len(points))
+    real = cuda.to_device(np.full(phase.N_REAL, np.inf))
+    kernel = phase.candidate_kernel(*caps(problem.tape)[:2])
+    kernel[blocks(len(points)), THREADS_PER_BLOCK](
+        *dtape.arrays, problem.tape.n_ineq, dtape.varying, len(points), cuda.to_device(points), 1e-6, candidate, real
+    )
+    expected = [evaluate_point(problem.tape, point).f_hi for point in points]
+    assert candidate.copy_to_host().tolist() == expected and max(expected) < 1e-6
+    options = MinimizeOptions(subdomains=16, time_limit=120.0)
+    result = minimize_gpu(problem, options, phase_subdomains=64, capacity=256)
+    assert result.status == "optimal" and result.lower_bound <= 0.0 < result.objective < 1e-6, result
 
 
 def test_branching_bisects_as_the_cpu_and_keeps_unsplittable_boxes():
