@@ -20,7 +20,6 @@ from ..core.text import printable
 from ..storage.runstore import RunStore
 from ..workflow.cluster import slurm_job_script
 from ..workflow.fastexit import exit_without_final_gc
-from ..workflow.run import finished, result_of
 from .arguments import RunHelp, add_run_options
 from .results import history_summary, print_history, print_json, print_result
 from .runs import (
@@ -129,6 +128,8 @@ def _resume(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(slurm_job_script(slurm_options(args)))
         return EXIT_DONE
+    from ..workflow.run import finished  # Dask, with the driver: for this command only, not the parser
+
     store = RunStore.open(args.run)
     if finished(store):  # (or damaged: RunStoreError): answered without a cluster
         return _info(args)
@@ -167,6 +168,8 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
+    from ..workflow.run import result_of  # Dask, with the driver: for this command only, not the parser
+
     store = RunStore.open(args.run)
     result = result_of(store)
     latest = store.latest()

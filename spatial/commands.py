@@ -30,7 +30,6 @@ from ..core.compiling import CodeLoad, compiled_line
 from ..core.result import Status
 from ..core.text import printable
 from ..workflow.cluster import slurm_job_script
-from ..workflow.run import create_run
 from .defaults import CPU_SUBDOMAINS, GPU_SUBDOMAINS
 from .describe import search_lines
 from .load import BUILTINS, ERROR_BUILTINS
@@ -198,6 +197,7 @@ def _client_code(instance) -> CodeLoad:
 
 def _run_on_cluster(args: argparse.Namespace, problem) -> int:
     """A run store of ``problem``, driven on the cluster the options name (as ``solve``)."""
+    from ..workflow.run import create_run
     from .family import SpatialRun, first_work
 
     if args.serial and args.gpus not in (None, 0):

@@ -1,10 +1,13 @@
 """Each command's ``--help`` lists only the options that apply to it, in words about its own family,
-and every option it lists is read by the command's code."""
+and every option it lists is read by the command's code; the parser and the help load no Dask."""
 
 import argparse
 import importlib
 import inspect
+import json
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -128,3 +131,47 @@ def test_every_option_a_command_lists_is_read_by_it(command):
     parser = _commands()[command]
     listed = {action.dest for action in parser._actions if action.dest != "help"}
     assert listed - _read_by(COMMANDS[command]) == set()
+
+
+# loaded by the commands that start or drive a run, never by the parser or a command's help
+HEAVY = ("distributed", "dask")
+PROBE = """
+import contextlib, io, json, sys
+code, out = None, io.StringIO()
+{code}
+print(json.dumps({{"code": code, "out": out.getvalue(), "loaded": [m for m in {heavy!r} if m in sys.modules]}}))
+"""
+
+
+def _probe(code: str) -> dict:
+    """Run ``code`` in a fresh Python; its exit code and stdout (where it sets them) and which of
+    ``HEAVY`` it loaded."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(code=code, heavy=HEAVY)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_importing_the_command_line_loads_no_dask():
+    assert _probe("import pbbflow.cli.main")["loaded"] == []
+
+
+@pytest.mark.parametrize("command", [[], ["solve"], ["minimize"], ["resume"], ["plot"], ["info"], ["heuristic"]])
+def test_help_loads_no_dask(command):
+    argv = ["pbbflow", *command, "--help"]
+    probe = _probe(
+        f"sys.argv = {argv!r}\n"
+        "from pbbflow.cli import main  # the console script's entry point\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    try:\n"
+        "        main()\n"
+        "    except SystemExit as done:\n"
+        "        code = done.code"
+    )
+    assert probe["code"] == 0
+    assert probe["out"].startswith(f"usage: {' '.join(argv[:-1])} ")
+    assert probe["loaded"] == []
