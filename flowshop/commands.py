@@ -28,9 +28,8 @@ from ..cli.startup import Startup
 from ..core.text import printable
 from ..gpu import DEFAULT_IVMS
 from ..workflow.cluster import slurm_job_script
-from .bounds import BOUND_NAMES
+from .choices import BOUND_NAMES, BRANCH_NAMES
 from .instance import FORMATS, ORIENTATIONS
-from .ivm import BRANCH_NAMES
 from .load import load_instance
 
 # the shared run options' help for solve

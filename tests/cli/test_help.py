@@ -1,5 +1,6 @@
 """Each command's ``--help`` lists only the options that apply to it, in words about its own family,
-and every option it lists is read by the command's code; the parser and the help load no Dask."""
+and every option it lists is read by the command's code; the parser and the help load neither Dask
+nor numba."""
 
 import argparse
 import importlib
@@ -12,7 +13,7 @@ import sys
 import pytest
 
 from pbbflow.flowshop import commands as flowshop_cli
-from pbbflow.flowshop.bounds import BOUND_NAMES
+from pbbflow.flowshop.choices import BOUND_NAMES
 from pbbflow.gpu import DEFAULT_IVMS
 from pbbflow.spatial import commands as minimize
 
@@ -134,7 +135,7 @@ def test_every_option_a_command_lists_is_read_by_it(command):
 
 
 # loaded by the commands that start or drive a run, never by the parser or a command's help
-HEAVY = ("distributed", "dask")
+HEAVY = ("distributed", "dask", "numba")
 PROBE = """
 import contextlib, io, json, sys
 code, out = None, io.StringIO()
@@ -156,12 +157,12 @@ def _probe(code: str) -> dict:
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def test_importing_the_command_line_loads_no_dask():
+def test_importing_the_command_line_loads_neither_dask_nor_numba():
     assert _probe("import pbbflow.cli.main")["loaded"] == []
 
 
 @pytest.mark.parametrize("command", [[], ["solve"], ["minimize"], ["resume"], ["plot"], ["info"], ["heuristic"]])
-def test_help_loads_no_dask(command):
+def test_help_loads_neither_dask_nor_numba(command):
     argv = ["pbbflow", *command, "--help"]
     probe = _probe(
         f"sys.argv = {argv!r}\n"
