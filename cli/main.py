@@ -104,6 +104,10 @@ def _add_store_commands(commands: argparse._SubParsersAction, families: list[Com
         "plot",
         help="PNGs of a run: the search history, and the best schedule's Gantt chart "
         "(flow shop) or the open boxes of a problem of two variables (spatial)",
+        description="PNGs of a run of either family, live or finished: the search history "
+        "(history.png), and the best schedule's Gantt chart (gantt.png) of a flow-shop run (pbbflow "
+        "solve) or the open boxes (boxes.png) of a continuous run (pbbflow minimize --run, the spatial "
+        "family) of a problem of two variables.",
     )
     g.add_argument("run", type=Path, help="the run store (run.zarr), live or finished")
     g.add_argument(
@@ -114,11 +118,24 @@ def _add_store_commands(commands: argparse._SubParsersAction, families: list[Com
         help="folder for the PNGs (gantt.png or boxes.png, and history.png)",
     )
     g.set_defaults(handler=_plot)
-    r = commands.add_parser("resume", help="continue a run from its last checkpoint, on any cluster")
+    r = commands.add_parser(
+        "resume",
+        help="continue a run from its last checkpoint, on any cluster",
+        description="Continue a run from its last checkpoint, on any cluster: a flow-shop run (pbbflow "
+        "solve) or a continuous one (pbbflow minimize --run, the spatial family), as its run store "
+        "says.  A finished run is answered at once, as by info.  An option that names one family's "
+        "runs applies to those only.",
+    )
     r.add_argument("run", type=Path, help="the run store (run.zarr)")
     add_run_options(r, RESUME_RUNS, lambda group: _add_settings(families, group))
     r.set_defaults(handler=_resume)
-    i = commands.add_parser("info", help="show a run's state as of its last checkpoint")
+    i = commands.add_parser(
+        "info",
+        help="show a run's state as of its last checkpoint",
+        description="Show a run's state as of its last checkpoint (its result, the checkpoint, its "
+        "options and a few rows of its history): a flow-shop run (pbbflow solve) or a continuous one "
+        "(pbbflow minimize --run, the spatial family), each as its family writes it.",
+    )
     i.add_argument("run", type=Path, help="the run store (run.zarr)")
     i.add_argument("--json", action="store_true", help="print the state as JSON")
     i.set_defaults(handler=_info)

@@ -70,7 +70,7 @@ def _options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
 def _texts(parser: argparse.ArgumentParser) -> list[str]:
     """Every help text and group title of ``parser``, whitespace as one space."""
     texts = [a.help for a in parser._actions if a.help] + [g.title for g in parser._action_groups if g.title]
-    return [" ".join(text.split()) for text in texts]
+    return [" ".join(text.split()) for text in [*texts, parser.description or ""]]
 
 
 def _read_by(function) -> set[str]:
@@ -121,6 +121,13 @@ def test_resume_names_the_family_an_option_applies_to():
     assert "flow-shop run" in help_of["--ivms"]
     assert "iterated greedy for a flow-shop run" in help_of["--heuristic-workers"]
     assert "local solves from random starts for a spatial run" in help_of["--heuristic-workers"]
+
+
+@pytest.mark.parametrize("command", ["resume", "info", "plot"])
+def test_a_command_on_any_run_names_both_families(command):
+    description = " ".join(_commands()[command].description.split())
+    assert "a flow-shop run (pbbflow solve)" in description
+    assert re.search(r"a continuous (run|one) \(pbbflow minimize --run, the spatial family\)", description)
 
 
 def test_minimize_has_no_ivms_option_but_its_runs_get_the_default():
