@@ -35,7 +35,7 @@ from .runs import (
     run_cluster,
     slurm_options,
 )
-from .signals import StopSignals
+from .signals import StopSignals, starting
 from .startup import Startup
 
 # the shared run options' help for resume, which continues a run of any family
@@ -145,7 +145,8 @@ def _resume(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(slurm_job_script(slurm_options(args)))
         return EXIT_DONE
-    from ..workflow.run import finished  # Dask, with the driver: for this command only, not the parser
+    with starting():  # Dask, with the driver: loaded by this command, not by the parser
+        from ..workflow.run import finished
 
     store = RunStore.open(args.run)
     if finished(store):  # (or damaged: RunStoreError): answered without a cluster
@@ -170,7 +171,8 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from ..viz.plots import plot_run  # matplotlib loads only for this command
+    with starting():  # matplotlib loads only for this command
+        from ..viz.plots import plot_run
 
     store = RunStore.open(args.run)
     try:
@@ -185,7 +187,8 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from ..workflow.run import result_of  # Dask, with the driver: for this command only, not the parser
+    with starting():  # Dask, with the driver: loaded by this command, not by the parser
+        from ..workflow.run import result_of
 
     store = RunStore.open(args.run)
     result = result_of(store)

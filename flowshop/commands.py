@@ -23,7 +23,7 @@ from ..cli.runs import (
     run_cluster,
     slurm_options,
 )
-from ..cli.signals import StopSignals
+from ..cli.signals import StopSignals, starting
 from ..cli.startup import Startup
 from ..core.text import printable
 from ..gpu import DEFAULT_IVMS
@@ -117,8 +117,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 def solve(args: argparse.Namespace) -> int:
     """A new flow-shop run store, driven on the cluster the options name."""
-    from .family import no_gpu  # the engines and Dask (warmup's): here, not with the parser
-    from .warmup import FIRST_RUN, code_cached, start_worker_code_apart, warm_worker
+    with starting():  # the engines and Dask (warmup's) load here, not with the parser
+        from .family import no_gpu
+        from .warmup import FIRST_RUN, code_cached, start_worker_code_apart, warm_worker
 
     if args.dry_run:
         print(slurm_job_script(slurm_options(args)))
@@ -177,7 +178,8 @@ def _start_solve(
 
 def heuristic(args: argparse.Namespace) -> int:
     """Iterated greedy until the time limit (status done) or SIGINT/SIGTERM (status stopped, exit 3)."""
-    from .iterated_greedy import iterated_greedy
+    with starting():
+        from .iterated_greedy import iterated_greedy
 
     instance = load_instance(args.instance, fmt=args.format, orientation=args.orientation)
     with StopSignals() as signals:  # a signal stops the search after the chunk of iterations under way (~50 ms)
