@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import signal
 
-from .signals import SIGNALS, starting
+from .signals import SIGNALS, guard_starts, starting
 
 
 def main() -> int:
     """Run the command in ``sys.argv``: a signal while Python loads the command line ends it quietly
     (and so does one while the command loads its code: ``signals.starting``), and one after the
     command has finished is ignored."""
+    guard_starts()
     with starting():
         from .main import main as run_command
 

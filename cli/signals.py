@@ -20,6 +20,7 @@ import threading
 from collections.abc import Iterator
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_guarded = False  # whether :func:`starting` guards: in the console script only (:func:`guard_starts`)
 
 
 def _interrupted_while_starting(signum: int, frame) -> None:
@@ -31,11 +32,23 @@ def _interrupted_while_starting(signum: int, frame) -> None:
     os._exit(3)
 
 
+def guard_starts() -> None:
+    """From now on, :func:`starting` guards its blocks: the console script's choice.  Elsewhere
+    (``python -m pbbflow.cli.main``, ``main()`` called in a process) a signal while a command loads
+    its code is Python's to handle, and a test that waits for a command's ``StopSignals`` handlers
+    sees only those."""
+    global _guarded
+    _guarded = True
+
+
 @contextlib.contextmanager
 def starting() -> Iterator[None]:
     """A block that loads code before anything is changed (the command line itself, then a command's
-    numba, Dask or matplotlib, which its handler imports): ``SIGNALS`` meanwhile end the process at
-    once, exit 3.  Call it from the main thread."""
+    numba, Dask or matplotlib, which its handler imports): where guarded (:func:`guard_starts`),
+    ``SIGNALS`` meanwhile end the process at once, exit 3.  Call it from the main thread."""
+    if not _guarded:
+        yield
+        return
     previous = {s: signal.signal(s, _interrupted_while_starting) for s in SIGNALS}
     try:
         yield
