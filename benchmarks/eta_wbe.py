@@ -23,9 +23,9 @@ import time
 import numba
 import numpy as np
 
-from pbbflow.flowshop.bounds import BOUND_NAMES
+from pbbflow.flowshop.choices import BOUND_NAMES, BRANCH_NAMES
 from pbbflow.flowshop.estimate import _enter, row_weights
-from pbbflow.flowshop.ivm import BRANCH_NAMES, IVM, Problem, set_root
+from pbbflow.flowshop.ivm import IVM, Problem, set_root
 from pbbflow.flowshop.load import load_instance
 
 _jit = numba.njit(cache=True, nogil=True)

@@ -10,8 +10,16 @@ for the cluster, search, final checkpoint, close, total), plus ``exit_s``: wall 
 command's own ``total_s`` (interpreter start and exit).  The warm runs' median is summarised, and
 ``bytecode`` says (after the runs) whether Python could use bytecode caches for them.
 
+With ``--help-of LABEL=DIR`` (given once per package: DIR holds a ``pbbflow``, put first on
+``PYTHONPATH``) it times instead the help of ``pbbflow``, ``pbbflow minimize`` and ``pbbflow
+solve`` through the console script's entry point, ``--help-runs`` fresh processes of each, the
+packages taking turns (a loaded machine slows them alike), after one untimed run each that writes
+the bytecode caches.  Each command reports its wall seconds, their median and which of
+``HELP_PROBES`` the process had loaded.
+
     python benchmarks/startup.py                          # ta011 on the default local cluster
     python benchmarks/startup.py --instance ta021 --warm-runs 3 -- --gpus 1
+    python benchmarks/startup.py --help-of before=/tmp/old --help-of after=/tmp/new --help-runs 9
 """
 
 from __future__ import annotations
@@ -68,6 +76,49 @@ def run_once(instance: str, extra: list[str], folder: Path, cache: Path) -> dict
     }
 
 
+HELP_COMMANDS = (("--help",), ("minimize", "--help"), ("solve", "--help"))
+HELP_PROBES = ("distributed", "dask", "numba", "numpy")  # the heavy imports a help might load
+# the console script's entry point, then the probed modules loaded, as JSON on stderr's last line
+HELP_CODE = (
+    "import json, sys\n"
+    "from pbbflow.cli import main\n"
+    "try:\n"
+    "    main()\n"
+    "except SystemExit:\n"
+    "    pass\n"
+    "print(json.dumps([m for m in {probes!r} if m in sys.modules]), file=sys.stderr)\n"
+)
+
+
+def help_once(argv: tuple[str, ...], folder: str) -> dict:
+    """One ``pbbflow ARGV`` in a fresh process importing the ``pbbflow`` in ``folder``."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (folder, os.environ.get("PYTHONPATH"))))}
+    command = [sys.executable, "-c", HELP_CODE.format(probes=HELP_PROBES), *argv]
+    started = time.perf_counter()
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    wall = time.perf_counter() - started
+    if proc.returncode != 0 or not proc.stdout.startswith("usage: "):
+        raise RuntimeError(f"pbbflow {' '.join(argv)} with {folder}: exit {proc.returncode}: {proc.stderr}")
+    return {"wall_s": round(wall, 3), "loaded": json.loads(proc.stderr.splitlines()[-1])}
+
+
+def help_side_by_side(packages: dict[str, str], runs: int) -> dict:
+    """Per package and command: the wall seconds of ``runs`` helps, their median, and what loaded."""
+    out = {label: {"folder": folder, "commands": {}} for label, folder in packages.items()}
+    for argv in HELP_COMMANDS:
+        for folder in packages.values():
+            help_once(argv, folder)  # untimed: writes the bytecode caches
+        for _ in range(runs):
+            for label, folder in packages.items():
+                one = help_once(argv, folder)
+                entry = out[label]["commands"].setdefault(" ".join(argv), {"wall_s": [], "loaded": one["loaded"]})
+                entry["wall_s"].append(one["wall_s"])
+    for package in out.values():
+        for entry in package["commands"].values():
+            entry["median_s"] = round(statistics.median(entry["wall_s"]), 3)
+    return out
+
+
 def median_of(runs: list[dict]) -> dict:
     """Per field, the median over ``runs`` (the startup breakdown field by field)."""
     keys = ("wall_s", "exit_s", "elapsed_s", "nodes")
@@ -100,7 +151,28 @@ def main() -> None:
     parser.add_argument("--instance", default="ta011")
     parser.add_argument("--warm-runs", type=int, default=5)
     parser.add_argument("extra", nargs="*", help="more options for pbbflow solve (after --)")
+    parser.add_argument(
+        "--help-of",
+        action="append",
+        default=[],
+        metavar="LABEL=DIR",
+        help="time the help instead, of the pbbflow in DIR (once per package)",
+    )
+    parser.add_argument("--help-runs", type=int, default=9, help="timed helps per command and package")
     args = parser.parse_args()
+    machine = {
+        "cpus": len(os.sched_getaffinity(0)),
+        "load_1min": os.getloadavg()[0],
+        "processor": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+    }
+    if args.help_of:
+        packages = dict(item.split("=", 1) for item in args.help_of)
+        result = {"benchmark": "startup_help", "machine": machine, "runs": args.help_runs}
+        result["packages"] = help_side_by_side(packages, args.help_runs)
+        result["machine"]["load_1min_after"] = os.getloadavg()[0]
+        print(json.dumps(result, indent=2))
+        return
     runs = []
     with tempfile.TemporaryDirectory() as folder:
         cache = Path(folder) / "numba-cache"
@@ -115,11 +187,7 @@ def main() -> None:
                 "benchmark": "startup",
                 "command": f"pbbflow solve {args.instance} --json {' '.join(args.extra)}".strip(),
                 "package": str(Path(importlib.util.find_spec("pbbflow").origin).resolve().parent),
-                "machine": {
-                    "cpus": len(os.sched_getaffinity(0)),
-                    "processor": platform.processor() or platform.machine(),
-                    "python": platform.python_version(),
-                },
+                "machine": machine,
                 "bytecode": bytecode_state(),
                 "runs": runs,
                 "warm_median": median_of(warm) if warm else None,

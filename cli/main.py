@@ -20,7 +20,6 @@ from ..core.text import printable
 from ..storage.runstore import RunStore
 from ..workflow.cluster import slurm_job_script
 from ..workflow.fastexit import exit_without_final_gc
-from ..workflow.run import finished, result_of
 from .arguments import RunHelp, add_run_options
 from .results import history_summary, print_history, print_json, print_result
 from .runs import (
@@ -36,7 +35,7 @@ from .runs import (
     run_cluster,
     slurm_options,
 )
-from .signals import StopSignals
+from .signals import StopSignals, starting
 from .startup import Startup
 
 # the shared run options' help for resume, which continues a run of any family
@@ -105,6 +104,10 @@ def _add_store_commands(commands: argparse._SubParsersAction, families: list[Com
         "plot",
         help="PNGs of a run: the search history, and the best schedule's Gantt chart "
         "(flow shop) or the open boxes of a problem of two variables (spatial)",
+        description="PNGs of a run of either family, live or finished: the search history "
+        "(history.png), and the best schedule's Gantt chart (gantt.png) of a flow-shop run (pbbflow "
+        "solve) or the open boxes (boxes.png) of a continuous run (pbbflow minimize --run, the spatial "
+        "family) of a problem of two variables.",
     )
     g.add_argument("run", type=Path, help="the run store (run.zarr), live or finished")
     g.add_argument(
@@ -115,11 +118,24 @@ def _add_store_commands(commands: argparse._SubParsersAction, families: list[Com
         help="folder for the PNGs (gantt.png or boxes.png, and history.png)",
     )
     g.set_defaults(handler=_plot)
-    r = commands.add_parser("resume", help="continue a run from its last checkpoint, on any cluster")
+    r = commands.add_parser(
+        "resume",
+        help="continue a run from its last checkpoint, on any cluster",
+        description="Continue a run from its last checkpoint, on any cluster: a flow-shop run (pbbflow "
+        "solve) or a continuous one (pbbflow minimize --run, the spatial family), as its run store "
+        "says.  A finished run is answered at once, as by info.  An option that names one family's "
+        "runs applies to those only.",
+    )
     r.add_argument("run", type=Path, help="the run store (run.zarr)")
     add_run_options(r, RESUME_RUNS, lambda group: _add_settings(families, group))
     r.set_defaults(handler=_resume)
-    i = commands.add_parser("info", help="show a run's state as of its last checkpoint")
+    i = commands.add_parser(
+        "info",
+        help="show a run's state as of its last checkpoint",
+        description="Show a run's state as of its last checkpoint (its result, the checkpoint, its "
+        "options and a few rows of its history): a flow-shop run (pbbflow solve) or a continuous one "
+        "(pbbflow minimize --run, the spatial family), each as its family writes it.",
+    )
     i.add_argument("run", type=Path, help="the run store (run.zarr)")
     i.add_argument("--json", action="store_true", help="print the state as JSON")
     i.set_defaults(handler=_info)
@@ -129,6 +145,9 @@ def _resume(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(slurm_job_script(slurm_options(args)))
         return EXIT_DONE
+    with starting():  # Dask, with the driver: loaded by this command, not by the parser
+        from ..workflow.run import finished
+
     store = RunStore.open(args.run)
     if finished(store):  # (or damaged: RunStoreError): answered without a cluster
         return _info(args)
@@ -152,7 +171,8 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from ..viz.plots import plot_run  # matplotlib loads only for this command
+    with starting():  # matplotlib loads only for this command
+        from ..viz.plots import plot_run
 
     store = RunStore.open(args.run)
     try:
@@ -167,6 +187,9 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
+    with starting():  # Dask, with the driver: loaded by this command, not by the parser
+        from ..workflow.run import result_of
+
     store = RunStore.open(args.run)
     result = result_of(store)
     latest = store.latest()

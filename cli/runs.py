@@ -12,6 +12,7 @@ import sys
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.compiling import FirstRunNotice
 from ..core.errors import ClusterError
@@ -21,11 +22,13 @@ from ..core.result import Result, Status
 from ..core.text import printable
 from ..storage.runstore import RunStore
 from ..workflow.cluster import SlurmOptions, import_jobqueue, open_cluster, resolve_gpus
-from ..workflow.run import RunFailed, drive
 from .progress import ProgressBar
 from .results import print_json, print_result
 from .signals import StopSignals
 from .startup import Startup
+
+if TYPE_CHECKING:
+    from ..workflow.run import RunFailed
 
 EXIT_DONE, EXIT_INTERNAL, EXIT_USAGE, EXIT_LIMIT = 0, 1, 2, 3
 
@@ -182,6 +185,8 @@ def first_run_notice(args: argparse.Namespace, first_run: tuple[str, str] | None
 
 def drive_run(store: RunStore, args: argparse.Namespace, startup: Startup, signals: StopSignals) -> int:
     """Run ``store`` on the cluster ``startup`` opens; ``signals`` stop it gracefully."""
+    from ..workflow.run import RunFailed, drive  # Dask: here, where a run is driven, not with the parser
+
     client = startup.ready()
     if not args.quiet:
         startup.tell_compile(sys.stderr)

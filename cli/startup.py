@@ -25,8 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-
-from distributed import Client
+from typing import TYPE_CHECKING
 
 from ..core.compiling import CodeLoad, FirstRunNotice, compiled_line
 from ..storage.runstore import zarr_module
@@ -34,6 +33,9 @@ from ..viz import page  # noqa: F401 (the pbbflow page: served by the clusters o
 from ..workflow.cluster import attach_dashboard, dashboard_link, dashboard_pending
 from ..workflow.worker_code import loaded_code, submit_warm_workers
 from .signals import block_in_this_thread
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 # runs shorter than this after start-up start no dashboard.  Measured on an H200: adding it takes
 # 1.2-1.6 s of Python that holds the GIL, which the in-process GPU worker's launches need (ta021's

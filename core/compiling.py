@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from numba.core import event
-
 from .files import open_append
 
 
@@ -41,6 +39,8 @@ class CodeLoad:
 def recording() -> Iterator[dict]:
     """Time the block; ``compiled`` is set when numba compiled anything in this process meanwhile
     (its ``numba:compile`` event fires on a cache miss only)."""
+    from numba.core import event  # here: the command line's parser imports this module, and needs no numba
+
     outcome = {"compiled": False, "seconds": 0.0}
     started = time.perf_counter()
     with event.install_recorder("numba:compile") as recorder:

@@ -27,12 +27,7 @@ import numba
 import numpy as np
 from numba import int32
 
-LB1 = 0
-LB2 = 1
-LB1_LB2 = 2
-BOUND_NAMES = {"lb1": LB1, "lb2": LB2, "lb1+lb2": LB1_LB2}
-DEFAULT_BOUND = "lb1"
-GPU_BOUND = "lb1"  # the GPU explorer's only bound (gpu/flowshop/kernels.py runs LB1's bodies)
+from .choices import BOUND_NAMES, DEFAULT_BOUND, LB1
 
 _jit = numba.njit(cache=True, nogil=True)
 # Inlined into their callers at numba-IR level: a call that passes arrays to a compiled

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .bounds import BOUND_NAMES, DEFAULT_BOUND
+from .choices import BOUND_NAMES, BRANCH_NAMES, DEFAULT_BOUND, DEFAULT_BRANCH
 from .estimate import _enter, _overlap, draw_cell, row_weights, work_rows
 from .factoradic import digits_to_int, factorial
 from .intervals import WorkUnit
-from .ivm import BRANCH_NAMES, DEFAULT_BRANCH, IVM, Problem, set_root
+from .ivm import IVM, Problem, set_root
 
 _jit = numba.njit(cache=True, nogil=True)
 

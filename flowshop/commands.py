@@ -23,18 +23,14 @@ from ..cli.runs import (
     run_cluster,
     slurm_options,
 )
-from ..cli.signals import StopSignals
+from ..cli.signals import StopSignals, starting
 from ..cli.startup import Startup
 from ..core.text import printable
 from ..gpu import DEFAULT_IVMS
 from ..workflow.cluster import slurm_job_script
-from .bounds import BOUND_NAMES
-from .family import create_flowshop_run, first_schedule, no_gpu
+from .choices import BOUND_NAMES, BRANCH_NAMES
 from .instance import FORMATS, ORIENTATIONS
-from .iterated_greedy import iterated_greedy
-from .ivm import BRANCH_NAMES
 from .load import load_instance
-from .warmup import FIRST_RUN, code_cached, start_worker_code_apart, warm_client, warm_worker
 
 # the shared run options' help for solve
 SOLVE_RUNS = RunHelp(
@@ -121,6 +117,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 def solve(args: argparse.Namespace) -> int:
     """A new flow-shop run store, driven on the cluster the options name."""
+    with starting():  # the engines and Dask (warmup's) load here, not with the parser
+        from .family import no_gpu
+        from .warmup import FIRST_RUN, code_cached, start_worker_code_apart, warm_worker
+
     if args.dry_run:
         print(slurm_job_script(slurm_options(args)))
         return EXIT_DONE
@@ -155,6 +155,9 @@ def _start_solve(
 ) -> int:
     """A new flow-shop run: the client's code and first schedule beside the cluster's start-up,
     then its store, then the run."""
+    from .family import create_flowshop_run, first_schedule
+    from .warmup import warm_client
+
     startup.load_client_code(lambda: warm_client(instance.p, args.bound, initial=initial))
     with startup.phase("initial_heuristic_s"):
         first = first_schedule(instance, initial, should_stop=signals.stop.is_set)
@@ -175,6 +178,9 @@ def _start_solve(
 
 def heuristic(args: argparse.Namespace) -> int:
     """Iterated greedy until the time limit (status done) or SIGINT/SIGTERM (status stopped, exit 3)."""
+    with starting():
+        from .iterated_greedy import iterated_greedy
+
     instance = load_instance(args.instance, fmt=args.format, orientation=args.orientation)
     with StopSignals() as signals:  # a signal stops the search after the chunk of iterations under way (~50 ms)
         result = iterated_greedy(instance.p, seconds=args.time_limit, seed=args.seed, should_stop=signals.stop.is_set)

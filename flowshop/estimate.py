@@ -27,9 +27,9 @@ import numba
 import numpy as np
 
 from ..gpu.flowshop.factoradic import limbs_to_digits
-from .bounds import BOUND_NAMES, DEFAULT_BOUND
+from .choices import BOUND_NAMES, BRANCH_NAMES, DEFAULT_BOUND, DEFAULT_BRANCH
 from .intervals import WorkUnit
-from .ivm import BRANCH_NAMES, DEFAULT_BRANCH, IVM, Problem, _bound_and_prune, _descend, _fill_row, set_root
+from .ivm import IVM, Problem, _bound_and_prune, _descend, _fill_row, set_root
 from .packed import PackedUnit
 
 ALPHA = 1.0  # child weights (UB - LB)**ALPHA: chosen on benchmarks/eta.py

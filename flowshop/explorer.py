@@ -17,10 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 from gmpy2 import mpz
 
-from .bounds import BOUND_NAMES, DEFAULT_BOUND
+from .choices import BOUND_NAMES, BRANCH_NAMES, DEFAULT_BOUND, DEFAULT_BRANCH
 from .factoradic import digits_to_int, factorial, int_to_digits
 from .intervals import Interval, WorkUnit, split_interval
-from .ivm import BRANCH_NAMES, DEFAULT_BRANCH, IMPROVED, IVM, LEAVES, NODES, UB, Problem
+from .ivm import IMPROVED, IVM, LEAVES, NODES, UB, Problem
 
 CHUNK_SECONDS = 0.002  # default duration of one chunk: bounds steal latency; ~1% overhead measured
 MIN_STEPS, MAX_STEPS = 64, 1 << 22

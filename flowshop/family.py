@@ -23,7 +23,7 @@ import numpy as np
 
 from ..core.result import Result
 from ..gpu import DEFAULT_IVMS
-from .bounds import GPU_BOUND
+from .choices import GPU_BOUND
 from .describe import history_text, result_fields, result_lines  # noqa: F401 (the family describes its results)
 from .estimate import Prober
 from .evaluation import makespan, neh

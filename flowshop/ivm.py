@@ -30,22 +30,13 @@ import numba
 import numpy as np
 
 from .bounds import (
-    LB1,
-    LB1_LB2,
-    LB2,
     head_tail_minima,
     lb1_backward_child_body,
     lb1_forward_child_body,
     lb2_body,
     lb2_tables,
 )
-
-FORWARD = 0
-BACKWARD = 1
-MINMIN = 2
-MINBRANCH = 3
-BRANCH_NAMES = {"forward": FORWARD, "backward": BACKWARD, "minmin": MINMIN, "minbranch": MINBRANCH}
-DEFAULT_BRANCH = "minmin"
+from .choices import BACKWARD, FORWARD, LB1, LB1_LB2, LB2, MINMIN
 
 # The IVM's scalar state: one int64 row per IVM, numbered once for both explorers (the CPU's
 # ``IVM.scalars``; a row of the GPU explorer's ``state``, gpu/flowshop/kernels.py).  The GPU's rows

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from .bounds import BOUND_NAMES, lower_bound
-from .ivm import BRANCH_NAMES
+from .bounds import lower_bound
+from .choices import BOUND_NAMES, BRANCH_NAMES
 
 INITIAL_NAMES = ("neh", "ig")
 KEYS = ("bound", "branch", "search_ub", "user_ub", "initial", "initial_makespan", "root_lower_bound")

@@ -9,13 +9,13 @@ import numpy as np
 
 from ..core.progress import Progress
 from ..core.result import Result, Status
-from .bounds import DEFAULT_BOUND, lower_bound
+from .bounds import lower_bound
+from .choices import DEFAULT_BOUND, DEFAULT_BRANCH
 from .describe import result_fields
 from .evaluation import makespan, neh
 from .explorer import Snapshot, explore
 from .instance import FlowShop
 from .intervals import WorkUnit
-from .ivm import DEFAULT_BRANCH
 
 
 def flowshop_result(

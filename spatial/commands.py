@@ -24,13 +24,12 @@ from ..cli.runs import (
     run_cluster,
     slurm_options,
 )
-from ..cli.signals import StopSignals
+from ..cli.signals import StopSignals, starting
 from ..cli.startup import Startup
 from ..core.compiling import CodeLoad, compiled_line
 from ..core.result import Status
 from ..core.text import printable
 from ..workflow.cluster import slurm_job_script
-from ..workflow.run import create_run
 from .defaults import CPU_SUBDOMAINS, GPU_SUBDOMAINS
 from .describe import search_lines
 from .load import BUILTINS, ERROR_BUILTINS
@@ -198,7 +197,9 @@ def _client_code(instance) -> CodeLoad:
 
 def _run_on_cluster(args: argparse.Namespace, problem) -> int:
     """A run store of ``problem``, driven on the cluster the options name (as ``solve``)."""
-    from .family import SpatialRun, first_work
+    with starting():  # Dask and the engine load here, not with the parser
+        from ..workflow.run import create_run
+        from .family import SpatialRun, first_work
 
     if args.serial and args.gpus not in (None, 0):
         raise ProblemError("--serial bounds on one CPU thread; it does not go with --gpus")
@@ -236,13 +237,14 @@ def _run_on_cluster(args: argparse.Namespace, problem) -> int:
 
 def _run_here(args: argparse.Namespace, problem) -> int:
     """Minimize ``problem`` in this process, on the CPU or one GPU."""
-    gpus = _gpus_for(args, problem)
+    with starting():  # numba and the engine load here, not with the parser
+        gpus = _gpus_for(args, problem)
+        if gpus:
+            from ..gpu.spatial.bnb import load_code
+            from ..gpu.spatial.bnb import minimize_gpu as minimize
+        else:
+            from .bnb import FIRST_RUN, code_cached, load_code, minimize
     options = _options(args, args.subdomains or (GPU_SUBDOMAINS if gpus else CPU_SUBDOMAINS))
-    if gpus:
-        from ..gpu.spatial.bnb import load_code
-        from ..gpu.spatial.bnb import minimize_gpu as minimize
-    else:
-        from .bnb import FIRST_RUN, code_cached, load_code, minimize
     bar = ProgressBar(sys.stderr, every=0) if not args.quiet and sys.stderr.isatty() else None  # drawn as reported
     with StopSignals() as signals:
         notice = None if gpus or code_cached(options) else first_run_notice(args, FIRST_RUN)

@@ -4,7 +4,6 @@ and ``minimize``'s in its process) and a row of its history, for the command lin
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 from ..core.result import Result
@@ -35,33 +34,39 @@ def _number(value) -> str:
     return "-" if value is None else repr(value)
 
 
-def result_lines(result: Result) -> list[str]:
-    """The result of a run, a line for each of its parts."""
-    x, lower = result.solution, result.lower_bound
+def _answer_lines(result: Result) -> list[str]:
+    """What every spatial search answers, printed alike by a run and by ``minimize`` in this process:
+    the status, the best point and its value, the certified lower bound (inf: infeasible; -inf:
+    unbounded below so far; ``--json`` writes both as null) and the gap."""
+    x = result.solution
     return [
-        f"problem      {result.name} ({result.dimension} variables)",
         f"status       {result.status}",
         f"objective    {_number(result.value)}",
         f"x            {'-' if x is None else ' '.join(repr(v) for v in x)}",
-        f"lower bound  {_number(lower if math.isfinite(lower) else None)}",
+        f"lower bound  {result.lower_bound!r}",
         f"gap          {_number(result.gap_abs)} (relative {_number(result.gap_rel)})",
+    ]
+
+
+def result_lines(result: Result) -> list[str]:
+    """The result of a run, a line for each of its parts: from the result alone (a run's explorers
+    may differ in device and subdomains)."""
+    return [
+        f"problem      {result.name} ({result.dimension} variables)",
+        *_answer_lines(result),
         f"nodes        {result.nodes:,} boxes bounded, {result.open_boxes:,} open, {result.elapsed_s:.2f} s "
         f"({result.nodes_per_s:,.0f} boxes/s)",
     ]
 
 
 def search_lines(result: Result, problem: Problem) -> list[str]:
-    """The result of ``minimize`` in this process on ``problem``, a line for each of its parts."""
+    """The result of ``minimize`` in this process on ``problem``, a line for each of its parts: also
+    the problem's constraints, and the one device and subdomain count the search ran with."""
     tape = problem.tape
-    x = result.solution
     lines = [
         f"problem      {result.name} ({problem.dimension} variables, {tape.n_ineq} inequalities, "
         f"{tape.n_eq} equalities)",
-        f"status       {result.status}",
-        f"objective    {_number(result.value)}",
-        f"x            {'-' if x is None else ' '.join(repr(v) for v in x)}",
-        f"lower bound  {result.lower_bound!r}",  # inf: infeasible; -inf: unbounded below so far
-        f"gap          {_number(result.gap_abs)} (relative {_number(result.gap_rel)})",
+        *_answer_lines(result),
         f"nodes        {result.nodes:,} boxes of {result.subdomains:,} subdomains, {result.elapsed_s:.2f} s "
         f"on the {result.backend.upper()}",
     ]

@@ -31,7 +31,7 @@ def wait_for_handler(
     ``python -m pbbflow.cli.main`` handles SIGTERM (and SIGHUP) only from the moment a command
     installs its stopping handlers (``cli.signals.StopSignals``): a signal sent earlier would kill
     it, or land in its imports, not in the phase a test targets.  (The ``pbbflow`` console script
-    also handles them while it imports: ``cli/__init__.py``.)"""
+    also handles them while it loads the command line and a command's code: ``cli.signals.starting``.)"""
     deadline = time.monotonic() + seconds
     while not handles(process.pid, signum):
         assert process.poll() is None, f"the command ended (exit {process.returncode}) before handling {signum}"

@@ -2,7 +2,9 @@
 
 Nothing here knows about flow shops; every solver family gets its workers through
 :func:`open_cluster`.  All schedulers bind to loopback unless told otherwise, so tests and
-laptops never expose a port.
+laptops never expose a port.  Dask loads in the functions that start or reach a cluster, not with
+this module: the command line's parser reads its settings (``CONNECT_SECONDS``), and
+``pbbflow --help`` needs no Dask.
 """
 
 from __future__ import annotations
@@ -21,14 +23,13 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import dask.config
-from dask.utils import parse_bytes
-from distributed import Client, LocalCluster, Worker
-from distributed.utils import sync
+from typing import TYPE_CHECKING
 
 from ..core.devices import gpu_count
 from ..core.errors import ClusterError
+
+if TYPE_CHECKING:
+    from distributed import Client, LocalCluster
 
 KINDS = ("local", "address", "slurm")
 LOOPBACK = "127.0.0.1"
@@ -131,6 +132,8 @@ def import_jobqueue() -> None:
 def _slurm_cluster(slurm: SlurmOptions, dashboard_address: str):
     """A ``SLURMCluster`` for ``slurm`` (starts its scheduler, submits no job)."""
     import_jobqueue()
+    import dask.config
+    from dask.utils import parse_bytes
     from dask_jobqueue import SLURMCluster
     from distributed.security import Security
 
@@ -240,6 +243,7 @@ def attach_dashboard(client: Client) -> None:
     if not dashboard_pending(client):
         return
     import distributed.dashboard.scheduler as dashboard
+    from distributed.utils import sync
 
     scheduler = _local_scheduler(client)
 
@@ -292,23 +296,24 @@ def resolve_gpus(gpus: int | str | None) -> int:
     return gpus
 
 
-class _PlainWorker(Worker):
-    """A worker whose HTTP server (on its ``dashboard_address``) serves no Bokeh pages: LocalCluster
-    turns them on for any worker dashboard address, and without one the server listens on the
-    host's address, not the loopback."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **{**kwargs, "dashboard": False})
-
-
 def _in_process_cluster(dashboard_address: str, **options) -> LocalCluster:
     """A LocalCluster of worker threads in this process whose HTTP servers listen on the loopback
     and start no Bokeh (0.35 s of the start-up: :func:`attach_dashboard` adds it later)."""
+    from distributed import LocalCluster, Worker
+
+    class PlainWorker(Worker):
+        """A worker whose HTTP server (on its ``dashboard_address``) serves no Bokeh pages: LocalCluster
+        turns them on for any worker dashboard address, and without one the server listens on the
+        host's address, not the loopback."""
+
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **{**kwargs, "dashboard": False})
+
     return LocalCluster(
         processes=False,
         dashboard_address=dashboard_address,
         scheduler_kwargs={"dashboard": False},
-        worker_class=_PlainWorker,
+        worker_class=PlainWorker,
         worker_dashboard_address=f"{LOOPBACK}:0",
         **options,
     )
@@ -370,6 +375,8 @@ def _connect(scheduler: str, timeout: float) -> Client:
     """A Client of the Dask scheduler at ``scheduler``; ClusterError (one line) when nothing answers
     there as a Dask scheduler within ``timeout`` seconds (a dead port, a silent listener such as a
     dashboard port, another service)."""
+    from distributed import Client
+
     if "://" not in scheduler and not re.fullmatch(r"[\w.\-]+:\d+", scheduler):
         raise ClusterError(f"invalid scheduler address {scheduler!r} (example: tcp://head:8786)")
     what = f"no Dask scheduler answered at {scheduler} within {timeout:g} s"
@@ -432,6 +439,9 @@ def open_cluster(
     free port; see :func:`dashboard_link`); the local clusters of one process serve it only once
     :func:`attach_dashboard` has added it.
     """
+    import dask.config
+    from distributed import Client
+
     _check(kind, workers, threads_per_worker, scheduler, slurm)
     slurm = slurm or SlurmOptions()
     with contextlib.ExitStack() as stack:

@@ -6,10 +6,12 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Callable
-
-from distributed import Client, Future, wait
+from typing import TYPE_CHECKING
 
 from ..core.compiling import CodeLoad
+
+if TYPE_CHECKING:
+    from distributed import Client, Future
 
 WARM_SECONDS = 120.0  # the longest wait for the workers' code: one busy with other work loads it later
 
@@ -29,6 +31,8 @@ def submit_warm_workers(client: Client, code: Callable[..., CodeLoad], args: tup
 def loaded_code(futures: dict[str, Future]) -> dict[str, CodeLoad]:
     """The code loads of the warm-up tasks ``futures`` that end within ``WARM_SECONDS`` (a worker
     whose threads are all busy loads its code when it gets to it); a failed one raises."""
+    from distributed import wait  # here: start-up imports this module, and the parser imports start-up
+
     with contextlib.suppress(TimeoutError):  # distributed.wait raises when the timeout passes
         wait(list(futures.values()), timeout=WARM_SECONDS)
     return {worker: future.result() for worker, future in futures.items() if future.done()}

@@ -17,10 +17,11 @@ import numpy as np
 from numba import cuda
 
 from ...core.errors import GpuError
-from ...flowshop.bounds import GPU_BOUND, head_tail_minima
+from ...flowshop.bounds import head_tail_minima
+from ...flowshop.choices import BRANCH_NAMES, DEFAULT_BRANCH, GPU_BOUND
 from ...flowshop.explorer import ExploreResult, Snapshot
 from ...flowshop.intervals import WorkUnit
-from ...flowshop.ivm import BRANCH_NAMES, DEFAULT_BRANCH, DEVICE_COLUMNS, DONE, INIT
+from ...flowshop.ivm import DEVICE_COLUMNS, DONE, INIT
 from ...flowshop.packed import PackedUnit, limbs
 from .. import DEFAULT_IVMS
 from ..warp import WARP, WARPS_PER_BLOCK

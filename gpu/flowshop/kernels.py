@@ -42,7 +42,8 @@ import functools
 from numba import cuda, int32, int64, uint32
 
 from ...flowshop import bounds
-from ...flowshop.ivm import BACKWARD, DONE, FORWARD, INIT, LEAVES, LEVEL, MINMIN, NODES
+from ...flowshop.choices import BACKWARD, FORWARD, MINMIN
+from ...flowshop.ivm import DONE, INIT, LEAVES, LEVEL, NODES
 from ..warp import (
     SIMULATED,
     WARP,

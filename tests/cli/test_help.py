@@ -1,15 +1,19 @@
 """Each command's ``--help`` lists only the options that apply to it, in words about its own family,
-and every option it lists is read by the command's code."""
+and every option it lists is read by the command's code; the parser and the help load neither Dask
+nor numba."""
 
 import argparse
 import importlib
 import inspect
+import json
 import re
+import subprocess
+import sys
 
 import pytest
 
 from pbbflow.flowshop import commands as flowshop_cli
-from pbbflow.flowshop.bounds import BOUND_NAMES
+from pbbflow.flowshop.choices import BOUND_NAMES
 from pbbflow.gpu import DEFAULT_IVMS
 from pbbflow.spatial import commands as minimize
 
@@ -66,7 +70,7 @@ def _options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
 def _texts(parser: argparse.ArgumentParser) -> list[str]:
     """Every help text and group title of ``parser``, whitespace as one space."""
     texts = [a.help for a in parser._actions if a.help] + [g.title for g in parser._action_groups if g.title]
-    return [" ".join(text.split()) for text in texts]
+    return [" ".join(text.split()) for text in [*texts, parser.description or ""]]
 
 
 def _read_by(function) -> set[str]:
@@ -119,6 +123,13 @@ def test_resume_names_the_family_an_option_applies_to():
     assert "local solves from random starts for a spatial run" in help_of["--heuristic-workers"]
 
 
+@pytest.mark.parametrize("command", ["resume", "info", "plot"])
+def test_a_command_on_any_run_names_both_families(command):
+    description = " ".join(_commands()[command].description.split())
+    assert "a flow-shop run (pbbflow solve)" in description
+    assert re.search(r"a continuous (run|one) \(pbbflow minimize --run, the spatial family\)", description)
+
+
 def test_minimize_has_no_ivms_option_but_its_runs_get_the_default():
     assert cli.build_parser().parse_args(["minimize", "peaks"]).ivms == DEFAULT_IVMS
 
@@ -128,3 +139,47 @@ def test_every_option_a_command_lists_is_read_by_it(command):
     parser = _commands()[command]
     listed = {action.dest for action in parser._actions if action.dest != "help"}
     assert listed - _read_by(COMMANDS[command]) == set()
+
+
+# loaded by the commands that start or drive a run, never by the parser or a command's help
+HEAVY = ("distributed", "dask", "numba")
+PROBE = """
+import contextlib, io, json, sys
+code, out = None, io.StringIO()
+{code}
+print(json.dumps({{"code": code, "out": out.getvalue(), "loaded": [m for m in {heavy!r} if m in sys.modules]}}))
+"""
+
+
+def _probe(code: str) -> dict:
+    """Run ``code`` in a fresh Python; its exit code and stdout (where it sets them) and which of
+    ``HEAVY`` it loaded."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(code=code, heavy=HEAVY)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_importing_the_command_line_loads_neither_dask_nor_numba():
+    assert _probe("import pbbflow.cli.main")["loaded"] == []
+
+
+@pytest.mark.parametrize("command", [[], ["solve"], ["minimize"], ["resume"], ["plot"], ["info"], ["heuristic"]])
+def test_help_loads_neither_dask_nor_numba(command):
+    argv = ["pbbflow", *command, "--help"]
+    probe = _probe(
+        f"sys.argv = {argv!r}\n"
+        "from pbbflow.cli import main  # the console script's entry point\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    try:\n"
+        "        main()\n"
+        "    except SystemExit as done:\n"
+        "        code = done.code"
+    )
+    assert probe["code"] == 0
+    assert probe["out"].startswith(f"usage: {' '.join(argv[:-1])} ")
+    assert probe["loaded"] == []

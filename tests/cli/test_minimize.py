@@ -50,6 +50,32 @@ def test_an_infeasible_problem_exits_0_with_no_point(capsys, tmp_path):
     assert out["status"] == "infeasible" and out["objective"] is None and out["lower_bound"] is None
 
 
+def test_a_search_here_and_a_run_print_the_same_answer(capsys, tmp_path):
+    """``minimize`` in this process and ``info`` on a run store of the same problem print its answer
+    alike: here an infeasible problem's, whose certified lower bound is inf (null in --json)."""
+    from pbbflow.spatial.family import SpatialRun, first_work
+    from pbbflow.spatial.load import load_problem
+    from pbbflow.spatial.options import MinimizeOptions
+    from pbbflow.workflow.run import create_run
+
+    problem = tmp_path / "none.json"
+    problem.write_text(
+        json.dumps({"variables": 1, "domain": [[0, 1]], "objective": "x[0]", "inequalities": ["2 - x[0]"]})
+    )
+    answer = ("status ", "objective ", "x ", "lower bound ", "gap ")
+    assert main(["minimize", str(problem)]) == 0
+    here = [line for line in capsys.readouterr().out.splitlines() if line.startswith(answer)]
+    instance = SpatialRun.new(load_problem(str(problem)), MinimizeOptions())
+    first = first_work(instance)
+    store = tmp_path / "r.zarr"
+    create_run(store, instance, work=first.boxes, settled=first.settled, nodes=first.nodes)
+    assert main(["info", str(store)]) == 0
+    run = [line for line in capsys.readouterr().out.splitlines() if line.startswith(answer)]
+    assert here == run
+    assert [line.split(maxsplit=1)[0] for line in here] == ["status", "objective", "x", "lower", "gap"]
+    assert "status       infeasible" in here and "lower bound  inf" in here
+
+
 def test_bad_input_is_one_line_and_exit_2(tmp_path):
     hostile = tmp_path / "h.json"
     marker = tmp_path / "pwned"

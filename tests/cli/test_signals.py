@@ -152,6 +152,52 @@ def test_a_signal_while_python_loads_ends_quietly(tmp_path, after, patience):
     assert not (tmp_path / "e.zarr").exists()
 
 
+# a console script that sends itself SIGINT when it first imports the module argv[1], then runs the rest
+SIGNAL_ON_IMPORT = """
+import os, signal, sys
+
+module, sys.argv = sys.argv[1], ["pbbflow", *sys.argv[2:]]
+
+class SignalOnImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == module:
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, SignalOnImport())
+from pbbflow.cli import main
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize(
+    ("module", "argv"),
+    [
+        ("pbbflow.flowshop.warmup", ["solve", "ta001", "--run", "new.zarr"]),
+        ("pbbflow.flowshop.iterated_greedy", ["heuristic", "ta001", "--time-limit", "1"]),
+        ("pbbflow.spatial.bnb", ["minimize", "peaks"]),
+        ("pbbflow.workflow.run", ["minimize", "peaks", "--run", "new.zarr"]),
+        ("pbbflow.workflow.run", ["resume", "missing.zarr"]),
+        ("pbbflow.workflow.run", ["info", "missing.zarr"]),
+        ("pbbflow.viz.plots", ["plot", "missing.zarr", "--out", "plots"]),
+    ],
+)
+def test_a_signal_while_a_command_loads_its_code_ends_quietly(tmp_path, module, argv, patience):
+    """Each command imports its engines, Dask or matplotlib in its handler (the parser loads none of
+    them), as the console script loads the command line: a signal meanwhile ends it at once, exit 3,
+    having changed nothing."""
+    done = subprocess.run(
+        [sys.executable, "-c", SIGNAL_ON_IMPORT, module, *argv],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=patience(120),
+    )
+    assert done.returncode == 3, done.stderr[-3000:]
+    assert done.stderr == "pbbflow: interrupted while starting; nothing was changed\n"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_clusters_worker_processes_block_the_stopping_signals(tmp_path, patience):
     """Started from the start-up thread, worker processes inherit its blocked mask: a terminal's
     SIGINT to the group does not kill them before the driver has its checkpoint."""

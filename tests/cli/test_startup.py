@@ -18,7 +18,7 @@ from pbbflow.cli import startup as startup_module
 from pbbflow.cli.main import main
 from pbbflow.cli.startup import Startup, process_age
 from pbbflow.core.compiling import CodeLoad
-from pbbflow.flowshop import commands as flowshop_cli
+from pbbflow.flowshop import warmup
 from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.flowshop.warmup import warm_worker
 from pbbflow.workflow.cluster import open_cluster
@@ -101,7 +101,7 @@ def solve_ta001(capsys, scheduler, tmp_path) -> tuple[dict, str]:
     ],
 )
 def test_the_compile_line_and_the_breakdown(capsys, tmp_path, monkeypatch, scheduler, load, line, patience):
-    monkeypatch.setattr(flowshop_cli, "warm_client", lambda p, bound, initial: load)
+    monkeypatch.setattr(warmup, "warm_client", lambda p, bound, initial: load)
     result, err = solve_ta001(capsys, scheduler, tmp_path)
     startup = result["startup"]
     assert set(startup) == STARTUP_FIELDS and all(v >= 0 for v in startup.values())

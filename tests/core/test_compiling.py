@@ -16,7 +16,7 @@ from pbbflow.cli.main import main
 from pbbflow.core import compiling
 from pbbflow.core.compiling import FirstRunNotice, compiled_line, start_apart, wait_apart
 
-flowshop_commands = importlib.import_module("pbbflow.flowshop.commands")  # solve's module
+warmup = importlib.import_module("pbbflow.flowshop.warmup")  # solve's compile check, imported when solve runs
 bnb = importlib.import_module("pbbflow.spatial.bnb")
 
 
@@ -94,10 +94,8 @@ def test_a_failed_start_stops_the_ticker_without_a_figure():
 
 def test_solve_says_it_compiles_before_it_does_and_compiles_the_explorer_apart(capsys, tmp_path, monkeypatch):
     apart = []
-    monkeypatch.setattr(flowshop_commands, "code_cached", lambda initial: False)
-    monkeypatch.setattr(
-        flowshop_commands, "start_worker_code_apart", lambda bound, branch: apart.append((bound, branch))
-    )
+    monkeypatch.setattr(warmup, "code_cached", lambda initial: False)
+    monkeypatch.setattr(warmup, "start_worker_code_apart", lambda bound, branch: apart.append((bound, branch)))
     code = main(["solve", "ta001", "--run", str(tmp_path / "r.zarr"), "--json", "--workers", "1"])
     err = capsys.readouterr().err.splitlines()
     assert code == 0 and apart == [("lb1", "minmin")]
@@ -108,8 +106,8 @@ def test_solve_says_it_compiles_before_it_does_and_compiles_the_explorer_apart(c
 
 def test_a_warm_solve_says_nothing_of_compiling(capsys, tmp_path, monkeypatch):
     apart = []
-    monkeypatch.setattr(flowshop_commands, "code_cached", lambda initial: True)
-    monkeypatch.setattr(flowshop_commands, "start_worker_code_apart", lambda bound, branch: apart.append(bound))
+    monkeypatch.setattr(warmup, "code_cached", lambda initial: True)
+    monkeypatch.setattr(warmup, "start_worker_code_apart", lambda bound, branch: apart.append(bound))
     assert main(["solve", "ta001", "--run", str(tmp_path / "r.zarr"), "--json", "--workers", "1"]) == 0
     assert "compil" not in capsys.readouterr().err and apart == []
 
