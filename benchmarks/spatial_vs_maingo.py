@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from maingo_reference import solve_with_maingo  # noqa: E402
 
 from pbbflow.spatial.bnb import minimize  # noqa: E402
+from pbbflow.spatial.defaults import GPU_SUBDOMAINS  # noqa: E402
 from pbbflow.spatial.load import load_problem  # noqa: E402
 from pbbflow.spatial.options import MinimizeOptions  # noqa: E402
 
@@ -179,7 +180,9 @@ def main() -> None:
     parser.add_argument("--parallel", action="store_true", help="also pbbflow on every core (its default)")
     parser.add_argument("--maingo-interval", action="store_true", help="also MAiNGO with interval bounds alone")
     parser.add_argument("--gpu", action="store_true", help="also pbbflow on the GPU")
-    parser.add_argument("--gpu-subdomains", type=int, default=1024, help="per box on the GPU (default: 1024)")
+    parser.add_argument(
+        "--gpu-subdomains", type=int, default=GPU_SUBDOMAINS, help="per box on the GPU (default: pbbflow's)"
+    )
     parser.add_argument("--scip", action="store_true", help="also SCIP (benchmarks/scip_reference.py, one thread)")
     parser.add_argument(
         "problems", nargs="*", help=f"problem specs (default: the files of --data and --extra, {', '.join(BUILTINS)})"

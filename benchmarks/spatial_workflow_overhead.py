@@ -23,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from pbbflow.spatial.defaults import CPU_SUBDOMAINS, GPU_SUBDOMAINS
 from pbbflow.spatial.family import SpatialRun, first_work
 from pbbflow.spatial.load import load_problem
 from pbbflow.spatial.options import MinimizeOptions
@@ -89,7 +90,7 @@ def main() -> None:
     parser.add_argument("--problem", default=str(DEFAULT_PROBLEM))
     parser.add_argument("--eps-abs", type=float, default=1e-7)
     parser.add_argument("--eps-rel", type=float, default=0.0)
-    parser.add_argument("--subdomains", type=int, default=None, help="default: 64 on the CPU, 1024 on a GPU")
+    parser.add_argument("--subdomains", type=int, default=None, help="default: pbbflow minimize's, on the CPU or a GPU")
     parser.add_argument("--time-limit", type=float, default=None, help="a cap on each run (seconds)")
     parser.add_argument("--gpu", action="store_true")
     parser.add_argument("--repeats", type=int, default=2)
@@ -105,7 +106,7 @@ def main() -> None:
     parser.add_argument("--commit", default=None, help="the code's commit, where this copy has no git history")
     args = parser.parse_args()
     problem = load_problem(args.problem)
-    subdomains = args.subdomains or (1024 if args.gpu else 64)
+    subdomains = args.subdomains or (GPU_SUBDOMAINS if args.gpu else CPU_SUBDOMAINS)
     options = MinimizeOptions(
         eps_abs=args.eps_abs, eps_rel=args.eps_rel, subdomains=subdomains, time_limit=args.time_limit
     )
