@@ -35,7 +35,7 @@ from pbbflow.spatial.options import MinimizeOptions
 
 HERE = Path(__file__).resolve().parent
 FOLDERS = (HERE.parents[1] / "shared" / "data" / "spatial", HERE / "problems")
-CLI = "import sys; from pbbflow.cli import main; sys.exit(main(sys.argv[1:]))"
+CLI = "import sys; from pbbflow.cli.main import main; sys.exit(main(sys.argv[1:]))"
 
 
 class _HandedOver(Exception):
