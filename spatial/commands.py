@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from ..cli.arguments import RunHelp, add_run_options, positive_int
@@ -30,7 +32,7 @@ from ..core.compiling import CodeLoad, compiled_line
 from ..core.result import Status
 from ..core.text import printable
 from ..workflow.cluster import slurm_job_script
-from .defaults import CPU_SUBDOMAINS, GPU_SUBDOMAINS
+from .defaults import CPU_SLICE_S, CPU_SUBDOMAINS, GPU_SUBDOMAINS
 from .describe import search_lines
 from .load import BUILTINS, ERROR_BUILTINS
 from .problem import ProblemError
@@ -50,7 +52,8 @@ RUN_ONLY = {
 # the shared run options' help for minimize, whose cluster options apply with --run
 MINIMIZE_RUNS = RunHelp(
     nodes="explored this many boxes",
-    gpus="without --run: 0 runs on the CPU, 1 or all on one GPU (default: a GPU when one is visible); "
+    gpus="without --run: 0 runs on the CPU, 1 or all on one GPU (default: a GPU when one is visible, "
+    f"after {CPU_SLICE_S:g} s on one CPU thread that answers a problem it proves in that time); "
     "with --run: local GPUs, one explorer each (default: all GPUs present, CPU workers otherwise; "
     "0: CPU only)",
     heuristic_workers="with --run: tasks of local solves from random starts beside the search, which send "
@@ -236,31 +239,30 @@ def _run_on_cluster(args: argparse.Namespace, problem) -> int:
 
 
 def _run_here(args: argparse.Namespace, problem) -> int:
-    """Minimize ``problem`` in this process, on the CPU or one GPU."""
+    """Minimize ``problem`` in this process, on the CPU or one GPU; with the GPU chosen by default
+    (no ``--gpus``), on the CPU first (``minimize_auto``)."""
     with starting():  # numba and the engine load here, not with the parser
         gpus = _gpus_for(args, problem)
         if gpus:
-            from ..gpu.spatial.bnb import load_code
+            from ..gpu.spatial.bnb import load_code, minimize_auto
             from ..gpu.spatial.bnb import minimize_gpu as minimize
         else:
-            from .bnb import FIRST_RUN, code_cached, load_code, minimize
+            from .bnb import load_code, minimize
+        from .bnb import load_code as load_cpu_code
+    auto = gpus and args.gpus is None
     options = _options(args, args.subdomains or (GPU_SUBDOMAINS if gpus else CPU_SUBDOMAINS))
     bar = ProgressBar(sys.stderr, every=0) if not args.quiet and sys.stderr.isatty() else None  # drawn as reported
     with StopSignals() as signals:
-        notice = None if gpus or code_cached(options) else first_run_notice(args, FIRST_RUN)
-        seconds, compiled = load_code(problem, options)
-        if notice is not None:
-            notice.finish()
-        elif gpus and not args.quiet:  # numba-cuda compiles the kernels in every process
-            print(
-                f"pbbflow: loading the GPU kernels (compiled on a machine's first run, then from numba's cache): "
-                f"{seconds:.1f} s",
-                file=sys.stderr,
-            )
-        elif compiled and not args.quiet:
-            print(compiled_line(seconds), file=sys.stderr)
+        if auto:
+            cpu_options = replace(options, subdomains=args.subdomains or CPU_SUBDOMAINS, parallel=False)
+            _load(args, load_cpu_code, problem, cpu_options, gpu=False)
+            gpu_code = partial(_load, args, load_code, problem, options, gpu=True)
+            run = partial(minimize_auto, cpu_options=cpu_options, load_gpu=gpu_code)
+        else:
+            _load(args, load_code, problem, options, gpu=bool(gpus))
+            run = minimize
         try:
-            result = minimize(problem, options, progress=bar, should_stop=signals.stop.is_set)
+            result = run(problem, options, progress=bar, should_stop=signals.stop.is_set)
         finally:
             if bar is not None:
                 bar.close()
@@ -269,3 +271,22 @@ def _run_here(args: argparse.Namespace, problem) -> int:
     else:
         print("\n".join(map(printable, search_lines(result, problem))))  # the name is the file's
     return EXIT_LIMIT if result.status == Status.LIMIT else EXIT_DONE
+
+
+def _load(args: argparse.Namespace, load_code, problem, options, *, gpu: bool) -> None:
+    """Run a backend's ``load_code`` before its search (out of the search's time), telling what it
+    took: the GPU's kernels, or the CPU's code when it compiled (announced on a first run)."""
+    from .bnb import FIRST_RUN, code_cached
+
+    notice = None if gpu or code_cached(options) else first_run_notice(args, FIRST_RUN)
+    seconds, compiled = load_code(problem, options)
+    if notice is not None:
+        notice.finish()
+    elif gpu and not args.quiet:  # numba-cuda compiles the kernels in every process
+        print(
+            f"pbbflow: loading the GPU kernels (compiled on a machine's first run, then from numba's cache): "
+            f"{seconds:.1f} s",
+            file=sys.stderr,
+        )
+    elif compiled and not args.quiet:
+        print(compiled_line(seconds), file=sys.stderr)

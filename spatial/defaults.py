@@ -9,3 +9,8 @@ CPU_SUBDOMAINS = 64
 # --gpu, results/spatial_gpu_budgets_h200_merged_2026-12-04.json) 256 proves all 27 in 1.55 s in all,
 # 1,024 leaves G13 open at 10 s (0.58 s at 256) and is no faster on the other 26 (1.11 s against 0.98 s).
 GPU_SUBDOMAINS = 256
+# With no --gpus, a GPU visible: the CPU explores first (one thread) for this many seconds, without
+# touching CUDA, and hands what is left to the GPU. On an H200 host (results/
+# spatial_vs_maingo_scip_h200_2026-12-04.json, in-process) 14 of 24 problems end on one thread in
+# <= 0.014 s, where the GPU takes 0.007-0.023 s, and the GPU wins by far only beyond 0.036 s.
+CPU_SLICE_S = 0.02

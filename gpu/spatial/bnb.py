@@ -35,7 +35,8 @@ from ...core.progress import Progress
 from ...core.result import Result
 from ...spatial.bnb import load_host_code, run_to_end
 from ...spatial.boxes import BoxSet
-from ...spatial.explorer import ExplorationBase
+from ...spatial.defaults import CPU_SLICE_S, CPU_SUBDOMAINS
+from ...spatial.explorer import Exploration, ExplorationBase
 from ...spatial.lagrangian import lagrangian_bound, multipliers
 from ...spatial.local import _LocalSolver
 from ...spatial.options import BOUNDS, MinimizeOptions, _Incumbent, subdomains_per_dim
@@ -222,6 +223,7 @@ class GpuExploration(ExplorationBase):
         self._lagrangian: tuple[DeviceTape, float] | None = None
         self._ub_elsewhere = math.inf
         self._settled = math.inf  # what settle() closed (the device keeps the rest)
+        self._unsplit_before, self._unsplit_lb_before = 0, math.inf  # taken over (take_over), not on the device
         self._next_local = LOCAL_EVERY_SUBDOMAINS
         self._current, self._n_open, self._open_lowest = 0, 0, math.inf  # lists[current][:n_open] are open
         self.nodes = self.phases = self.spills = 0
@@ -244,12 +246,12 @@ class GpuExploration(ExplorationBase):
     @property
     def unsplittable(self) -> int:
         """Boxes too small to split in floating point, dropped from the open boxes."""
-        return int(self._counts[phase.C_UNSPLIT])
+        return self._unsplit_before + int(self._counts[phase.C_UNSPLIT])
 
     @property
     def unsplittable_lb(self) -> float:
         """The lowest bound of those boxes (inf when none)."""
-        return float(self._reals[phase.R_UNSPLIT])
+        return min(self._unsplit_lb_before, float(self._reals[phase.R_UNSPLIT]))
 
     def _lowest(self) -> float:
         """The lowest bound of an open box, on the device or in the reserve."""
@@ -276,6 +278,26 @@ class GpuExploration(ExplorationBase):
             return
         self._lists[self._current].upload(0, boxes.lo, boxes.hi, boxes.lb)
         self._n_open, self._open_lowest = len(boxes), boxes.lowest()
+
+    def take_over(self, other: ExplorationBase) -> None:
+        """Go on from ``other``, a stopped exploration of the same problem whose open boxes this one
+        was made with (``boxes``): its incumbent (offered, so verified again here, with its
+        Lagrangian bound), the value it prunes with, the bounds of what it settled and of the boxes it
+        could not split, its nodes and its local solves. The certified bound then covers both parts."""
+        if other.problem is not self.problem:
+            raise ValueError("take_over needs an exploration of the same problem")
+        if other.incumbent.x is not None:
+            self.offer(other.incumbent.x)
+        self.prune_at(other.ub)
+        self._settled = min(self._settled, other.settled_lb)
+        self._unsplit_before += other.unsplittable
+        self._unsplit_lb_before = min(self._unsplit_lb_before, other.unsplittable_lb)
+        self.nodes += other.nodes
+        self._next_local = self.nodes * self._n_subdomains + LOCAL_EVERY_SUBDOMAINS
+        if self.local is not None and other.local is not None:
+            self.local.count += other.local.count
+            self.local.fallbacks += other.local.fallbacks
+            self.local.seconds += other.local.seconds
 
     def settle(self) -> None:
         """Close the open boxes whose bounds reached the prune level, as taking them would: their
@@ -500,13 +522,69 @@ def minimize_gpu(
         should_stop,
         progress,
         progress_seconds,
-        lambda: {
-            "backend": "gpu",
-            "phases": exploration.phases,
-            "reserve_spills": exploration.spills,
-            "device_wait_s": round(exploration.device_wait_s, 6),
-        },
+        lambda: _gpu_details(exploration),
     )
+
+
+def minimize_auto(
+    problem: Problem,
+    options: MinimizeOptions | None = None,
+    cpu_options: MinimizeOptions | None = None,
+    *,
+    slice_s: float | None = None,
+    load_gpu: Callable[[], None] | None = None,
+    progress: Callable[[Progress], None] | None = None,
+    progress_seconds: float = 0.5,
+    should_stop: Callable[[], bool] | None = None,
+    phase_subdomains: int = PHASE_SUBDOMAINS,
+    capacity: int = CAPACITY,
+) -> Result:
+    """Minimize ``problem`` on the CPU first and on the GPU only when that takes long: an
+    :class:`.Exploration` with ``cpu_options`` (default: ``options`` with the CPU's subdomains, on
+    one thread) for ``slice_s`` seconds (default ``CPU_SLICE_S``), which touches no CUDA; its result (backend ``cpu``) when it
+    ended there (proved, infeasible, or at ``options``' limits or a stop), else a
+    :class:`GpuExploration` of every box it left, taking over its incumbent, settled bounds and
+    counters (:meth:`GpuExploration.take_over`), run to the end (backend ``gpu``, nodes of both).
+    ``load_gpu`` (e.g. ``load_code``) runs before the GPU's part, its time not the search's."""
+    options = options or MinimizeOptions()
+    cpu_options = cpu_options or replace(options, subdomains=CPU_SUBDOMAINS, parallel=False)
+    began = time.perf_counter()
+    cpu = Exploration(problem, cpu_options)
+    slice_s = CPU_SLICE_S if slice_s is None else slice_s
+    stop_at = slice_s if options.time_limit is None else min(slice_s, options.time_limit)
+    node_limit = None if options.node_limit is None else options.node_limit - cpu.nodes
+    cpu.run(
+        should_stop,
+        stop_at - (time.perf_counter() - began),
+        node_limit,
+        progress=progress,
+        progress_seconds=progress_seconds,
+    )
+    if (
+        cpu.done
+        or options.limit_reached(time.perf_counter() - began, cpu.nodes)
+        or (should_stop is not None and should_stop())
+    ):  # run_to_end returns at once, with the slice's answer
+        return run_to_end(cpu, began, should_stop, progress, progress_seconds, lambda: {"backend": "cpu"})
+    cpu.settle()
+    if load_gpu is not None:
+        paused = time.perf_counter()
+        load_gpu()
+        began += time.perf_counter() - paused
+    gpu = GpuExploration(problem, options, boxes=cpu.remaining(), phase_subdomains=phase_subdomains, capacity=capacity)
+    gpu.take_over(cpu)
+    gpu.began = began
+    return run_to_end(gpu, began, should_stop, progress, progress_seconds, lambda: _gpu_details(gpu))
+
+
+def _gpu_details(exploration: GpuExploration) -> dict:
+    """A GPU search's backend and counters, for its result."""
+    return {
+        "backend": "gpu",
+        "phases": exploration.phases,
+        "reserve_spills": exploration.spills,
+        "device_wait_s": round(exploration.device_wait_s, 6),
+    }
 
 
 def load_code(problem: Problem, options: MinimizeOptions | None = None) -> tuple[float, bool]:

@@ -17,8 +17,9 @@ import pytest
 from numba import cuda
 
 from pbbflow.cli.main import main
+from pbbflow.gpu.spatial import bnb as gpu_bnb
 from pbbflow.gpu.spatial import phase
-from pbbflow.gpu.spatial.bnb import minimize_gpu
+from pbbflow.gpu.spatial.bnb import GpuExploration, minimize_auto, minimize_gpu
 from pbbflow.gpu.spatial.kernels import THREADS_PER_BLOCK, DeviceTape, blocks, caps
 from pbbflow.spatial import Model
 from pbbflow.spatial import commands as minimize_cli
@@ -328,6 +329,85 @@ def test_multisection_tiles_each_box_exactly(levels):
                 assert np.any(overlap[hi[b] > lo[b]] <= 0)
 
 
+# ---------------------------------------------------------------- the CPU first (minimize_auto)
+
+
+@pytest.fixture
+def no_cuda(monkeypatch):
+    """Any step towards the GPU fails the test: a device exploration, the kernels' load."""
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("the GPU path was taken")
+
+    monkeypatch.setattr(gpu_bnb, "GpuExploration", refuse)
+    monkeypatch.setattr(gpu_bnb, "load_code", refuse)
+    monkeypatch.setattr(gpu_bnb.DeviceTape, "upload", refuse)
+
+
+def test_a_small_problem_is_answered_by_the_cpu_slice_without_cuda(no_cuda):
+    problem = _problem("B6-booth")
+    result = minimize_auto(problem, MinimizeOptions(subdomains=16), load_gpu=gpu_bnb.load_code)
+    assert result.status == "optimal" and result.to_dict()["backend"] == "cpu" and result.subdomains == 64
+    assert result.lower_bound <= problem.optimum <= result.objective <= problem.optimum + 1e-6
+
+
+def test_a_stop_or_a_limit_within_the_slice_ends_on_the_cpu(no_cuda):
+    problem = _problem("C3-g11-cec2006-g11")
+    stopped = minimize_auto(problem, SMALL, should_stop=lambda: True, slice_s=60.0)
+    limited = minimize_auto(problem, replace(SMALL, node_limit=3), slice_s=60.0)
+    for result in (stopped, limited):
+        assert result.status == "limit" and result.to_dict()["backend"] == "cpu"
+        assert result.lower_bound <= problem.optimum and result.open_boxes > 0
+    assert 3 <= limited.nodes <= 3 + 8
+
+
+@pytest.mark.parametrize("contract", [True, False])
+def test_what_outlasts_the_slice_is_handed_to_the_gpu_and_proved_there(monkeypatch, contract):
+    """A slice of 0 s: the CPU bounds the root and hands every open box, its incumbent and counters
+    to the device, which ends at the CPU's optimum; nodes count both parts."""
+    problem = _problem("C9-st-e01-globallib")
+    options = MinimizeOptions(subdomains=4, contract=contract, local_solves=False)
+    parts, take_over, bound_children = {}, GpuExploration.take_over, GpuExploration._bound_children
+
+    def spy_take_over(self, other):
+        parts["cpu"], parts["open"] = other.nodes, len(other.remaining())
+        parts["incumbent"] = other.incumbent.value
+        take_over(self, other)
+        parts["gpu"] = 0
+        assert self.incumbent.value == other.incumbent.value and self.lower_bound == other.lower_bound
+
+    def spy_bound_children(self, n_children, out):
+        parts["gpu"] += n_children
+        bound_children(self, n_children, out)
+
+    monkeypatch.setattr(GpuExploration, "take_over", spy_take_over)
+    monkeypatch.setattr(GpuExploration, "_bound_children", spy_bound_children)
+    loads = []
+    result = minimize_auto(
+        problem,
+        options,
+        replace(options, parallel=False),
+        slice_s=0.0,
+        load_gpu=lambda: loads.append(True),
+        phase_subdomains=64,
+        capacity=64,
+    )
+    cpu = minimize(problem, options)
+    _assert_same_answer(result, cpu, options)
+    assert result.to_dict()["backend"] == "gpu" and loads == [True] and parts["open"] > 0
+    assert result.nodes == parts["cpu"] + parts["gpu"] and parts["cpu"] >= 1 and parts["gpu"] > 0
+    assert result.objective <= parts["incumbent"]
+    assert result.lower_bound <= problem.optimum + 1e-12 * max(1.0, abs(problem.optimum))
+
+
+def test_a_node_limit_counts_both_parts():
+    problem = _problem("C3-g11-cec2006-g11")
+    options = MinimizeOptions(subdomains=4, contract=False, local_solves=False, node_limit=9)
+    result = minimize_auto(problem, options, replace(options, parallel=False), slice_s=0.0, phase_subdomains=16)
+    assert result.status == "limit" and result.to_dict()["backend"] == "gpu"
+    assert 9 <= result.nodes <= 9 + 8 and result.open_boxes > 0 and result.lower_bound <= problem.optimum
+
+
 # ---------------------------------------------------------------- the command line
 
 
@@ -353,16 +433,32 @@ def test_minimize_json_has_the_same_keys_on_the_gpu_and_the_cpu(capsys, one_gpu,
     gpu = json.loads(capsys.readouterr().out)
     assert main([*minimize, "--gpus", "0"]) == 0
     cpu = json.loads(capsys.readouterr().out)
-    assert list(gpu) == list(cpu) and gpu["backend"] == "gpu" and cpu["backend"] == "cpu"
+    assert main(minimize) == 0
+    auto = json.loads(capsys.readouterr().out)
+    assert list(gpu) == list(cpu) == list(auto) and gpu["backend"] == "gpu" and cpu["backend"] == "cpu"
     assert cpu["phases"] is None and cpu["reserve_spills"] is None and gpu["phases"] > 0
 
 
-def test_the_gpu_is_the_default_when_one_is_visible(capsys, one_gpu, monkeypatch, problem_file):
+def test_the_gpu_is_the_default_when_one_is_visible_after_a_cpu_slice(capsys, one_gpu, monkeypatch, problem_file):
+    """No --gpus: the CPU explores first and answers what it proves within the slice (no kernel is
+    loaded); what outlasts it ends on the GPU; --serial stays on the CPU."""
     monkeypatch.setattr(minimize_cli, "GPU_SUBDOMAINS", 4)
-    assert main(["minimize", problem_file("B6-booth"), "--quiet"]) == 0
-    assert "on the GPU" in capsys.readouterr().out
-    assert main(["minimize", problem_file("B6-booth"), "--serial", "--quiet"]) == 0
-    assert "on the CPU" in capsys.readouterr().out
+    booth = ["minimize", problem_file("B6-booth"), "--json"]  # proved at the root (64 subdomains)
+    with monkeypatch.context() as refused:
+        refused.setattr(gpu_bnb, "GpuExploration", None)  # a call would raise
+        refused.setattr(gpu_bnb, "load_code", None)
+        assert main(booth) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["backend"] == "cpu" and "GPU kernels" not in captured.err
+    monkeypatch.setattr(gpu_bnb, "CPU_SLICE_S", 0.0)
+    monkeypatch.setattr(minimize_cli, "CPU_SUBDOMAINS", 4)  # not proved at the root
+    assert main(["minimize", problem_file("C3-g11-cec2006-g11"), "--json", "--eps-abs", "1e-4"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert out["backend"] == "gpu" and out["status"] == "optimal" and "loading the GPU kernels" in captured.err
+    assert out["lower_bound"] <= 0.7500000000000001 and abs(out["objective"] - 0.75) <= 1e-4  # within feas_tol
+    assert main([*booth, "--serial", "--quiet"]) == 0
+    assert json.loads(capsys.readouterr().out)["backend"] == "cpu"
 
 
 @pytest.mark.parametrize(
