@@ -352,6 +352,10 @@ class DeviceTape:
 
     @classmethod
     def upload(cls, tape: Tape) -> DeviceTape:
+        if SIMULATED and libdevice.dmul_rd(1.0, 3.0) is None:  # its stubs would fill every bound with NaN
+            raise RuntimeError(
+                "the CUDA simulator's libdevice returns None: install exact stand-ins first (tests/libdevice_shim.py)"
+            )
         kernel = kernel_for(tape)
         arrays = tuple(
             cuda.to_device(a) for a in (tape.op, tape.arg0, tape.arg1, tape.const_lo, tape.const_hi, tape.outputs)

@@ -29,12 +29,13 @@ from spatial_helpers import (
 )
 
 from pbbflow.gpu.spatial import interval as giv
-from pbbflow.gpu.spatial.kernels import MAX_TAPE, TapeTooLarge, bound_boxes_gpu
+from pbbflow.gpu.spatial.kernels import MAX_TAPE, DeviceTape, TapeTooLarge, bound_boxes_gpu
 from pbbflow.gpu.warp import SIMULATED
 from pbbflow.spatial import Model
 from pbbflow.spatial import interval as iv
 from pbbflow.spatial.bounds import BoxBounds, Mode, bound_boxes
 from pbbflow.spatial.load import load_problem
+from pbbflow.spatial.parse import problem_from_dict
 from pbbflow.spatial.tape import Op, TapeBuilder
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("simulated_libdevice", "arb_precision")]
@@ -337,3 +338,15 @@ def test_kernel_compiles_to_directed_rounding_instructions(sm90_ptx):
         "sqrt.rp.f64",
     ):
         assert instruction in ptx, instruction
+
+
+@pytest.mark.skipif(not SIMULATED, reason="the simulator's libdevice stubs")
+def test_the_simulator_without_exact_stand_ins_refuses_to_upload_a_tape(monkeypatch):
+    """Without ``libdevice_shim`` the simulator's directed rounding returns None and every bound
+    would be NaN, silently: uploading a tape says so instead."""
+    from numba.cuda import libdevice
+
+    monkeypatch.setattr(libdevice, "dmul_rd", lambda a, b: None)
+    tape = problem_from_dict({"variables": 1, "domain": [[0, 1]], "objective": "x[0] * x[0]"}, "t").tape
+    with pytest.raises(RuntimeError, match="libdevice_shim"):
+        DeviceTape.upload(tape)
