@@ -39,7 +39,7 @@ class RunHistory:
     remaining share, incumbent, lower bound, open pieces, activity per worker, the estimate of the nodes left."""
 
     label: str
-    kind: str = "flowshop"
+    kind: str
     max_samples: int = 4096
     opened: float = field(default_factory=time.monotonic)
     generation: int = 0

@@ -40,7 +40,7 @@ def full_ledger(n: int = 6) -> Ledger:
 
 
 def test_history_keeps_the_whole_run_at_half_resolution_when_full():
-    ledger, history = full_ledger(), RunHistory("x", max_samples=8)
+    ledger, history = full_ledger(), RunHistory("x", "flowshop", max_samples=8)
     for step in range(9):
         ledger.nodes = step
         history.record(ledger, now=history.opened + step)
@@ -50,7 +50,7 @@ def test_history_keeps_the_whole_run_at_half_resolution_when_full():
 
 
 def test_history_records_activity_per_worker():
-    ledger, history = full_ledger(), RunHistory("x")
+    ledger, history = full_ledger(), RunHistory("x", "flowshop")
     assert ledger.checkpoint("e0", "tcp://w0", PackedUnit.empty(6)).action == "replace"  # takes the space
     ledger.checkpoint("e1", "tcp://w1", PackedUnit.empty(6), capacity=4)  # nothing left for it: waits
     history.record(ledger)
@@ -59,7 +59,7 @@ def test_history_records_activity_per_worker():
 
 
 def test_the_activity_image_stays_small_on_long_runs():
-    ledger, history = full_ledger(), RunHistory("x", max_samples=4096)
+    ledger, history = full_ledger(), RunHistory("x", "flowshop", max_samples=4096)
     ledger.checkpoint("e0", "tcp://w0", PackedUnit.empty(6))
     for step in range(3000):
         history.record(ledger, now=history.opened + step)
@@ -151,7 +151,7 @@ def test_the_page_of_a_spatial_history():
 
 def test_a_session_shows_the_family_of_the_latest_run():
     """A notebook's flow-shop run, then a spatial one on the same cluster: an open page switches."""
-    ledger, flowshop = full_ledger(), RunHistory("ta000")
+    ledger, flowshop = full_ledger(), RunHistory("ta000", "flowshop")
     flowshop.record(ledger, now=flowshop.opened)
     ledger.nodes = 2_000_000
     flowshop.record(ledger, now=flowshop.opened + 1)

@@ -171,7 +171,7 @@ def test_the_dashboard_shows_the_eta():
     from pbbflow.workflow.ledger import Ledger
 
     ledger = Ledger(PackedUnit.from_work_unit(WorkUnit.full(6)), ub=100)
-    history = RunHistory("ta000")
+    history = RunHistory("ta000", "flowshop")
     history.record(ledger, now=history.opened)
     history.estimate = (0, (3000.0, 1000.0, 9000.0))
     for step in range(1, 4):
