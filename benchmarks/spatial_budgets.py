@@ -5,9 +5,8 @@ Each problem file of ``../shared/data/spatial`` and ``benchmarks/problems``, and
 ``peaks-ann``, is minimized to 1e-6 with each budget (``--time-limit`` each); per budget the
 total seconds, the problems not proved, and whether every lower bound stayed at or below its
 file's optimum.  On the CPU (one thread) a warm-up solve loads the numba code first; with ``--gpu``
-(``minimize_gpu``) each problem is solved once before its budgets (``first_s``: its kernels'
-compile and load, measured), and the problems run in order of their kernels' sizes so that those
-compiled are reused.  ``--out FILE`` rewrites the JSON there after every problem.
+(``minimize_gpu``) each problem is solved once before its budgets (``first_s``: with the kernels'
+compile on the first problem, measured).  ``--out FILE`` rewrites the JSON there after every problem.
 
     python benchmarks/spatial_budgets.py > benchmarks/results/spatial_budgets.json
     python benchmarks/spatial_budgets.py --gpu --budgets 64 256 1024 4096 --time-limit 20 \
@@ -78,9 +77,6 @@ def main() -> None:
     problems = list({p.name: p for p in map(load_problem, _specs(args.folder or list(FOLDERS)))}.values())
     if args.gpu:
         from pbbflow.gpu.spatial.bnb import minimize_gpu as solve
-        from pbbflow.gpu.spatial.kernels import caps
-
-        problems.sort(key=lambda problem: caps(problem.tape))
     else:
         solve = minimize
         minimize(load_problem("peaks-ann"), MinimizeOptions(parallel=False, node_limit=5))

@@ -125,7 +125,7 @@ def add_run_settings(group: argparse._ArgumentGroup, *, any_family: bool) -> Non
 
 
 def _gpus_for(args: argparse.Namespace, problem) -> int:
-    """0 (the CPU) or 1: ``--gpus`` against the visible GPUs and the kernels' caps; ProblemError
+    """0 (the CPU) or 1: ``--gpus`` against the visible GPUs and the variables the GPU kernels take; ProblemError
     (exit 2) for a request that cannot be served."""
     from ..core.devices import gpu_count
 
@@ -143,11 +143,11 @@ def _gpus_for(args: argparse.Namespace, problem) -> int:
         if args.gpus is None:
             return 0
         raise ProblemError(f"--gpus {args.gpus}: no GPU is visible (check the driver and CUDA_VISIBLE_DEVICES)")
-    from ..gpu.spatial.kernels import TapeTooLarge, check_size
+    from ..gpu.spatial.kernels import TooManyVariables, check_size
 
     try:
         check_size(problem.tape)
-    except TapeTooLarge as error:
+    except TooManyVariables as error:
         if args.gpus is not None:
             raise ProblemError(f"{error}; use --gpus 0") from None
         if not args.quiet:

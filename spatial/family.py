@@ -62,17 +62,17 @@ def _problem_and_options(options: dict) -> tuple[Problem, MinimizeOptions]:
 
 def make_engine(options: dict, *, gpu: bool, threads: int) -> ExplorationEngine:
     """The engine for a worker: on a GPU worker a ``GpuExploration`` (its open boxes stay on the
-    device), unless the problem's tape is beyond the kernels' caps; elsewhere, and then, the CPU
+    device), unless the problem has more variables than the GPU kernels take; elsewhere, and then, the CPU
     :class:`.Exploration` on the worker's threads."""
     problem = Problem.from_source(options["problem"])
     empty = BoxSet.empty(problem.dimension)
     if gpu:
         from ..gpu.spatial.bnb import GpuExploration  # only GPU workers import numba-cuda's runtime
-        from ..gpu.spatial.kernels import TapeTooLarge, check_size
+        from ..gpu.spatial.kernels import TooManyVariables, check_size
 
         try:
             check_size(problem.tape)
-        except TapeTooLarge:
+        except TooManyVariables:
             pass
         else:
             return ExplorationEngine(GpuExploration(problem, _minimize_options(options["run"], gpu=True), empty))

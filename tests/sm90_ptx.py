@@ -15,7 +15,7 @@ from pathlib import Path
 from pbbflow.gpu.offline_ptx import kernel_ptx
 
 A1, A2, A3 = "float64[::1]", "float64[:, ::1]", "float64[:, :, ::1]"
-I1, I2, B1 = "int64[::1]", "int64[:, ::1]", "boolean[::1]"
+I1, I2, B1, B2 = "int64[::1]", "int64[:, ::1]", "boolean[::1]", "boolean[:, ::1]"
 J1, J2 = "int32[::1]", "int32[:, ::1]"
 TAPE = "int32[::1], int32[::1], int32[::1], float64[::1], float64[::1], int32[::1], int64"
 
@@ -34,15 +34,18 @@ def _kernels() -> dict:
         "list_victims": (kernels.list_victims, f"({J2}, {J2}, {I2}, {J1}, {I1}, int64)"),
         "steal": (kernels.steal, f"({J2}, {J2}, {J2}, {I2}, {J1}, {J1}, {I1})"),
         "bound_subdomains": (
-            spatial_kernels.bounding_kernel(512, 2, 4),
+            spatial_kernels.bounding_kernel(),
             f"({TAPE}, {B1}, int64, {B1}, {A3}, int64, int64, int64, float64, {A1}, {A2}, {A1}, "
-            f"{I1}, {I1}, {I2}, {I2})",
+            f"{I1}, {I1}, {I2}, {I2}, {A3}, {A2})",
         ),
         "fill_edges": (spatial_kernels.fill_edges, f"(int64, {A2}, {A2}, {A3})"),
         "reset_boxes": (spatial_kernels._reset_boxes, f"(int64, int64, {A1}, {I1}, {I1}, {I2}, {I2}, {I1})"),
         "first_best": (spatial_kernels._first_best, f"(int64, {A2}, {A1}, {I1})"),
         "finish_boxes": (spatial_kernels._finish_boxes, f"(int64, {A3}, int64, {I1}, {I2}, {I2}, {A2}, {A2}, {A2})"),
-        "contract": (spatial_contract.contracting_kernel(64, 2), f"({TAPE}, {A2}, {A2}, int64, {A1}, float64, {B1})"),
+        "contract": (
+            spatial_contract.contracting_kernel(),
+            f"({TAPE}, {A2}, {A2}, int64, {A1}, float64, {B1}, {A3}, {B2})",
+        ),
         "begin_phase": (spatial_phase.begin_phase, f"({A1}, {I1}, float64)"),
         "branch": (
             spatial_phase.branch,
@@ -51,8 +54,8 @@ def _kernels() -> dict:
         ),
         "fill_levels": (spatial_phase.fill_levels, f"(int64, {A1}, float64, float64, float64, {A1}, {A1})"),
         "offer_candidates": (
-            spatial_phase.candidate_kernel(64, 2),
-            f"({TAPE}, {B1}, int64, {A2}, float64, {A1}, {A1})",
+            spatial_phase.candidate_kernel(),
+            f"({TAPE}, {B1}, int64, {A2}, float64, {A1}, {A1}, {A3})",
         ),
         "keep": (
             spatial_phase.keep,

@@ -272,3 +272,17 @@ def circle_problem() -> Problem:
     m.subject_to(x - y - 1 <= 0)
     m.subject_to(x**2 + y**2 - 1 == 0)
     return m.problem()
+
+
+def long_tape(n_vars: int = 2, links: int = 600, n_ineq: int = 69):
+    """A tape of more than 1,200 slots and 70 outputs (beyond the compile-time caps the kernels had,
+    1,024 slots and 64 outputs): a chain of products and sums of the variables, inequalities along it."""
+    builder = TapeBuilder(n_vars)
+    x = [builder.var(i) for i in range(n_vars)]
+    slot, links_at = x[0], []
+    for c in range(links):
+        slot = builder.binary(Op.ADD, builder.binary(Op.MUL, slot, builder.const(0.5 + 1.0 / (c + 3))), x[c % n_vars])
+        links_at.append(slot)
+    step = len(links_at) // n_ineq
+    inequalities = [builder.binary(Op.ADD, links_at[k * step], builder.const(-3.0)) for k in range(n_ineq)]
+    return builder.build(slot, inequalities)

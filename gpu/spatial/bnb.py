@@ -47,10 +47,8 @@ from .kernels import (
     THREADS_PER_BLOCK,
     DeviceBoxBounds,
     DeviceTape,
-    TapeTooLarge,
     blocks,
     bound_on_device,
-    caps,
     fill_edges,
 )
 
@@ -186,7 +184,7 @@ class GpuExploration(ExplorationBase):
     :attr:`ub` (the device's value is lowered to it at each phase); device points join the
     incumbent when they beat it. The lowest bounds of the boxes the device pruned or cut
     (``R_PRUNED``) and of those too small to split (``R_UNSPLIT``, ``C_UNSPLIT``) stay on it
-    across calls. TapeTooLarge for tapes beyond the kernels' caps."""
+    across calls. TooManyVariables for a problem of more variables than the kernels take."""
 
     def __init__(
         self,
@@ -207,7 +205,6 @@ class GpuExploration(ExplorationBase):
         self._n_subdomains = self.n_per_dim**d
         self._mode = int(BOUNDS[options.bound])
         self._dtape = DeviceTape.upload(problem.tape)
-        self._offer_candidates = phase.candidate_kernel(*caps(problem.tape)[:2])
         self._per_phase = max(1, int(phase_subdomains) // self._n_subdomains)  # boxes bisected per phase at most
         self._capacity = max(int(capacity), 4 * self._per_phase)
         self._lists = [_BoxList(INITIAL_BOXES, self._capacity, d), _BoxList(INITIAL_BOXES, self._capacity, d)]
@@ -430,16 +427,7 @@ class GpuExploration(ExplorationBase):
             children.threshold,
             found,
         )
-        self._offer_candidates[grid, THREADS_PER_BLOCK](
-            *dtape.arrays,
-            self.problem.tape.n_ineq,
-            dtape.varying,
-            n_children,
-            found.best_point,
-            feas_tol,
-            children.candidate,
-            real,
-        )
+        phase.offer_candidates(dtape, n_children, found.best_point, feas_tol, children.candidate, real)
         by_l = found
         if lagrangian is not None:
             by_l = children.lagrangian_bounds()
@@ -486,7 +474,7 @@ class GpuExploration(ExplorationBase):
 
     def _use_multipliers_at(self, x: np.ndarray) -> None:
         """A constrained problem bounds with the Lagrangian of the multipliers at ``x`` from now on
-        (kept as it was when that Lagrangian's tape is beyond the kernels' caps)."""
+        (its tape has the problem's variables, so the kernels take it)."""
         tape = self.problem.tape
         if not (tape.n_ineq or tape.n_eq):
             return
@@ -494,10 +482,7 @@ class GpuExploration(ExplorationBase):
         if weights is None:
             return
         bound_l = lagrangian_bound(tape, *weights, self.options.feas_tol)
-        try:
-            self._lagrangian = (DeviceTape.upload(bound_l.tape), float(bound_l.slack))
-        except TapeTooLarge:
-            pass
+        self._lagrangian = (DeviceTape.upload(bound_l.tape), float(bound_l.slack))
 
 
 def minimize_gpu(
@@ -512,7 +497,7 @@ def minimize_gpu(
 ) -> Result:
     """Minimize ``problem`` by spatial B&B on the current GPU: a :class:`GpuExploration` of the
     whole domain run to its end or to a limit (see the module docstring); the result is the CPU
-    solver's :class:`Result`. TapeTooLarge for tapes beyond the kernels' caps."""
+    solver's :class:`Result`. TooManyVariables for a problem of more variables than the kernels take."""
     options = options or MinimizeOptions()
     began = time.perf_counter()
     exploration = GpuExploration(problem, options, phase_subdomains=phase_subdomains, capacity=capacity)

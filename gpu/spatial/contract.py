@@ -10,9 +10,8 @@ the CPU's in the last floats (or, through the stopping rule, by a sweep).
 
 The tape is the bounding kernels' :class:`~.kernels.DeviceTape`; each thread marks the
 slots the outputs depend on itself (:func:`~pbbflow.spatial.contract._mark_needed`, one backward
-pass). Scratch per thread in ``cuda.local.array``: ``2 * tape_cap + vars_cap`` float64 and
-``tape_cap`` flags (tape_cap, vars_cap: :func:`.kernels.caps`, one compiled kernel per
-combination).
+pass). Its scratch is the tape's :class:`~.kernels.Workspace` (two value columns and the flags of
+each slot), so one compiled kernel serves every tape; a grid-stride loop takes the boxes.
 """
 
 from __future__ import annotations
@@ -21,14 +20,14 @@ import functools
 import math
 
 import numpy as np
-from numba import boolean, cuda, float64, int64
+from numba import cuda, float64
 
 from ...spatial import contract as cpu
 from ...spatial.contract import SWEEPS, checked_request
 from ...spatial.tape import Tape
 from . import interval as spatial_interval
 from .interval import device_twin
-from .kernels import SOURCE_STAMP, THREADS_PER_BLOCK, DeviceTape, blocks, caps
+from .kernels import MAX_VARS, SOURCE_STAMP, THREADS_PER_BLOCK, DeviceTape, grid_stride
 
 _NAMESPACE = dict(vars(cpu))
 _NAMESPACE["iv"] = spatial_interval
@@ -52,47 +51,51 @@ _contract_into = _NAMESPACE["_contract_into"]
 
 
 @functools.cache
-def contracting_kernel(tape_cap: int, vars_cap: int):
-    """The kernel contracting box ``t`` in thread ``t < count``, in place (NaN and ``empty[t] = 1``
-    when it holds no kept point), for tapes of at most the given slots and variables."""
+def contracting_kernel():
+    """The kernel contracting boxes ``t < count`` in place, a grid-stride loop on the threads of the
+    workspace (NaN and ``empty[t] = 1`` when a box holds no kept point)."""
 
     stamp = SOURCE_STAMP  # in the closure: the disk cache's key (kernels.SOURCE_STAMP)
 
     @cuda.jit(cache=True)
-    def contract(op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, box_lo, box_hi, count, ub, feas_tol, empty):
-        box = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
-        if box >= count or stamp < 0:
+    def contract(
+        op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, box_lo, box_hi, count, ub, feas_tol, empty, slots, flags
+    ):
+        j, stride = grid_stride()
+        if stamp < 0:
             return
-        needed = cuda.local.array(tape_cap, boolean)
-        _mark_needed(op, arg0, arg1, outputs, needed)
-        vlo = cuda.local.array(tape_cap, float64)
-        vhi = cuda.local.array(tape_cap, float64)
-        before = cuda.local.array(vars_cap, float64)
-        lo = box_lo[box]
-        hi = box_hi[box]
-        gone = _contract_into(
-            op,
-            arg0,
-            arg1,
-            const_lo,
-            const_hi,
-            outputs,
-            n_ineq,
-            needed,
-            lo,
-            hi,
-            ub[0],
-            feas_tol,
-            SWEEPS,
-            vlo,
-            vhi,
-            before,
-        )
-        empty[box] = gone
-        if gone:
-            for i in range(lo.shape[0]):
-                lo[i] = math.nan
-                hi[i] = math.nan
+        needed = flags[:, j]
+        vlo = slots[:, 0, j]
+        vhi = slots[:, 1, j]
+        before = cuda.local.array(MAX_VARS, float64)
+        if j < count:
+            _mark_needed(op, arg0, arg1, outputs, needed)
+        for box in range(j, count, stride):
+            lo = box_lo[box]
+            hi = box_hi[box]
+            gone = _contract_into(
+                op,
+                arg0,
+                arg1,
+                const_lo,
+                const_hi,
+                outputs,
+                n_ineq,
+                needed,
+                lo,
+                hi,
+                ub[0],
+                feas_tol,
+                SWEEPS,
+                vlo,
+                vhi,
+                before,
+            )
+            empty[box] = gone
+            if gone:
+                for i in range(lo.shape[0]):
+                    lo[i] = math.nan
+                    hi[i] = math.nan
 
     return contract
 
@@ -110,9 +113,9 @@ def contract_boxes_device(dtape: DeviceTape, box_lo, box_hi, count: int, ub, fea
         raise ValueError(f"count {count} is beyond the arrays' {box_lo.shape[0]} rows or {empty.shape[0]} flags")
     if count == 0:
         return
-    kernel = contracting_kernel(*caps(tape)[:2])
-    kernel[blocks(count), THREADS_PER_BLOCK](
-        *dtape.arrays, tape.n_ineq, box_lo, box_hi, count, ub, float(feas_tol), empty
+    workspace = dtape.workspace
+    contracting_kernel()[workspace.grid(count), THREADS_PER_BLOCK](
+        *dtape.arrays, tape.n_ineq, box_lo, box_hi, count, ub, float(feas_tol), empty, workspace.slots, workspace.flags
     )
 
 

@@ -11,11 +11,13 @@ reaching the lowest bound, and a third, one thread per box, for its midpoint and
 subdomain edges are computed on the device (:func:`fill_edges`, equal to the CPU's bit for bit),
 so boxes that live on the device are bounded without a transfer (:func:`bound_on_device`).
 
-The interpreter's scratch is ``cuda.local.array``s of compile-time sizes: per thread
-``2 * tape_cap * (1 + vars_cap)`` float64 values and tangents (the peaks ANN: 380 slots, d = 2,
-so tape_cap 512 and vars_cap 2: 24 KiB). The caps are the sizes at or above the tape's size
-(64, 128, ..., :data:`MAX_TAPE`), its variables (2, 4, 8 = :data:`MAX_VARS`) and its outputs (4, 16,
-:data:`MAX_OUTPUTS`): one compiled kernel per combination, so few; bigger tapes are refused.
+The interpreters' scratch of a tape's size (its slots, tangents and outputs) lives in a device
+:class:`Workspace` per tape, the thread index last, so adjacent threads touch adjacent addresses;
+only the variables' few values are ``cuda.local.array``s (:data:`MAX_VARS`). The kernels are
+therefore generic over the tape: one compiled kernel serves every problem (numba's disk cache keeps
+it between processes). A kernel runs a grid-stride loop over its items on as many threads as the
+workspace holds: the device's resident threads at most, fewer where the tape is so large that
+their scratch would pass :func:`workspace_budget`.
 """
 
 from __future__ import annotations
@@ -37,9 +39,7 @@ from ..warp import SIMULATED
 from . import interval as spatial_interval
 from .interval import device_twin
 
-MAX_TAPE = 1024  # slots (1,024 x 8 tangents: 144 KiB of local memory per thread)
-MAX_VARS = 8
-MAX_OUTPUTS = 64
+MAX_VARS = 8  # the variables' local arrays (and the N^d subdomain split) are sized by it
 THREADS_PER_BLOCK = 32 if SIMULATED else 128
 _NO_SUBDOMAIN = np.iinfo(np.int64).max
 
@@ -93,17 +93,8 @@ run_tape = _NAMESPACE["_run_tape"]
 run_point_tape = _NAMESPACE["_run_point_tape"]
 
 
-class TapeTooLarge(ValueError):
-    """A tape beyond the kernel's compile-time caps."""
-
-
-def _cap(n: int, smallest: int, step: int) -> int:
-    """The size at or above n in smallest, smallest * step, smallest * step^2, ... (few sizes: each
-    compiles its own kernels, 10-40 s on a first run)."""
-    size = smallest
-    while size < n:
-        size *= step
-    return size
+class TooManyVariables(ValueError):
+    """A problem of more variables than the GPU kernels take (:data:`MAX_VARS`)."""
 
 
 def blocks(n: int) -> int:
@@ -111,11 +102,72 @@ def blocks(n: int) -> int:
     return max(1, -(-n // THREADS_PER_BLOCK))
 
 
+SIMULATED_THREADS = 2 * THREADS_PER_BLOCK  # the simulator's threads per launch: its grid-stride loops turn
+
+
+def workspace_budget() -> int:
+    """Bytes of device memory one tape's workspace may take: an eighth of the device's, at most 8 GiB."""
+    if SIMULATED:
+        return 1 << 30
+    return min(cuda.current_context().get_memory_info().total // 8, 8 << 30)
+
+
+def resident_threads() -> int:
+    """Threads the device runs at once (more per launch only wait)."""
+    if SIMULATED:
+        return SIMULATED_THREADS
+    device = cuda.get_current_device()
+    return device.MULTIPROCESSOR_COUNT * device.MAX_THREADS_PER_MULTI_PROCESSOR
+
+
+class Workspace:
+    """A tape's per-thread device scratch, the thread index last: ``slots`` float64
+    (tape size, :func:`slot_columns`, threads), ``per_output`` float64 (4 x outputs, threads) and
+    ``flags`` bool (tape size, threads). The bounding, candidate and contracting kernels each take a
+    thread's views of it (:func:`_thread_scratch` and the kernels' own slices). Allocated at the
+    first launch, grown up to :meth:`cap` threads."""
+
+    def __init__(self, tape: Tape):
+        self.size, self.n_outputs = tape.size, len(tape.outputs)
+        self.columns = slot_columns(tape.n_vars)
+        self.threads = 0
+        self.slots = self.per_output = self.flags = None
+
+    def bytes_per_thread(self) -> int:
+        return 8 * (self.size * self.columns + 4 * self.n_outputs) + self.size
+
+    def cap(self) -> int:
+        """Threads at most: resident, within the budget, whole blocks, at least one block."""
+        fits = workspace_budget() // self.bytes_per_thread()
+        return blocks(max(THREADS_PER_BLOCK, min(resident_threads(), fits))) * THREADS_PER_BLOCK
+
+    def grid(self, n_items: int) -> int:
+        """The blocks of a launch over ``n_items`` items (at least one), the workspace grown to hold them."""
+        threads = min(blocks(n_items) * THREADS_PER_BLOCK, self.cap())
+        if threads > self.threads:
+            self.slots = cuda.device_array((self.size, self.columns, threads), np.float64)
+            self.per_output = cuda.device_array((4 * self.n_outputs, threads), np.float64)
+            self.flags = cuda.device_array((self.size, threads), np.bool_)
+            self.threads = threads
+        return threads // THREADS_PER_BLOCK
+
+
+def slot_columns(n_vars: int) -> int:
+    """Scratch values per tape slot and thread: the bounder's enclosure and tangents (2 + 2 d), the
+    candidate check's seven point arrays."""
+    return max(2 + 2 * n_vars, 7)
+
+
+@cuda.jit(device=True)
+def grid_stride():
+    """(this thread's index, the threads of the launch): a kernel takes items t, t + stride, ..."""
+    return int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x, int64(cuda.gridDim.x) * cuda.blockDim.x
+
+
 @functools.cache
-def bounding_kernel(tape_cap: int, vars_cap: int, outputs_cap: int):
-    """The kernel bounding subdomain ``t % n_subdomains`` of box ``t // n_subdomains`` in thread
-    ``t`` (boxes 0 .. n_boxes - 1), for tapes of at most the given slots, variables and outputs
-    (sizes fixed at compile time).
+def bounding_kernel():
+    """The kernel bounding subdomain ``t % n_subdomains`` of box ``t // n_subdomains`` for items
+    ``t`` < n_boxes * n_subdomains, a grid-stride loop on the threads of the workspace.
 
     Writes ``sub_lb[box, s]`` (+inf when dropped), atomically lowers ``box_lb[box]``, counts kept and
     fallback subdomains, and lowers ``cell_lo``/raises ``cell_hi`` (B, d) for the kept subdomains
@@ -148,74 +200,78 @@ def bounding_kernel(tape_cap: int, vars_cap: int, outputs_cap: int):
         n_fallback,
         cell_lo,
         cell_hi,
+        slots,
+        per_output,
     ):
-        t = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
-        if t >= n_boxes * n_subdomains or stamp < 0:
-            return
-        box = t // n_subdomains
-        s = t % n_subdomains
-        if skip[box]:
-            sub_lb[box, s] = math.inf
+        j, stride = grid_stride()
+        if stamp < 0:
             return
         n_vars = edges.shape[1]
-        scratch_lo = cuda.local.array((tape_cap, 1), float64)
-        scratch_hi = cuda.local.array((tape_cap, 1), float64)
-        tlo = cuda.local.array((tape_cap, vars_cap, 1), float64)
-        thi = cuda.local.array((tape_cap, vars_cap, 1), float64)
+        n_out = len(outputs)
+        scratch_lo = slots[:, 0, j : j + 1]
+        scratch_hi = slots[:, 1, j : j + 1]
+        tlo = slots[:, 2 : 2 + n_vars, j : j + 1]
+        thi = slots[:, 2 + n_vars : 2 + 2 * n_vars, j : j + 1]
+        center_lo = per_output[0:n_out, j : j + 1]
+        center_hi = per_output[n_out : 2 * n_out, j : j + 1]
+        mvf_lo = per_output[2 * n_out : 3 * n_out, j]
+        mvf_hi = per_output[3 * n_out : 4 * n_out, j]
         kink = cuda.local.array(1, np.bool_)
-        x_lo = cuda.local.array((vars_cap, 1), float64)
-        x_hi = cuda.local.array((vars_cap, 1), float64)
-        center = cuda.local.array((vars_cap, 1), float64)
-        center_lo = cuda.local.array((outputs_cap, 1), float64)
-        center_hi = cuda.local.array((outputs_cap, 1), float64)
-        mvf_lo = cuda.local.array(outputs_cap, float64)
-        mvf_hi = cuda.local.array(outputs_cap, float64)
-        cells = cuda.local.array((2, vars_cap), int64)
-        for i in range(n_vars):
-            cells[0, i] = n_per_dim
-            cells[1, i] = -1
-        best, _, kept, fallbacks = _bound_chunk(
-            op,
-            arg0,
-            arg1,
-            const_lo,
-            const_hi,
-            outputs,
-            n_ineq,
-            varying,
-            edges,
-            box,
-            s,
-            1,
-            n_per_dim,
-            mode,
-            feas_tol,
-            threshold[box],
-            cells[:, :n_vars],
-            scratch_lo,
-            scratch_hi,
-            tlo,
-            thi,
-            kink,
-            x_lo[:n_vars],
-            x_hi[:n_vars],
-            center[:n_vars],
-            center_lo,
-            center_hi,
-            mvf_lo,
-            mvf_hi,
-        )
-        sub_lb[box, s] = best
-        if kept > 0:
-            cuda.atomic.add(n_kept, box, 1)
-            if best < math.inf:
-                cuda.atomic.min(box_lb, box, best)
-        if fallbacks > 0:
-            cuda.atomic.add(n_fallback, box, 1)
-        if cells[1, 0] >= 0:
+        x_lo = cuda.local.array((MAX_VARS, 1), float64)
+        x_hi = cuda.local.array((MAX_VARS, 1), float64)
+        center = cuda.local.array((MAX_VARS, 1), float64)
+        cells = cuda.local.array((2, MAX_VARS), int64)
+        for t in range(j, n_boxes * n_subdomains, stride):
+            box = t // n_subdomains
+            s = t % n_subdomains
+            if skip[box]:
+                sub_lb[box, s] = math.inf
+                continue
             for i in range(n_vars):
-                cuda.atomic.min(cell_lo, (box, i), cells[0, i])
-                cuda.atomic.max(cell_hi, (box, i), cells[1, i])
+                cells[0, i] = n_per_dim
+                cells[1, i] = -1
+            best, _, kept, fallbacks = _bound_chunk(
+                op,
+                arg0,
+                arg1,
+                const_lo,
+                const_hi,
+                outputs,
+                n_ineq,
+                varying,
+                edges,
+                box,
+                s,
+                1,
+                n_per_dim,
+                mode,
+                feas_tol,
+                threshold[box],
+                cells[:, :n_vars],
+                scratch_lo,
+                scratch_hi,
+                tlo,
+                thi,
+                kink,
+                x_lo[:n_vars],
+                x_hi[:n_vars],
+                center[:n_vars],
+                center_lo,
+                center_hi,
+                mvf_lo,
+                mvf_hi,
+            )
+            sub_lb[box, s] = best
+            if kept > 0:
+                cuda.atomic.add(n_kept, box, 1)
+                if best < math.inf:
+                    cuda.atomic.min(box_lb, box, best)
+            if fallbacks > 0:
+                cuda.atomic.add(n_fallback, box, 1)
+            if cells[1, 0] >= 0:
+                for i in range(n_vars):
+                    cuda.atomic.min(cell_lo, (box, i), cells[0, i])
+                    cuda.atomic.max(cell_hi, (box, i), cells[1, i])
 
     return bound_subdomains
 
@@ -321,34 +377,20 @@ def _finish_boxes(n_boxes, edges, n_per_dim, best_s, cell_lo, cell_hi, best_poin
 
 
 def check_size(tape: Tape) -> None:
-    """TapeTooLarge for a tape beyond the kernels' caps."""
-    n_outputs = len(tape.outputs)
-    if tape.size > MAX_TAPE or tape.n_vars > MAX_VARS or n_outputs > MAX_OUTPUTS:
-        raise TapeTooLarge(
-            f"the GPU bounds tapes of at most {MAX_TAPE} slots, {MAX_VARS} variables and {MAX_OUTPUTS} outputs; "
-            f"this one has {tape.size}, {tape.n_vars} and {n_outputs}"
-        )
-
-
-def caps(tape: Tape) -> tuple[int, int, int]:
-    """The compile-time sizes for the tape: slots, variables, outputs (checked against the caps)."""
-    check_size(tape)
-    return _cap(tape.size, 64, 2), _cap(tape.n_vars, 2, 2), _cap(len(tape.outputs), 4, 4)
-
-
-def kernel_for(tape: Tape):
-    """The bounding kernel for the tape's size (TapeTooLarge beyond the caps)."""
-    return bounding_kernel(*caps(tape))
+    """TooManyVariables for a tape of more variables than the kernels take (any number of slots and
+    outputs fits: the workspace grows with the tape)."""
+    if tape.n_vars > MAX_VARS:
+        raise TooManyVariables(f"the GPU bounds problems of at most {MAX_VARS} variables; this one has {tape.n_vars}")
 
 
 @dataclass(frozen=True)
 class DeviceTape:
-    """A tape's arrays on the device (its varying slots included) and its bounding kernel."""
+    """A tape's arrays on the device (its varying slots included) and the kernels' workspace for it."""
 
     tape: Tape
     arrays: tuple  # op, arg0, arg1, const_lo, const_hi, outputs
     varying: object
-    kernel: object
+    workspace: Workspace
 
     @classmethod
     def upload(cls, tape: Tape) -> DeviceTape:
@@ -356,12 +398,12 @@ class DeviceTape:
             raise RuntimeError(
                 "the CUDA simulator's libdevice returns None: install exact stand-ins first (tests/libdevice_shim.py)"
             )
-        kernel = kernel_for(tape)
+        check_size(tape)
         arrays = tuple(
             cuda.to_device(a) for a in (tape.op, tape.arg0, tape.arg1, tape.const_lo, tape.const_hi, tape.outputs)
         )
         varying = cuda.to_device(cpu._varying_slots(tape.op, tape.arg0, tape.arg1))
-        return cls(tape, arrays, varying, kernel)
+        return cls(tape, arrays, varying, Workspace(tape))
 
 
 class DeviceBoxBounds:
@@ -411,8 +453,8 @@ def bound_on_device(
     _reset_boxes[blocks(n_boxes), THREADS_PER_BLOCK](
         n_boxes, int(n_per_dim), out.box_lb, out.n_kept, out.n_fallback, out.cell_lo, out.cell_hi, out.best_s
     )
-    grid = blocks(n_boxes * n_subdomains)
-    dtape.kernel[grid, THREADS_PER_BLOCK](
+    workspace = dtape.workspace
+    bounding_kernel()[workspace.grid(n_boxes * n_subdomains), THREADS_PER_BLOCK](
         *dtape.arrays,
         dtape.tape.n_ineq,
         dtape.varying,
@@ -430,8 +472,10 @@ def bound_on_device(
         out.n_fallback,
         out.cell_lo,
         out.cell_hi,
+        workspace.slots,
+        workspace.per_output,
     )
-    _first_best[grid, THREADS_PER_BLOCK](n_boxes, out.sub_lb, out.box_lb, out.best_s)
+    _first_best[blocks(n_boxes * n_subdomains), THREADS_PER_BLOCK](n_boxes, out.sub_lb, out.box_lb, out.best_s)
     _finish_boxes[blocks(n_boxes), THREADS_PER_BLOCK](
         n_boxes, edges, int(n_per_dim), out.best_s, out.cell_lo, out.cell_hi, out.best_point, out.hull_lo, out.hull_hi
     )

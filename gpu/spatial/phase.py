@@ -24,7 +24,17 @@ import numpy as np
 from numba import cuda, float64, int64
 
 from .interval import add_down, add_up
-from .kernels import MAX_VARS, SOURCE_STAMP, add_nearest, mul_nearest, run_point_tape, run_tape
+from .kernels import (
+    MAX_VARS,
+    SOURCE_STAMP,
+    THREADS_PER_BLOCK,
+    DeviceTape,
+    add_nearest,
+    grid_stride,
+    mul_nearest,
+    run_point_tape,
+    run_tape,
+)
 
 N_REAL, N_COUNT = 5, 6  # the lengths of ``real`` and ``count``
 R_UB, R_PRUNED, R_UNSPLIT, R_OPEN_MIN, R_BEST_KEPT = range(N_REAL)  # incumbent, pruned, unsplittable, ...
@@ -182,9 +192,10 @@ def fill_levels(n_children, real, eps_abs, eps_rel, slack, threshold, threshold_
 
 
 @functools.cache
-def candidate_kernel(tape_cap: int, vars_cap: int):
+def candidate_kernel():
     """The kernel evaluating each child's best point rigorously as the CPU does
-    (:func:`pbbflow.spatial.bounds._point_outputs`: point intervals and balls through the tape):
+    (:func:`pbbflow.spatial.bounds._point_outputs`: point intervals and balls through the tape), a
+    grid-stride loop on the threads of the tape's workspace (``slots``: seven value columns):
     ``candidate[box]`` = f's upper end where the point is feasible (g <= 0, |h| <= feas_tol, f
     defined), else +inf; the incumbent ``real[R_UB]`` is lowered atomically."""
 
@@ -192,64 +203,124 @@ def candidate_kernel(tape_cap: int, vars_cap: int):
 
     @cuda.jit(cache=True)
     def offer_candidates(
-        op, arg0, arg1, const_lo, const_hi, outputs, n_ineq, varying, n_children, best_point, feas_tol, candidate, real
+        op,
+        arg0,
+        arg1,
+        const_lo,
+        const_hi,
+        outputs,
+        n_ineq,
+        varying,
+        n_children,
+        best_point,
+        feas_tol,
+        candidate,
+        real,
+        slots,
     ):
-        box = _thread()
-        if box >= n_children or stamp < 0:
+        j, stride = grid_stride()
+        if stamp < 0:
             return
-        candidate[box] = math.inf
-        n_vars = best_point.shape[1]
-        x = cuda.local.array((vars_cap, 1), float64)
-        for i in range(n_vars):
-            if best_point[box, i] != best_point[box, i]:
-                return
-            x[i, 0] = best_point[box, i]
-        plain_lo = cuda.local.array((tape_cap, 1), float64)
-        plain_hi = cuda.local.array((tape_cap, 1), float64)
+        plain_lo = slots[:, 0, j : j + 1]
+        plain_hi = slots[:, 1, j : j + 1]
+        vlo = slots[:, 2, j : j + 1]
+        vhi = slots[:, 3, j : j + 1]
+        whole = slots[:, 4, j : j + 1]
+        low_lo = slots[:, 5, j : j + 1]
+        low_hi = slots[:, 6, j : j + 1]
+        x = cuda.local.array((MAX_VARS, 1), float64)
         unused = cuda.local.array((1, 1, 1), float64)
         kink = cuda.local.array(1, np.bool_)
-        run_tape(
-            op,
-            arg0,
-            arg1,
-            const_lo,
-            const_hi,
-            varying,
-            x[:n_vars],
-            x[:n_vars],
-            1,
-            plain_lo,
-            plain_hi,
-            False,
-            unused,
-            unused,
-            kink,
-        )
-        vlo = cuda.local.array((tape_cap, 1), float64)
-        vhi = cuda.local.array((tape_cap, 1), float64)
-        whole = cuda.local.array((tape_cap, 1), float64)
-        low_lo = cuda.local.array((tape_cap, 1), float64)
-        low_hi = cuda.local.array((tape_cap, 1), float64)
-        run_point_tape(
-            op, arg0, arg1, const_lo, const_hi, x[:n_vars], 1, plain_lo, plain_hi, vlo, vhi, whole, low_lo, low_hi
-        )
-        f_lo = vlo[outputs[0], 0]
-        f_hi = vhi[outputs[0], 0]
-        if f_lo != f_lo:
-            return
-        for o in range(1, len(outputs)):
-            lo = vlo[outputs[o], 0]
-            hi = vhi[outputs[o], 0]
-            if o <= n_ineq:
-                if not hi <= 0.0:
-                    return
-            elif not (lo >= -feas_tol and hi <= feas_tol):
-                return
-        candidate[box] = f_hi
-        if f_hi < math.inf:
-            cuda.atomic.min(real, R_UB, f_hi)
+        n_vars = best_point.shape[1]
+        for box in range(j, n_children, stride):
+            candidate[box] = _point_value(
+                op,
+                arg0,
+                arg1,
+                const_lo,
+                const_hi,
+                outputs,
+                n_ineq,
+                varying,
+                best_point[box],
+                feas_tol,
+                x[:n_vars],
+                plain_lo,
+                plain_hi,
+                unused,
+                kink,
+                vlo,
+                vhi,
+                whole,
+                low_lo,
+                low_hi,
+            )
+            if candidate[box] < math.inf:
+                cuda.atomic.min(real, R_UB, candidate[box])
 
     return offer_candidates
+
+
+def offer_candidates(dtape: DeviceTape, n_children: int, best_point, feas_tol: float, candidate, real) -> None:
+    """Launch :func:`candidate_kernel` over the points ``best_point[:n_children]`` (device (B, d)):
+    ``candidate`` (device (B,)) and the incumbent ``real[R_UB]`` as it says; no synchronisation."""
+    workspace = dtape.workspace
+    candidate_kernel()[workspace.grid(n_children), THREADS_PER_BLOCK](
+        *dtape.arrays,
+        dtape.tape.n_ineq,
+        dtape.varying,
+        n_children,
+        best_point,
+        float(feas_tol),
+        candidate,
+        real,
+        workspace.slots,
+    )
+
+
+@cuda.jit(device=True)
+def _point_value(
+    op,
+    arg0,
+    arg1,
+    const_lo,
+    const_hi,
+    outputs,
+    n_ineq,
+    varying,
+    point,
+    feas_tol,
+    x,
+    plain_lo,
+    plain_hi,
+    unused,
+    kink,
+    vlo,
+    vhi,
+    whole,
+    low_lo,
+    low_hi,
+):
+    """f's upper end at ``point`` where it is feasible and f defined there, else +inf."""
+    for i in range(x.shape[0]):
+        if point[i] != point[i]:
+            return math.inf
+        x[i, 0] = point[i]
+    run_tape(op, arg0, arg1, const_lo, const_hi, varying, x, x, 1, plain_lo, plain_hi, False, unused, unused, kink)
+    run_point_tape(op, arg0, arg1, const_lo, const_hi, x, 1, plain_lo, plain_hi, vlo, vhi, whole, low_lo, low_hi)
+    f_lo = vlo[outputs[0], 0]
+    f_hi = vhi[outputs[0], 0]
+    if f_lo != f_lo:
+        return math.inf
+    for o in range(1, len(outputs)):
+        lo = vlo[outputs[o], 0]
+        hi = vhi[outputs[o], 0]
+        if o <= n_ineq:
+            if not hi <= 0.0:
+                return math.inf
+        elif not (lo >= -feas_tol and hi <= feas_tol):
+            return math.inf
+    return f_hi
 
 
 @cuda.jit

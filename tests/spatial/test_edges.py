@@ -326,21 +326,13 @@ def _candidates_gpu(tape, points: np.ndarray) -> np.ndarray:
     from numba import cuda
 
     from pbbflow.gpu.spatial import phase
-    from pbbflow.gpu.spatial.kernels import THREADS_PER_BLOCK, DeviceTape, blocks, caps
+    from pbbflow.gpu.spatial.kernels import DeviceTape
 
     dtape = DeviceTape.upload(tape)
     candidate = cuda.device_array(len(points), np.float64)
     real = cuda.to_device(np.full(phase.N_REAL, math.inf))
-    kernel = phase.candidate_kernel(*caps(tape)[:2])
-    kernel[blocks(len(points)), THREADS_PER_BLOCK](
-        *dtape.arrays,
-        tape.n_ineq,
-        dtape.varying,
-        len(points),
-        cuda.to_device(np.ascontiguousarray(points, np.float64)),
-        FEAS_TOL,
-        candidate,
-        real,
+    phase.offer_candidates(
+        dtape, len(points), cuda.to_device(np.ascontiguousarray(points, np.float64)), FEAS_TOL, candidate, real
     )
     return candidate.copy_to_host()
 

@@ -20,7 +20,7 @@ from pbbflow.cli.main import main
 from pbbflow.gpu.spatial import bnb as gpu_bnb
 from pbbflow.gpu.spatial import phase
 from pbbflow.gpu.spatial.bnb import GpuExploration, minimize_auto, minimize_gpu
-from pbbflow.gpu.spatial.kernels import THREADS_PER_BLOCK, DeviceTape, blocks, caps
+from pbbflow.gpu.spatial.kernels import MAX_VARS, THREADS_PER_BLOCK, DeviceTape, blocks
 from pbbflow.spatial import Model
 from pbbflow.spatial import commands as minimize_cli
 from pbbflow.spatial.bnb import minimize
@@ -195,10 +195,7 @@ def test_candidates_are_evaluated_as_the_cpu_evaluates_points(stem, points):
     dtape = DeviceTape.upload(problem.tape)
     candidate = cuda.device_array(len(points))
     real = cuda.to_device(np.full(phase.N_REAL, np.inf))
-    kernel = phase.candidate_kernel(*caps(problem.tape)[:2])
-    kernel[blocks(len(points)), THREADS_PER_BLOCK](
-        *dtape.arrays, problem.tape.n_ineq, dtape.varying, len(points), cuda.to_device(points), 1e-6, candidate, real
-    )
+    phase.offer_candidates(dtape, len(points), cuda.to_device(points), 1e-6, candidate, real)
     expected = []
     for point in points:
         value = None if np.isnan(point).any() else evaluate_point(problem.tape, point)
@@ -215,10 +212,7 @@ def test_bukin6_candidates_keep_the_residual_and_the_gpu_proves_it():
     dtape = DeviceTape.upload(problem.tape)
     candidate = cuda.device_array(len(points))
     real = cuda.to_device(np.full(phase.N_REAL, np.inf))
-    kernel = phase.candidate_kernel(*caps(problem.tape)[:2])
-    kernel[blocks(len(points)), THREADS_PER_BLOCK](
-        *dtape.arrays, problem.tape.n_ineq, dtape.varying, len(points), cuda.to_device(points), 1e-6, candidate, real
-    )
+    phase.offer_candidates(dtape, len(points), cuda.to_device(points), 1e-6, candidate, real)
     expected = [evaluate_point(problem.tape, point).f_hi for point in points]
     assert candidate.copy_to_host().tolist() == expected and max(expected) < 1e-6
     options = MinimizeOptions(subdomains=16, time_limit=120.0)
@@ -482,13 +476,15 @@ def test_no_visible_gpu_is_a_one_line_error_or_the_cpu(capsys, monkeypatch, prob
     assert "on the CPU" in capsys.readouterr().out
 
 
-def test_a_tape_beyond_the_kernels_caps_runs_on_the_cpu_unless_the_gpu_was_asked(
-    capsys, one_gpu, monkeypatch, problem_file
-):
-    monkeypatch.setattr("pbbflow.gpu.spatial.kernels.MAX_TAPE", 4)
-    assert main(["minimize", problem_file("B6-booth")]) == 0
+def test_a_problem_beyond_the_kernels_variables_runs_on_the_cpu_unless_the_gpu_was_asked(capsys, one_gpu, tmp_path):
+    wide = tmp_path / "nine.json"
+    objective = " + ".join(f"(x[{i}] - {i}) ** 2" for i in range(MAX_VARS + 1))
+    wide.write_text(
+        json.dumps({"variables": MAX_VARS + 1, "domain": [[-10, 10]] * (MAX_VARS + 1), "objective": objective})
+    )
+    assert main(["minimize", str(wide)]) == 0
     captured = capsys.readouterr()
-    assert "pbbflow: on the CPU: the GPU bounds tapes of at most 4 slots" in captured.err
+    assert f"pbbflow: on the CPU: the GPU bounds problems of at most {MAX_VARS} variables" in captured.err
     assert "on the CPU" in captured.out
-    assert main(["minimize", problem_file("B6-booth"), "--gpus", "1"]) == 2
+    assert main(["minimize", str(wide), "--gpus", "1"]) == 2
     assert "use --gpus 0" in capsys.readouterr().err

@@ -24,15 +24,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from numba import cuda
+from spatial_helpers import long_tape
 
 from pbbflow.gpu.spatial.contract import contract_boxes_device, contract_boxes_gpu
-from pbbflow.gpu.spatial.kernels import MAX_TAPE, DeviceTape, TapeTooLarge
+from pbbflow.gpu.spatial.kernels import DeviceTape
 from pbbflow.gpu.warp import SIMULATED
 from pbbflow.spatial import Model
 from pbbflow.spatial.bounds import evaluate_point, is_feasible
 from pbbflow.spatial.contract import contract_boxes
 from pbbflow.spatial.load import load_problem
-from pbbflow.spatial.tape import Op, TapeBuilder
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("simulated_libdevice")]
 
@@ -144,12 +144,23 @@ def test_requests_are_checked_and_big_tapes_refused():
             FEAS_TOL,
             cuda.device_array(2, np.bool_),
         )
-    builder = TapeBuilder(1)
-    slot = builder.var(0)
-    for c in range(MAX_TAPE):
-        slot = builder.binary(Op.ADD, slot, builder.const(float(c)))
-    with pytest.raises(TapeTooLarge, match=f"at most {MAX_TAPE} slots"):
-        contract_boxes_gpu(builder.build(slot), np.zeros((1, 1)), np.ones((1, 1)))
+
+
+def test_a_tape_beyond_the_old_caps_contracts_as_on_the_cpu():
+    """One kernel for every tape: 1,200+ slots and 70 outputs (beyond the former caps of 1,024 and 64)
+    contract as on the CPU (bit for bit under the simulator's exact libdevice)."""
+    tape = long_tape()
+    rng = np.random.default_rng(4)
+    lo = rng.uniform(-2.0, 0.0, (5, 2))
+    hi = lo + rng.uniform(0.0, 2.0, (5, 2))
+    for ub in (math.inf, 2.0):
+        gpu = contract_boxes_gpu(tape, lo, hi, ub=ub)
+        cpu = contract_boxes(tape, lo, hi, ub=ub)
+        if SIMULATED:
+            for got, expected in zip(gpu, cpu):
+                assert np.array_equal(got, expected, equal_nan=True)
+        else:
+            assert np.array_equal(gpu[2], cpu[2])
 
 
 # ---------------------------------------------------------------- a GPU: rigorous, not equal

@@ -16,6 +16,7 @@ import pytest
 from spatial_oracle import Oracle
 
 from pbbflow.gpu.spatial.bnb import GpuExploration
+from pbbflow.gpu.spatial.kernels import MAX_VARS
 from pbbflow.gpu.warp import SIMULATED
 from pbbflow.spatial import explorer
 from pbbflow.spatial.boxes import BoxSet
@@ -321,9 +322,11 @@ def test_a_gpu_worker_explores_on_the_device_through_the_engine():
     assert sent[-1] - settled <= _tolerance(problem.optimum, options) * (1 + 1e-9)
 
 
-def test_a_tape_beyond_the_kernels_caps_explores_on_the_cpu(monkeypatch):
-    monkeypatch.setattr("pbbflow.gpu.spatial.kernels.MAX_TAPE", 4)
-    problem = _problem("B2-six-hump-camel")
+def test_a_problem_beyond_the_kernels_variables_explores_on_the_cpu():
+    n = MAX_VARS + 1
+    problem = problem_from_dict(
+        {"variables": n, "domain": [[-1, 1]] * n, "objective": " + ".join(f"x[{i}] ** 2" for i in range(n))}, "wide"
+    )
     engine = make_engine(
         SpatialRun.new(problem, SLOW, subdomains=SLOW.subdomains).engine_options(), gpu=True, threads=2
     )

@@ -23,13 +23,14 @@ from spatial_helpers import (
     arb_unary,
     check_enclosure,
     encloses,
+    long_tape,
     random_expression,
     random_interval,
     sample_points,
 )
 
 from pbbflow.gpu.spatial import interval as giv
-from pbbflow.gpu.spatial.kernels import MAX_TAPE, DeviceTape, TapeTooLarge, bound_boxes_gpu
+from pbbflow.gpu.spatial.kernels import MAX_VARS, DeviceTape, TooManyVariables, bound_boxes_gpu
 from pbbflow.gpu.warp import SIMULATED
 from pbbflow.spatial import Model
 from pbbflow.spatial import interval as iv
@@ -295,16 +296,21 @@ def test_bounds_of_random_expressions_are_below_arb():
     assert checked > 100
 
 
-def test_tapes_beyond_the_caps_are_refused():
-    builder = TapeBuilder(1)
-    slot = builder.var(0)
-    for c in range(MAX_TAPE):
-        slot = builder.binary(Op.ADD, slot, builder.const(float(c)))
-    with pytest.raises(TapeTooLarge, match=f"at most {MAX_TAPE} slots"):
-        bound_boxes_gpu(builder.build(slot), np.zeros((1, 1)), np.ones((1, 1)), 1)
-    wide = TapeBuilder(9)
-    with pytest.raises(TapeTooLarge, match="8 variables"):
-        bound_boxes_gpu(wide.build(wide.var(8)), np.zeros((1, 9)), np.ones((1, 9)), 1)
+def test_a_tape_beyond_the_old_caps_bounds_as_on_the_cpu():
+    """The kernels are generic over the tape: one of 1,200+ slots and 70 outputs is bounded exactly as
+    the CPU bounds it (the workspace grows with the tape)."""
+    tape = long_tape()
+    assert tape.size > 1200 and len(tape.outputs) == 70
+    lo, hi = _boxes(np.random.default_rng(11), [-1.0, -1.0], [1.0, 1.0], 3)
+    for mode in MODES:
+        gpu = bound_boxes_gpu(tape, lo, hi, 2, mode)
+        _assert_same_bounds(gpu, bound_boxes(tape, lo, hi, 2, mode, parallel=False), exact=True)
+
+
+def test_problems_of_more_variables_than_the_kernels_take_are_refused():
+    wide = TapeBuilder(MAX_VARS + 1)
+    with pytest.raises(TooManyVariables, match=f"at most {MAX_VARS} variables; this one has {MAX_VARS + 1}"):
+        bound_boxes_gpu(wide.build(wide.var(MAX_VARS)), np.zeros((1, MAX_VARS + 1)), np.ones((1, MAX_VARS + 1)), 1)
 
 
 def test_requests_are_checked_like_the_cpu():
