@@ -117,7 +117,7 @@ def resident_threads() -> int:
     if SIMULATED:
         return SIMULATED_THREADS
     device = cuda.get_current_device()
-    return device.MULTIPROCESSOR_COUNT * device.MAX_THREADS_PER_MULTI_PROCESSOR
+    return device.MULTIPROCESSOR_COUNT * device.MAX_THREADS_PER_MULTIPROCESSOR
 
 
 class Workspace:
