@@ -25,6 +25,7 @@ from pbbflow.spatial.bnb import minimize
 from pbbflow.spatial.bounds import Mode, bound_boxes, evaluate_point
 from pbbflow.spatial.network import Layer
 from pbbflow.spatial.onnx_network import onnx_problem
+from pbbflow.spatial.options import MinimizeOptions
 
 # ../shared/data/ann beside the repository (or beside a folder of worktrees above it)
 DATA = next(
@@ -402,6 +403,38 @@ def test_bounds_on_boxes_hold_the_reference(tmp_path):
             low = bound_boxes(problem.tape, lo[None], hi[None], 2, mode, parallel=False).lb[0]
             high = -bound_boxes(negated.tape, lo[None], hi[None], 2, mode, parallel=False).lb[0]
             assert low <= values.min() + 1e-12 and values.max() - 1e-12 <= high
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("simulated_libdevice")
+def test_an_onnx_problem_runs_on_the_gpu_as_on_the_cpu(tmp_path):
+    from pbbflow.gpu.spatial.bnb import minimize_gpu
+
+    path = dense_net(tmp_path, [("LeakyRelu", {"alpha": 0.1}), ("", {})], sizes=(2, 3, 1))
+    problem = onnx_problem(path, [(-1.0, 1.0)], maximize=True)
+    options = MinimizeOptions(subdomains=4, eps_abs=1e-4, eps_rel=1e-4)
+    gpu = minimize_gpu(problem, options, phase_subdomains=16, capacity=64)
+    cpu = minimize(problem, options)
+    assert gpu.status == cpu.status == "optimal" and gpu.to_dict()["backend"] == "gpu"
+    assert abs(gpu.value - cpu.value) <= 1e-4 * max(1.0, abs(cpu.value))
+    samples = np.random.default_rng(0).uniform(-1, 1, (5000, 2))
+    sampled_max = ReferenceEvaluator(str(path)).run(None, {"x": samples})[0].max()
+    assert -gpu.lower_bound >= sampled_max and -cpu.lower_bound >= sampled_max  # certified maxima above every sample
+
+
+@pytest.mark.parametrize("activation", ["leaky_relu", "softplus"])
+def test_an_ann_file_takes_the_new_activations(tmp_path, activation):
+    rng = np.random.default_rng(6)
+    w1, b1, w2, b2 = rng.normal(size=(4, 2)), rng.normal(size=4), rng.normal(size=(1, 4)), rng.normal(size=1)
+    document = {"layers": [2, 4, 1], "W": [w1.tolist(), w2.tolist()], "b": [b1.tolist(), b2.tolist()]}
+    document |= {"in_lo": -1.0, "in_hi": 1.0, "y_mu": 0.5, "y_sd": 2.0, "activation": activation}
+    path = tmp_path / "ann.json"
+    path.write_text(json.dumps(document))
+    problem = load_problem(str(path))
+    act = (lambda z: np.maximum(z, 0.01 * z)) if activation == "leaky_relu" else (lambda z: np.log1p(np.exp(z)))
+    for x in rng.uniform(-1, 1, (20, 2)):
+        expected = (w2 @ act(w1 @ x + b1) + b2)[0] * 2.0 + 0.5  # in [-1, 1] already: the scaling is the identity
+        assert math.isclose(evaluate_float(problem.tape, x)[0], expected, rel_tol=1e-12, abs_tol=1e-12)
 
 
 def write_problem(tmp_path: Path, document: dict) -> Path:
