@@ -165,7 +165,10 @@ def _networks(spec, where: str, folder: Path | None) -> dict[str, Network]:
             raise ProblemError(
                 f"{where}: networks: {name} must name an .onnx file in the problem file's folder, not {found}"
             )
-        networks[name] = read_onnx(folder / file)
+        try:
+            networks[name] = read_onnx(folder / file)
+        except ProblemError as error:
+            raise ProblemError(f"{where}: networks: {name}: {error}") from None
     return networks
 
 

@@ -470,7 +470,7 @@ def test_a_problem_file_calls_a_network_beside_it(tmp_path):
         ({"net": "surrogate.onnx"}, "net(x[0])[0]", "net\\(\\) takes 2 arguments, one per network input"),
         ({"net": "surrogate.onnx"}, "net(x[0], x[1])[2]", "net has outputs 0 to 1"),
         ({"net": "surrogate.onnx"}, "net(x[0], x[1])[x[0]]", "the output must be an integer literal"),
-        ({"net": "missing.onnx"}, "x[0]", "missing.onnx: no such file"),
+        ({"net": "missing.onnx"}, "x[0]", r"p\.json \(p\): networks: net: missing\.onnx: no such file"),
     ],
 )
 def test_a_problem_files_networks_are_checked(tmp_path, networks, objective, message):
@@ -485,6 +485,10 @@ def test_networks_need_a_files_folder():
 
     with pytest.raises(ProblemError, match="networks are read from a problem file's folder"):
         problem_from_dict({"domain": [[0, 1]], "objective": "x[0]", "networks": {"n": "n.onnx"}}, "doc")
+    with pytest.raises(
+        ProblemError, match=r"^n\.onnx: an ONNX network needs its input box: onnx_problem\(path, domain\)"
+    ):
+        load_problem("n.onnx")
 
 
 def test_domain_with_a_leading_minus_is_taken_as_typed():
