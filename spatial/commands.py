@@ -209,12 +209,11 @@ def run(args: argparse.Namespace) -> int:
 def _problem(args: argparse.Namespace):
     """The problem ``args`` name: an ONNX network over ``--domain``, or what ``load_problem`` reads."""
     from .load import load_problem
+    from .onnx_network import onnx_problem
 
     if Path(args.problem).suffix.lower() == ".onnx":
         if args.domain is None:
             raise ProblemError(f"{args.problem}: an ONNX network needs its input box: add --domain LO:HI[,LO:HI...]")
-        from .onnx_network import onnx_problem
-
         return onnx_problem(args.problem, args.domain, args.output, args.maximize)
     given = [f"--{name}" for name in ("domain", "maximize", "output") if getattr(args, name) not in (None, False, 0)]
     if given:

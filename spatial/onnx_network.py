@@ -167,7 +167,9 @@ class _Reader:
         if op in SHAPE_OPERATORS:
             return [self.reshape(op, args, attributes)]
         if not values:
-            raise ProblemError("computes on constants only: only shape operators may (nothing is rounded)")
+            raise ProblemError(
+                "computes on constants only (only shape operators may: a computed constant would be rounded)"
+            )
         value = values[0]
         if op == "Gemm":
             return [self.gemm(args, attributes)]
