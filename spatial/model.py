@@ -296,7 +296,8 @@ def maximum(first, second, *more) -> Expr:
 
 def activate(value, activation: str, alpha: float = LEAKY_RELU_ALPHA) -> Expr:
     """``value`` through a named activation (:data:`ACTIVATIONS`), each exact in tape operations:
-    ``leaky_relu`` is max(v, alpha v) (min for alpha > 1) and ``softplus`` is log(1 + exp(v))."""
+    ``leaky_relu`` is max(v, alpha v) (min for alpha > 1) and ``softplus`` is log(1 + exp(v)), tight
+    as one monotone chain (above v = 709.78 exp overflows: the enclosure's upper end is +inf, still rigorous)."""
     if activation == "tanh":
         return tanh(value)
     if activation == "sigmoid":
