@@ -57,9 +57,22 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _CommandParser(_Parser):
-    """A command's parser: it reports unknown arguments itself, under the command's name."""
+    """A command's parser: it reports unknown arguments itself, under the command's name; the
+    options named by :meth:`take_dash_values` take their next argument even where it starts with -."""
+
+    dash_values: frozenset[str] = frozenset()
+
+    def take_dash_values(self, *options: str) -> None:
+        """``OPTION VALUE`` is ``OPTION=VALUE`` for these options (argparse reads ``--domain -3:3``
+        as two options otherwise)."""
+        self.dash_values = frozenset(options)
 
     def parse_known_args(self, args=None, namespace=None):
+        if self.dash_values:
+            args = list(sys.argv[1:] if args is None else args)
+            for i in range(len(args) - 1, 0, -1):
+                if args[i - 1] in self.dash_values and args[i][:1] == "-" and args[i][1:2] in tuple("0123456789."):
+                    args[i - 1 : i + 1] = [f"{args[i - 1]}={args[i]}"]
         namespace, extras = super().parse_known_args(args, namespace)
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")

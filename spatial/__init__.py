@@ -34,6 +34,8 @@ from .model import (
     unscale_outputs,
 )
 from .model import abs_ as abs  # noqa: A001 (the expression function; the built-in abs(expr) works too)
+from .network import Network
+from .onnx_network import onnx_problem, read_onnx
 from .problem import Problem, ProblemError
 from .tape import Op, Tape, TapeBuilder, TapeError
 
@@ -52,6 +54,7 @@ __all__ = [
     "Constraint",
     "Expr",
     "Model",
+    "Network",
     "Op",
     "Problem",
     "ProblemError",
@@ -73,8 +76,10 @@ __all__ = [
     "log",
     "maximum",
     "minimum",
+    "onnx_problem",
     "pi",
     "power",
+    "read_onnx",
     "relu",
     "scale_inputs",
     "sigmoid",

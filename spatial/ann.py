@@ -8,7 +8,8 @@ A JSON object with these keys (numbers are JSON numbers, all finite)::
     in_lo       number or n0 numbers   the domain of the inputs: x_i in [in_lo_i, in_hi_i]
     in_hi       number or n0 numbers   (in_lo_i < in_hi_i)
     y_mu, y_sd  numbers                 output scaling
-    activation         optional, hidden layers: "tanh" (default), "sigmoid", "relu" or "linear"
+    activation         optional, hidden layers: "tanh" (default), "sigmoid", "relu", "leaky_relu"
+                       (slope 0.01), "softplus" or "linear"
     output_activation  optional, last layer: "linear" (default) or one of the above
 
 Every other key is metadata; ``ann_min_f`` and ``ann_min_x``, when present, are the known
@@ -31,8 +32,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from . import model as api
 from .model import ACTIVATIONS, Expr, Model
+from .network import Layer, Network
 from .problem import Problem, ProblemError
 
 ANN_KEYS = frozenset({"layers", "W", "b", "in_lo", "in_hi", "y_mu", "y_sd"})
@@ -45,7 +49,7 @@ def is_ann(document: dict) -> bool:
 
 def ann_problem(document: dict, where: str, default_name: str = "ann", origin: str = "") -> Problem:
     """The problem an ANN document describes (see the module doc); ``where`` names it in messages."""
-    network = Network.from_document(document, where)
+    network = AnnNetwork.from_document(document, where)
     name = document.get("name", default_name)
     if not isinstance(name, str) or not name:
         raise ProblemError(f"{where}: name must be a non-empty string")
@@ -62,20 +66,17 @@ def ann_problem(document: dict, where: str, default_name: str = "ann", origin: s
 
 
 @dataclass(frozen=True)
-class Network:
-    """A checked ANN document: the network, ready to be recorded on a model's variables."""
+class AnnNetwork:
+    """A checked ANN document: its dense layers and scalings, ready to be recorded on a model's variables."""
 
-    weights: list
-    biases: list
+    network: Network
     in_lo: list[float]
     in_hi: list[float]
     y_mu: float
     y_sd: float
-    hidden: str
-    last: str
 
     @classmethod
-    def from_document(cls, document: dict, where: str) -> Network:
+    def from_document(cls, document: dict, where: str) -> AnnNetwork:
         """The network of an ANN document; ProblemError naming ``where`` for anything malformed."""
         missing = sorted(ANN_KEYS - set(document))
         if missing:
@@ -104,23 +105,23 @@ class Network:
         for i, (lo, hi) in enumerate(zip(in_lo, in_hi)):
             if not lo < hi:
                 raise ProblemError(f"{where}: input {i} has in_lo {lo!r} >= in_hi {hi!r}")
+        hidden = _activation(document.get("activation", "tanh"), where, "activation")
+        last = _activation(document.get("output_activation", "linear"), where, "output_activation")
+        layers = tuple(
+            Layer(np.array(weights[k], np.float64), np.array(biases[k], np.float64), last if k == depth - 1 else hidden)
+            for k in range(depth)
+        )
         return cls(
-            weights=weights,
-            biases=biases,
+            network=Network(n_in, layers, where),
             in_lo=in_lo,
             in_hi=in_hi,
             y_mu=_per_input(document["y_mu"], 1, where, "y_mu")[0],
             y_sd=_per_input(document["y_sd"], 1, where, "y_sd")[0],
-            hidden=_activation(document.get("activation", "tanh"), where, "activation"),
-            last=_activation(document.get("output_activation", "linear"), where, "output_activation"),
         )
 
     def output(self, x: Sequence[Expr]) -> Expr:
         """The network's output at the inputs ``x``, recorded as model expressions (the module doc)."""
-        values = api.scale_inputs(x, self.in_lo, self.in_hi)
-        depth = len(self.weights)
-        for k in range(depth):
-            values = api.dense(values, self.weights[k], self.biases[k], self.last if k == depth - 1 else self.hidden)
+        values = self.network(api.scale_inputs(x, self.in_lo, self.in_hi))
         return api.unscale_outputs(values, self.y_mu, self.y_sd)[0]
 
 

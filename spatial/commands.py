@@ -13,7 +13,7 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from ..cli.arguments import RunHelp, add_run_options, positive_int
+from ..cli.arguments import RunHelp, add_run_options, non_negative_int, positive_int
 from ..cli.progress import ProgressBar
 from ..cli.runs import (
     EXIT_DONE,
@@ -72,13 +72,47 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+def _domain(text: str) -> list[tuple[float, float]]:
+    """``LO:HI[,LO:HI...]``: finite numbers with lo < hi."""
+    pairs = []
+    for part in text.split(","):
+        ends = part.split(":")
+        try:
+            lo, hi = (float(end) for end in ends) if len(ends) == 2 else (math.nan, math.nan)
+        except ValueError:
+            lo = hi = math.nan
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise argparse.ArgumentTypeError(f"expected LO:HI[,LO:HI...] of finite numbers, got {part!r} in {text!r}")
+        if not lo < hi:
+            raise argparse.ArgumentTypeError(f"{part!r}: the interval must have lo < hi")
+        pairs.append((lo, hi))
+    return pairs
+
+
 def add_commands(commands: argparse._SubParsersAction) -> None:
     """The ``minimize`` command on the subparsers ``commands``."""
     m = commands.add_parser("minimize", help="prove the global minimum of a continuous problem (spatial B&B)")
     m.add_argument(
         "problem",
-        help=f"a problem or ANN JSON file, a Python model file (.py), or a built-in name ({', '.join(BUILTIN_NAMES)})",
+        help=f"a problem or ANN JSON file, a Python model file (.py), an ONNX network (.onnx, with --domain), "
+        f"or a built-in name ({', '.join(BUILTIN_NAMES)})",
     )
+    m.add_argument(
+        "--domain",
+        type=_domain,
+        default=None,
+        metavar="LO:HI[,LO:HI...]",
+        help="an ONNX network's input box: one interval for every input, or one per input (e.g. -3:3,-2:2)",
+    )
+    m.add_argument("--maximize", action="store_true", help="an ONNX network: maximize the output (default: minimize)")
+    m.add_argument(
+        "--output",
+        type=non_negative_int,
+        default=0,
+        metavar="K",
+        help="an ONNX network: the output to optimize (default: 0)",
+    )
+    m.take_dash_values("--domain")
     m.add_argument(
         "--run",
         type=Path,
@@ -159,8 +193,6 @@ def _gpus_for(args: argparse.Namespace, problem) -> int:
 def run(args: argparse.Namespace) -> int:
     """Load the problem, minimize it (in this process, or with ``--run`` on a cluster), print the
     result; ProblemError reaches the caller (exit 2)."""
-    from .load import load_problem
-
     if args.dry_run and args.run is not None:
         print(slurm_job_script(slurm_options(args)))
         return EXIT_DONE
@@ -168,10 +200,25 @@ def run(args: argparse.Namespace) -> int:
         given = [name for name, default in RUN_ONLY.items() if getattr(args, name) != default]
         if given:
             raise ProblemError(f"--{given[0].replace('_', '-')} drives a run on a cluster: add --run PATH")
-    problem = load_problem(args.problem)  # before numba loads: a bad file is answered at once
+    problem = _problem(args)  # before numba loads: a bad file is answered at once
     if args.run is not None:
         return _run_on_cluster(args, problem)
     return _run_here(args, problem)
+
+
+def _problem(args: argparse.Namespace):
+    """The problem ``args`` name: an ONNX network over ``--domain``, or what ``load_problem`` reads."""
+    from .load import load_problem
+    from .onnx_network import onnx_problem
+
+    if Path(args.problem).suffix.lower() == ".onnx":
+        if args.domain is None:
+            raise ProblemError(f"{args.problem}: an ONNX network needs its input box: add --domain LO:HI[,LO:HI...]")
+        return onnx_problem(args.problem, args.domain, args.output, args.maximize)
+    given = [f"--{name}" for name in ("domain", "maximize", "output") if getattr(args, name) not in (None, False, 0)]
+    if given:
+        raise ProblemError(f"{given[0]} is for ONNX networks (.onnx); {args.problem} states its own problem")
+    return load_problem(args.problem)
 
 
 def _options(args: argparse.Namespace, subdomains: int):
@@ -269,7 +316,11 @@ def _run_here(args: argparse.Namespace, problem) -> int:
     if args.json:
         print_search_json(result)
     else:
-        print("\n".join(map(printable, search_lines(result, problem))))  # the name is the file's
+        lines = search_lines(result, problem)
+        if args.maximize:  # the search minimized minus the output
+            upper = "-" if result.lower_bound is None else repr(-result.lower_bound)
+            lines.append(f"maximum      {'-' if result.value is None else repr(-result.value)} (certified <= {upper})")
+        print("\n".join(map(printable, lines)))  # the name is the file's
     return EXIT_LIMIT if result.status == Status.LIMIT else EXIT_DONE
 
 

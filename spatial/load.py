@@ -7,6 +7,7 @@
   ANN - peaks.
 - ``*.json``: a problem file (:mod:`.parse`) or an ANN file (:mod:`.ann`), told apart by their
   keys. Reading them never runs code.
+- ``*.onnx``: refused with a pointer to :func:`.onnx_network.onnx_problem`, which takes the box.
 - ``*.py``: a model file. It IS code, run like a script you chose to run: it is imported from its
   path and must define, at module level, ``problem`` (a :class:`Problem` or a :class:`Model`) or a
   function ``model()`` returning one. A Model is compiled with the file's stem as default name.
@@ -53,9 +54,12 @@ def load_problem(spec: str) -> Problem:
         )
     path = Path(spec)
     if path.suffix.lower() == ".json":
-        return _from_document(read_json(path, path.name), path.name, default_name=path.stem, origin=str(path))
+        document = read_json(path, path.name)
+        return _from_document(document, path.name, default_name=path.stem, origin=str(path), folder=path.parent)
     if path.suffix.lower() == ".py":
         return _load_model_file(path)
+    if path.suffix.lower() == ".onnx":
+        raise ProblemError(f"{spec}: an ONNX network needs its input box: onnx_problem(path, domain), or --domain")
     raise ProblemError(f"{spec}: not a built-in problem ({', '.join(builtin_names())}) nor a .json or .py file")
 
 
@@ -66,10 +70,10 @@ def _bundled_json(file: str) -> dict:
         return read_json(path, file)
 
 
-def _from_document(document: dict, where: str, default_name: str, origin: str) -> Problem:
+def _from_document(document: dict, where: str, default_name: str, origin: str, folder: Path | None = None) -> Problem:
     if is_ann(document):
         return ann_problem(document, where, default_name, origin)
-    return problem_from_dict(document, where, default_name, origin)
+    return problem_from_dict(document, where, default_name, origin, folder)
 
 
 def _load_model_file(path: Path) -> Problem:

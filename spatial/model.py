@@ -41,7 +41,8 @@ from .problem import Problem, ProblemError, shorten
 from .tape import MAX_EXPONENT, Op, TapeBuilder
 
 WHERE = "model"
-ACTIVATIONS = ("tanh", "sigmoid", "relu", "linear")
+ACTIVATIONS = ("tanh", "sigmoid", "relu", "leaky_relu", "softplus", "linear")
+LEAKY_RELU_ALPHA = 0.01  # leaky_relu's default slope below 0 (ONNX's and PyTorch's)
 _RENDER_CHARS = 200  # str(expr) is cut here: a DAG with sharing can spell out exponentially long
 
 _INFIX = {Op.ADD: " + ", Op.SUB: " - ", Op.MUL: " * ", Op.DIV: " / "}
@@ -293,43 +294,56 @@ def maximum(first, second, *more) -> Expr:
     return result
 
 
-def activate(value, activation: str) -> Expr:
-    """``value`` through a named activation: tanh, sigmoid, relu or linear."""
+def activate(value, activation: str, alpha: float = LEAKY_RELU_ALPHA) -> Expr:
+    """``value`` through a named activation (:data:`ACTIVATIONS`), each exact in tape operations:
+    ``leaky_relu`` is max(v, alpha v) (min for alpha > 1) and ``softplus`` is log(1 + exp(v)), tight
+    as one monotone chain (above v = 709.78 exp overflows: the enclosure's upper end is +inf, still rigorous)."""
     if activation == "tanh":
         return tanh(value)
     if activation == "sigmoid":
         return sigmoid(value)
     if activation == "relu":
         return relu(value)
+    if activation == "leaky_relu":
+        value = _operand(value)
+        slope = _operand(alpha)
+        return maximum(value, slope * value) if alpha <= 1 else minimum(value, slope * value)
+    if activation == "softplus":
+        return log(1 + exp(value))
     if activation == "linear":
         return _operand(value)
     raise ProblemError.at(WHERE, "activation", repr(activation), f"expected one of {', '.join(ACTIVATIONS)}")
 
 
-def dense(inputs: Sequence, W, b, activation: str = "linear") -> list[Expr]:
+def dense(inputs: Sequence, W, b, activation: str = "linear", alpha: float = LEAKY_RELU_ALPHA) -> list[Expr]:
     """One dense layer: ``activation(W @ inputs + b)`` with W of shape (out, in), recorded exactly
-    (each weight is a constant; the sums are tape operations)."""
+    (each weight is a constant; the sums are tape operations); ``b`` None adds no bias, ``alpha``
+    is leaky_relu's slope."""
     weights = _matrix(W, "W")
-    bias = _matrix(b, "b")
-    if bias.ndim != 1:
+    bias = None if b is None else _matrix(b, "b")
+    if bias is not None and bias.ndim != 1:
         raise ProblemError.at(WHERE, "dense layer", None, f"b must be a vector, got shape {bias.shape}")
-    if weights.ndim != 2 or weights.shape != (len(bias), len(inputs)):
+    rows = len(bias) if bias is not None else weights.shape[0] if weights.ndim == 2 else 0
+    if weights.ndim != 2 or weights.shape != (rows, len(inputs)):
         raise ProblemError.at(
             WHERE,
             "dense layer",
             None,
-            f"W has shape {weights.shape}, expected ({len(bias)}, {len(inputs)}) = (outputs, inputs)",
+            f"W has shape {weights.shape}, expected ({rows}, {len(inputs)}) = (outputs, inputs)",
         )
     if activation not in ACTIVATIONS:
         raise ProblemError.at(WHERE, "activation", repr(activation), f"expected one of {', '.join(ACTIVATIONS)}")
+    if not (isinstance(alpha, (int, float, np.floating)) and math.isfinite(alpha)):
+        raise ProblemError.at(WHERE, "activation", repr(alpha), "alpha must be a finite number")
     values = [_operand(value) for value in inputs]
-    outputs = []
-    for row, offset in zip(weights.tolist(), bias.tolist()):
+    offsets = [None] * len(weights) if bias is None else bias.tolist()
+    results = []
+    for row, offset in zip(weights.tolist(), offsets):
         total = _operand(row[0]) * values[0]
         for weight, value in zip(row[1:], values[1:]):
             total = total + _operand(weight) * value
-        outputs.append(activate(total + offset, activation))
-    return outputs
+        results.append(activate(total if offset is None else total + offset, activation, alpha))
+    return results
 
 
 def scale_inputs(inputs: Sequence, lo, hi) -> list[Expr]:

@@ -6,6 +6,10 @@ A file (``docs/problem-format.md`` describes the format)::
      "objective": "expr", "inequalities": ["expr", ...], "equalities": ["expr", ...],
      "optimum": -3.86, "x_optimum": [...], "source": "...", "notes": "..."}
 
+``networks``, when given, names ONNX files in the problem file's folder (``{"net": "net.onnx"}``,
+read by :mod:`.onnx_network`): an expression uses output k of one as ``net(a, b, ...)[k]``, one
+argument per network input.
+
 ``domain`` and ``objective`` are required; ``name`` defaults to the file's stem; ``variables``, when
 given, must equal the number of domain pairs. Unknown keys are refused (a misspelt
 ``inequalities`` would silently drop constraints), as is a key given twice in one object (JSON
@@ -22,12 +26,16 @@ from __future__ import annotations
 
 import ast
 import json
+import keyword
 import math
 import os
+from pathlib import Path
 
 from ..core import files
 from . import model as api
 from .model import Expr, Model
+from .network import Network
+from .onnx_network import read_onnx
 from .problem import Problem, ProblemError, shorten
 from .tape import MAX_EXPONENT
 
@@ -41,6 +49,7 @@ PROBLEM_KEYS = {
     "equalities",
     "optimum",
     "x_optimum",
+    "networks",
     "source",
     "notes",
 }
@@ -97,8 +106,11 @@ def read_json(path: str | os.PathLike, where: str) -> dict:
     return document
 
 
-def problem_from_dict(document: dict, where: str, default_name: str = "problem", origin: str = "") -> Problem:
-    """The problem a parsed JSON problem file describes (``where`` names it in messages)."""
+def problem_from_dict(
+    document: dict, where: str, default_name: str = "problem", origin: str = "", folder: Path | None = None
+) -> Problem:
+    """The problem a parsed JSON problem file describes (``where`` names it in messages; ``folder``
+    is the file's, where its ``networks`` lie)."""
     unknown = sorted(set(document) - PROBLEM_KEYS)
     if unknown:
         allowed = ", ".join(sorted(PROBLEM_KEYS))
@@ -112,17 +124,18 @@ def problem_from_dict(document: dict, where: str, default_name: str = "problem",
     declared = document.get("variables", d)
     if isinstance(declared, bool) or not isinstance(declared, int) or declared != d:
         raise ProblemError(f"{where}: variables is {declared!r} but the domain has {d} pairs")
+    networks = _networks(document.get("networks", {}), where, folder)
     model = Model(name)
     x = [model.variable(lo, hi) for lo, hi in zip(lower, upper)]
     if "objective" not in document:
         raise ProblemError(f"{where}: no objective")
-    model.minimize(parse_expression(document["objective"], x, where, "objective"))
+    model.minimize(parse_expression(document["objective"], x, where, "objective", networks))
     for key, add in (("inequalities", model.inequality), ("equalities", model.equality)):
         items = document.get(key, [])
         if not isinstance(items, list):
             raise ProblemError(f"{where}: {key} must be a list of expression strings")
         for i, text in enumerate(items):
-            add(parse_expression(text, x, where, f"{key}[{i}]"))
+            add(parse_expression(text, x, where, f"{key}[{i}]", networks))
     optimum = document.get("optimum")
     if optimum is not None and (isinstance(optimum, bool) or not isinstance(optimum, (int, float))):
         raise ProblemError(f"{where}: optimum must be a number or null")
@@ -135,6 +148,28 @@ def problem_from_dict(document: dict, where: str, default_name: str = "problem",
         return model.problem(name, optimum=optimum, x_optimum=x_optimum, origin=origin)
     except ProblemError as error:
         raise ProblemError(f"{where}: {error.reason}") from None
+
+
+def _networks(spec, where: str, folder: Path | None) -> dict[str, Network]:
+    """The networks a problem file names: ONNX files beside it, each under a name of its own."""
+    if not isinstance(spec, dict):
+        raise ProblemError(f'{where}: networks must be an object {{"name": "file.onnx", ...}}')
+    if spec and folder is None:
+        raise ProblemError(f"{where}: networks are read from a problem file's folder; this problem has none")
+    networks = {}
+    for name, file in spec.items():
+        if not name.isidentifier() or keyword.iskeyword(name) or name in FUNCTIONS or name in CONSTANTS or name == "x":
+            raise ProblemError(f"{where}: networks: {shorten(name, 30)!r} is not a free name for a network")
+        if not (isinstance(file, str) and file == Path(file).name and file.lower().endswith(".onnx")):
+            found = shorten(json.dumps(file), 60)
+            raise ProblemError(
+                f"{where}: networks: {name} must name an .onnx file in the problem file's folder, not {found}"
+            )
+        try:
+            networks[name] = read_onnx(folder / file)
+        except ProblemError as error:
+            raise ProblemError(f"{where}: networks: {name}: {error}") from None
+    return networks
 
 
 def _is_number(value) -> bool:
@@ -171,8 +206,11 @@ def _exact_double(value: int | float, where: str, part: str) -> float:
     return number
 
 
-def parse_expression(text, variables: list[Expr], where: str, part: str) -> Expr:
-    """The expression ``text`` over ``x[0] .. x[d-1]`` (= ``variables``), checked node by node."""
+def parse_expression(
+    text, variables: list[Expr], where: str, part: str, networks: dict[str, Network] | None = None
+) -> Expr:
+    """The expression ``text`` over ``x[0] .. x[d-1]`` (= ``variables``) and the ``networks``
+    called by name, checked node by node."""
     if not isinstance(text, str):
         raise ProblemError(f"{where}: {part} must be an expression string, not {type(text).__name__}")
     if len(text) > MAX_EXPRESSION_CHARS:
@@ -191,17 +229,18 @@ def parse_expression(text, variables: list[Expr], where: str, part: str) -> Expr
         ) from None
     except ValueError as error:  # e.g. null bytes
         raise ProblemError.at(where, part, text, str(error)) from None
-    return _Converter(text.strip(), variables, where, part).convert(tree.body)
+    return _Converter(text.strip(), variables, where, part, networks or {}).convert(tree.body)
 
 
 class _Converter:
     """Turns a whitelisted syntax tree into model expressions, iteratively (no recursion limit)."""
 
-    def __init__(self, text: str, variables: list[Expr], where: str, part: str):
+    def __init__(self, text: str, variables: list[Expr], where: str, part: str, networks: dict[str, Network]):
         self.text = text
         self.variables = variables
         self.where = where
         self.part = part
+        self.networks = networks
 
     def refuse(self, node: ast.AST, reason: str) -> ProblemError:
         segment = ast.get_source_segment(self.text, node) or self.text
@@ -240,6 +279,8 @@ class _Converter:
             if not isinstance(node.func, ast.Name):
                 raise self.refuse(node, "only the listed functions may be called")
             name = node.func.id
+            if name in self.networks:
+                raise self.refuse(node, f"{name}(...) is a vector: pick one output, as in {name}(...)[0]")
             if name not in FUNCTIONS:
                 raise self.refuse(node, f"unknown function {shorten(name, 30)!r} (allowed: {', '.join(FUNCTIONS)})")
             if node.keywords or any(isinstance(arg, ast.Starred) for arg in node.args):
@@ -258,6 +299,8 @@ class _Converter:
                 raise self.refuse(node, f"unknown name {shorten(node.id, 30)!r}{hint}")
             return []
         if isinstance(node, ast.Subscript):
+            if self.network_call(node) is not None:
+                return list(node.value.args)
             self.index(node)
             return []
         what = _REFUSED.get(type(node), type(node).__name__)
@@ -276,7 +319,28 @@ class _Converter:
             return api.constant(self.number(node))
         if isinstance(node, ast.Name):
             return CONSTANTS[node.id]
+        network = self.network_call(node)
+        if network is not None:
+            return network(args)[node.slice.value]
         return self.variables[self.index(node)]
+
+    def network_call(self, node: ast.Subscript) -> Network | None:
+        """The network of ``net(a, b, ...)[k]`` (checked: one argument per input, k an output), or
+        None where the subscript is not such a call."""
+        call = node.value
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in self.networks):
+            return None
+        name, network = call.func.id, self.networks[call.func.id]
+        if call.keywords or any(isinstance(arg, ast.Starred) for arg in call.args):
+            raise self.refuse(call, f"{name}() takes plain positional arguments")
+        if len(call.args) != network.n_inputs:
+            raise self.refuse(call, f"{name}() takes {network.n_inputs} arguments, one per network input")
+        index = node.slice
+        if not (isinstance(index, ast.Constant) and isinstance(index.value, int) and not isinstance(index.value, bool)):
+            raise self.refuse(node, f"the output must be an integer literal, as in {name}(...)[0]")
+        if not 0 <= index.value < network.n_outputs:
+            raise self.refuse(node, f"{name} has outputs 0 to {network.n_outputs - 1}")
+        return network
 
     def number(self, node: ast.Constant) -> int | float:
         value = node.value

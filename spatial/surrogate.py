@@ -12,7 +12,7 @@ so the tape holds the file's numbers exactly as the two problems alone do.
 
 from __future__ import annotations
 
-from .ann import Network
+from .ann import AnnNetwork
 from .model import Model
 from .parse import parse_domain, parse_expression
 from .problem import Problem, ProblemError
@@ -32,7 +32,7 @@ def surrogate_error_problem(
     ``optimum``/``x_optimum`` are metadata as in :class:`.Problem`."""
     if sign not in (1, -1):
         raise ProblemError(f"{where}: sign must be 1 or -1, not {sign!r}")
-    network = Network.from_document(network_document, f"{where} (network)")
+    network = AnnNetwork.from_document(network_document, f"{where} (network)")
     lower, upper = parse_domain(function_document.get("domain"), f"{where} (function)")
     if (lower, upper) != (network.in_lo, network.in_hi):
         raise ProblemError(

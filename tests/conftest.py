@@ -10,6 +10,7 @@ with a GPU); the variable must be set before numba is imported.
 """
 
 import faulthandler
+import importlib.util
 import os
 import subprocess
 import sys
@@ -44,8 +45,12 @@ from pbbflow.workflow.cluster import import_jobqueue  # noqa: E402
 import_jobqueue()
 
 _ROOT = Path(__file__).resolve().parents[1]
+_NAME = _ROOT.name if _ROOT.name.isidentifier() else "__init__"
 if Path(pbbflow.__file__).resolve().parent == _ROOT:
-    sys.modules.setdefault(_ROOT.name if _ROOT.name.isidentifier() else "__init__", pbbflow)
+    _SPEC = importlib.util.find_spec(_NAME) if _NAME not in sys.modules else None
+    if _SPEC is not None and _SPEC.origin and Path(_SPEC.origin).resolve().parent != _ROOT:
+        importlib.import_module(_NAME)  # a clone into a folder named like a package (onnx): the package keeps its name
+    sys.modules.setdefault(_NAME, pbbflow)
 
 
 HANG_SECONDS = 900  # far above any test's time (the slowest takes about a minute on 2 cores)

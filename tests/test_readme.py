@@ -20,6 +20,7 @@ FILE_SUFFIXES = (".json", ".txt", ".py", ".csv", ".ipynb", ".onnx", ".fsp")
 QUICK = {
     "pbbflow minimize examples/B1-branin.json --json": '"status": "optimal"',
     "pbbflow minimize examples/model.py": "status       optimal",
+    "pbbflow minimize examples/peaks-ann.onnx --domain -3:3 --maximize": "maximum      8.1057",
     "pbbflow solve examples/VFR20_10_3_Gap.txt": "makespan     1592",
 }
 

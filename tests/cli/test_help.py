@@ -141,8 +141,8 @@ def test_every_option_a_command_lists_is_read_by_it(command):
     assert listed - _read_by(COMMANDS[command]) == set()
 
 
-# loaded by the commands that start or drive a run, never by the parser or a command's help
-HEAVY = ("distributed", "dask", "numba")
+# loaded by the commands that start or drive a run (onnx: by one that reads an ONNX file), never by the parser or a command's help
+HEAVY = ("distributed", "dask", "numba", "onnx")
 PROBE = """
 import contextlib, io, json, sys
 code, out = None, io.StringIO()
