@@ -201,7 +201,8 @@ class RunInstance(Protocol):
         """The result of a run in this state (its ``status``: ``LIMIT`` while work is left)."""
 
     def no_gpu(self) -> str | None:
-        """Why this run cannot use GPUs, if it cannot (None: it can)."""
+        """Why this run cannot use GPUs, if it cannot (None: it can; flow shop: a bound other than
+        lb1); ``pbbflow resume`` asks it of every run (``cli.main``)."""
 
     def client_code(self) -> Any:
         """Load the code the client process runs for this run (the coordinator's): a ``CodeLoad``."""
@@ -213,9 +214,6 @@ class RunInstance(Protocol):
     def worker_code(self) -> tuple[Callable[..., Any], tuple]:
         """``(function, arguments)``: the task that loads a worker's code for this run (it returns a
         ``core.compiling.CodeLoad``)."""
-
-    # Optional: ``no_gpu() -> str | None``, why its engines cannot run on a GPU (None: they can;
-    # flow shop: a bound other than lb1); a run without it may use every GPU.
 
 
 @runtime_checkable
@@ -253,9 +251,9 @@ class Family(Protocol):
         """Look for better solutions until ``stopping()``, each through ``improved(value, solution)``."""
 
     # Optional, each importing its drawing code only when called (a worker never loads it):
-    # ``plot_run(store, out) -> list[Path]``: write the pictures of a run store (``storage.RunStore``)
-    # into the folder ``out``, which exists, and return their paths (``pbbflow plot``; without it,
-    # ``viz.plots.history`` of the series every run records);
+    # ``plot_run(store, out) -> list[Path]``: write the pictures of a run store
+    # (``storage.runstore.RunStore``) into the folder ``out``, which exists, and return their paths
+    # (``pbbflow plot``; without it, ``viz.plots.history`` of the series every run records);
     # ``dashboard_view() -> type``: the ``viz.dashboard.View`` of its runs on the dashboard page
     # (without it, ``viz.dashboard.HistoryView``).
 

@@ -28,7 +28,7 @@ from ..cli.startup import Startup
 from ..core.text import printable
 from ..gpu import DEFAULT_IVMS
 from ..workflow.cluster import slurm_job_script
-from .choices import BOUND_NAMES, BRANCH_NAMES
+from .choices import BOUND_NAMES, BRANCH_NAMES, DEFAULT_BOUND, DEFAULT_BRANCH
 from .instance import FORMATS, ORIENTATIONS
 from .load import load_instance
 
@@ -90,8 +90,15 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         help="search for schedules better than this makespan, NEH's, or iterated greedy's after a "
         "short size-dependent run (default: ig)",
     )
-    s.add_argument("--bound", choices=list(BOUND_NAMES), default="lb1", help="lower bound (default: lb1)")
-    s.add_argument("--branch", choices=list(BRANCH_NAMES), default="minmin", help="branching rule (default: minmin)")
+    s.add_argument(
+        "--bound", choices=list(BOUND_NAMES), default=DEFAULT_BOUND, help=f"lower bound (default: {DEFAULT_BOUND})"
+    )
+    s.add_argument(
+        "--branch",
+        choices=list(BRANCH_NAMES),
+        default=DEFAULT_BRANCH,
+        help=f"branching rule (default: {DEFAULT_BRANCH})",
+    )
     add_run_options(s, SOLVE_RUNS, lambda group: add_run_settings(group, any_family=False))
     s.set_defaults(handler=solve, interrupted="pbbflow: interrupted before a run store was written; nothing to resume")
     h = commands.add_parser("heuristic", help="iterated greedy alone: a good schedule, no proof")

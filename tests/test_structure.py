@@ -4,7 +4,10 @@ package (also those inside functions, relative ones resolved), checked against i
 - the ground floor ``core/`` imports no other folder of the package, nor Dask;
 - ``storage/``, ``workflow/``, ``cli/`` and ``viz/`` import no family module (``flowshop/``,
   ``spatial/``, ``gpu/``);
-- no import circles between modules.
+- no import circles between modules;
+- the floors, from the ground up: ``core/``, ``storage/``, ``workflow/``, ``viz/``, ``cli/``, the
+  families, ``gpu/``; the only imports that run up a floor are the families' of ``gpu/`` (their
+  engines' device twins: two folder edges, issue 34's "at most two"), and no family imports another.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ PACKAGE = "pbbflow"
 FAMILIES = ("flowshop", "spatial", "gpu")
 ABOVE_THE_FAMILIES = ("core", "storage", "workflow", "cli", "viz")
 DASK = ("dask", "distributed", "dask_cuda", "dask_jobqueue")
+FLOOR = {"core": 0, "storage": 1, "workflow": 2, "viz": 3, "cli": 4, "flowshop": 5, "spatial": 5, "gpu": 6}
+UPWARD = {("flowshop", "gpu"), ("spatial", "gpu")}  # the only folder edges allowed to run up a floor
 
 
 def _modules() -> dict[str, Path]:
@@ -150,3 +155,20 @@ def test_no_import_circles():
             if name in members and name != m
         ]
     assert not circles, "import circles between modules:\n" + "\n".join(lines)
+
+
+def test_only_the_families_reach_up_a_floor_to_their_gpu_code():
+    assert set(FLOOR) == {_folder(m) for m in MODULES} - {""}, "a new top folder needs its floor here"
+    edges = [
+        (module, name, line)
+        for module in MODULES
+        if _folder(module)
+        for name, line in IMPORTS[module]
+        if name.startswith(PACKAGE + ".") and _folder(name) != _folder(module)
+    ]
+    wrong = [
+        (module, name, line)
+        for module, name, line in edges
+        if FLOOR[_folder(name)] >= FLOOR[_folder(module)] and (_folder(module), _folder(name)) not in UPWARD
+    ]
+    assert not wrong, "imports that run up a floor, or from one family into another:\n" + _listing(wrong)

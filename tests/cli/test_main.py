@@ -27,6 +27,7 @@ from runwait import wait_for_committed_nodes, wait_for_handler
 
 from pbbflow.cli.arguments import parse_duration
 from pbbflow.cli.main import main
+from pbbflow.flowshop.choices import BOUND_NAMES, BRANCH_NAMES
 from pbbflow.flowshop.factoradic import factorial
 from pbbflow.flowshop.taillard import taillard_instance
 
@@ -51,8 +52,8 @@ CLUSTER_OPTIONS = ("--scheduler", "--cluster", "--workers", "--threads", "--dry-
 _scheduler = {}  # the shared test cluster's address (set by the autouse fixture)
 TA001_OPT = 1278
 TA011_OPT = 1582
-BOUNDS = ("lb1", "lb2", "lb1+lb2")
-BRANCHES = ("forward", "backward", "minmin", "minbranch")
+BOUNDS = tuple(BOUND_NAMES)  # every bound: a new one is tested as it is added
+BRANCHES = tuple(BRANCH_NAMES)  # every branching rule
 
 # 4 jobs x 3 machines, job-major; NEH gives 39 here, the optimum is 38, so the search
 # itself (not the NEH incumbent) has to find the optimal schedule.

@@ -13,11 +13,12 @@ from pbbflow.flowshop.bounds import (
     lower_bound,
     subproblem_vectors,
 )
+from pbbflow.flowshop.choices import BOUND_NAMES
 from pbbflow.flowshop.evaluation import makespan
 from pbbflow.flowshop.taillard import taillard_instance
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
-BOUNDS = ("lb1", "lb2", "lb1+lb2")
+BOUNDS = tuple(BOUND_NAMES)  # every bound: a new one is tested as it is added
 
 
 def random_subproblems(seed, count=40, max_n=7):

@@ -14,6 +14,7 @@ import random
 import numpy as np
 import pytest
 
+from pbbflow.flowshop.choices import BOUND_NAMES, BRANCH_NAMES
 from pbbflow.flowshop.estimate import Prober, summarise, work_rows
 from pbbflow.flowshop.evaluation import brute_force_optimum
 from pbbflow.flowshop.explorer import explore
@@ -22,8 +23,8 @@ from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.flowshop.packed import PackedUnit
 from pbbflow.flowshop.taillard import taillard_instance
 
-BOUNDS = ("lb1", "lb2", "lb1+lb2")
-BRANCHES = ("forward", "backward", "minmin", "minbranch")
+BOUNDS = tuple(BOUND_NAMES)  # every bound: a new one is tested as it is added
+BRANCHES = tuple(BRANCH_NAMES)  # every branching rule
 PROBES = 20_000
 TOLERANCE_SE = 5.0
 

@@ -7,14 +7,15 @@ import numpy as np
 import pytest
 from gmpy2 import mpz
 
+from pbbflow.flowshop.choices import BOUND_NAMES, BRANCH_NAMES
 from pbbflow.flowshop.evaluation import brute_force_optimum, makespan
 from pbbflow.flowshop.explorer import explore
 from pbbflow.flowshop.factoradic import factorial
 from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.flowshop.taillard import taillard_instance
 
-BOUNDS = ("lb1", "lb2", "lb1+lb2")
-BRANCHES = ("forward", "backward", "minmin", "minbranch")
+BOUNDS = tuple(BOUND_NAMES)  # every bound: a new one is tested as it is added
+BRANCHES = tuple(BRANCH_NAMES)  # every branching rule
 NO_UB = 10**9
 
 

@@ -7,12 +7,12 @@ import math
 
 import numpy as np
 import pytest
-from spatial_helpers import Undecidable, arb_outputs, encloses, random_expression
+from spatial_helpers import BINARY_CODES, UNARY_CODES, Undecidable, arb_outputs, encloses, random_expression
 
 from pbbflow.spatial import Model
 from pbbflow.spatial.bounds import Mode, bound_boxes, evaluate_point, is_feasible, subdomain_edges
 from pbbflow.spatial.load import load_problem
-from pbbflow.spatial.tape import Op, TapeBuilder
+from pbbflow.spatial.tape import BINARY, UNARY, Op, TapeBuilder
 
 MODES = (Mode.NIE, Mode.MVF, Mode.BOTH)
 
@@ -67,6 +67,14 @@ def check_random_expressions(seed: int, count: int) -> int:
                 if low.n_kept[0] == 0:
                     assert all(value is None or value == "skip" for value in values)
     return checked
+
+
+def test_random_expressions_draw_every_opcode():
+    """An opcode added to the tape must join the random expressions (and arb's reference in
+    spatial_helpers): the evaluators' branches for it are tested only there, and an evaluator
+    without one silently treats it as RELU (their last branch), a bound that may lie above f."""
+    assert set(UNARY_CODES) == UNARY
+    assert set(BINARY_CODES) == BINARY
 
 
 def test_random_expressions_are_enclosed_by_every_evaluator():

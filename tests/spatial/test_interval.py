@@ -18,6 +18,7 @@ from spatial_helpers import (
 )
 
 from pbbflow.spatial import interval as iv
+from pbbflow.spatial import tape
 from pbbflow.spatial.tape import Op
 
 pytestmark = pytest.mark.usefixtures("arb_precision")
@@ -47,6 +48,12 @@ BINARY = {
     Op.MIN: iv.min_,
     Op.MAX: iv.max_,
 }
+
+
+def test_every_operation_of_the_tape_is_checked_against_arb():
+    """A new opcode's interval function joins these tables, so that it is checked against arb."""
+    assert set(UNARY) == tape.UNARY
+    assert set(BINARY) == tape.BINARY
 
 
 @pytest.mark.parametrize("code", list(UNARY), ids=lambda c: c.name)
