@@ -41,24 +41,27 @@ def _kernels() -> dict:
         "fill_edges": (spatial_kernels.fill_edges, f"(int64, {A2}, {A2}, {A3})"),
         "reset_boxes": (spatial_kernels._reset_boxes, f"(int64, int64, {A1}, {I1}, {I1}, {I2}, {I2}, {I1})"),
         "first_best": (spatial_kernels._first_best, f"(int64, {A2}, {A1}, {I1})"),
-        "finish_boxes": (spatial_kernels._finish_boxes, f"(int64, {A3}, int64, {I1}, {I2}, {I2}, {A2}, {A2}, {A2})"),
+        "finish_boxes": (
+            spatial_kernels.finishing_kernel(),
+            f"(int64, {A3}, int64, {I1}, {I2}, {I2}, {A2}, {A2}, {A2})",
+        ),
         "contract": (
             spatial_contract.contracting_kernel(),
             f"({TAPE}, {A2}, {A2}, int64, {A1}, float64, {B1}, {A3}, {B2})",
         ),
         "begin_phase": (spatial_phase.begin_phase, f"({A1}, {I1}, float64)"),
         "branch": (
-            spatial_phase.branch,
+            spatial_phase.branch_kernel(),
             f"(int64, {A2}, {A2}, {A1}, float64, int64, int64, {A1}, float64, float64, "
             f"{A1}, {I1}, {A2}, {A2}, {A1}, {A2}, {A2})",
         ),
-        "fill_levels": (spatial_phase.fill_levels, f"(int64, {A1}, float64, float64, float64, {A1}, {A1})"),
+        "fill_levels": (spatial_phase.levels_kernel(), f"(int64, {A1}, float64, float64, float64, {A1}, {A1})"),
         "offer_candidates": (
             spatial_phase.candidate_kernel(),
             f"({TAPE}, {B1}, int64, {A2}, float64, {A1}, {A1}, {A3})",
         ),
         "keep": (
-            spatial_phase.keep,
+            spatial_phase.keep_kernel(),
             f"(int64, {A2}, {A2}, {B1}, {A1}, {A2}, {A2}, {A1}, boolean, {A1}, {A2}, {A2}, "
             f"float64, float64, float64, {A1}, {I1}, {A1}, {A2}, {A2}, {A1})",
         ),

@@ -360,7 +360,7 @@ class GpuExploration(ExplorationBase):
         children.ensure(selected << levels)
         options, real, count = self.options, self._real, self._count
         phase.begin_phase[1, 1](real, count, self.ub)
-        phase.branch[blocks(n_open), THREADS_PER_BLOCK](
+        phase.branch_kernel()[blocks(n_open), THREADS_PER_BLOCK](
             n_open,
             source.lo,
             source.hi,
@@ -412,7 +412,7 @@ class GpuExploration(ExplorationBase):
         fill_edges[grid, THREADS_PER_BLOCK](n_children, children.lo, children.hi, children.edges)
         lagrangian = self._lagrangian
         slack = lagrangian[1] if lagrangian is not None else 0.0
-        phase.fill_levels[grid, THREADS_PER_BLOCK](
+        phase.levels_kernel()[grid, THREADS_PER_BLOCK](
             n_children, real, eps_abs, eps_rel, slack, children.threshold, children.threshold_l
         )
         found = children.bounds
@@ -442,7 +442,7 @@ class GpuExploration(ExplorationBase):
                 children.threshold_l,
                 by_l,
             )
-        phase.keep[grid, THREADS_PER_BLOCK](
+        phase.keep_kernel()[grid, THREADS_PER_BLOCK](
             n_children,
             children.lo,
             children.hi,

@@ -55,6 +55,8 @@ def _source_stamp() -> int:
         here.parent.parent / "spatial" / "bounds.py",
         here.parent.parent / "spatial" / "interval.py",
         here.parent.parent / "spatial" / "contract.py",
+        here.parent.parent / "spatial" / "opcodes.py",
+        here.parent.parent / "spatial" / "tape.py",
         here / "interval.py",
         here / "kernels.py",
         here / "phase.py",
@@ -132,14 +134,18 @@ class Workspace:
         self.columns = slot_columns(tape.n_vars)
         self.threads = 0
         self.slots = self.per_output = self.flags = None
+        self._cap = 0
 
     def bytes_per_thread(self) -> int:
         return 8 * (self.size * self.columns + 4 * self.n_outputs) + self.size
 
     def cap(self) -> int:
-        """Threads at most: resident, within the budget, whole blocks, at least one block."""
-        fits = workspace_budget() // self.bytes_per_thread()
-        return blocks(max(THREADS_PER_BLOCK, min(resident_threads(), fits))) * THREADS_PER_BLOCK
+        """Threads at most: resident, within the budget, whole blocks, at least one block (asked of
+        the device once: a driver call per launch would cost more than small launches)."""
+        if not self._cap:
+            fits = workspace_budget() // self.bytes_per_thread()
+            self._cap = blocks(max(THREADS_PER_BLOCK, min(resident_threads(), fits))) * THREADS_PER_BLOCK
+        return self._cap
 
     def grid(self, n_items: int) -> int:
         """The blocks of a launch over ``n_items`` items (at least one), the workspace grown to hold them."""
@@ -297,7 +303,7 @@ else:  # never contracted into an fma, so the edges equal numpy's bit for bit
         return libdevice.dadd_rn(a, b)
 
 
-@cuda.jit
+@cuda.jit(cache=True)  # its code is all in this file: the cache checks this file
 def fill_edges(n_boxes, box_lo, box_hi, edges):
     """``edges[box]`` (d, n + 1) = :func:`pbbflow.spatial.bounds.subdomain_edges` of the box, bit for
     bit (one thread per box)."""
@@ -322,7 +328,7 @@ def fill_edges(n_boxes, box_lo, box_hi, edges):
         edges[box, i, n] = hi
 
 
-@cuda.jit
+@cuda.jit(cache=True)  # its code is all in this file: the cache checks this file
 def _reset_boxes(n_boxes, n_per_dim, box_lb, n_kept, n_fallback, cell_lo, cell_hi, best_s):
     """Clear the per-box reductions of boxes 0 .. n_boxes - 1 before they are bounded."""
     box = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
@@ -337,7 +343,7 @@ def _reset_boxes(n_boxes, n_per_dim, box_lb, n_kept, n_fallback, cell_lo, cell_h
         cell_hi[box, i] = -1
 
 
-@cuda.jit
+@cuda.jit(cache=True)  # its code is all in this file: the cache checks this file
 def _first_best(n_boxes, sub_lb, box_lb, best_s):
     """``best_s[box]`` = the lowest subdomain whose bound is the box's lowest (the CPU's tie rule)."""
     t = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
@@ -350,30 +356,39 @@ def _first_best(n_boxes, sub_lb, box_lb, best_s):
         cuda.atomic.min(best_s, box, s)
 
 
-@cuda.jit
-def _finish_boxes(n_boxes, edges, n_per_dim, best_s, cell_lo, cell_hi, best_point, hull_lo, hull_hi):
+@functools.cache
+def finishing_kernel():
     """Per box (one thread): the midpoint of its best subdomain (NaN when none) and the hull of the
     cells below the threshold (NaN where there is none)."""
-    box = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
-    if box >= n_boxes:
-        return
-    n_vars = edges.shape[1]
-    for i in range(n_vars):
-        if cell_hi[box, i] >= 0:
-            hull_lo[box, i] = edges[box, i, cell_lo[box, i]]
-            hull_hi[box, i] = edges[box, i, cell_hi[box, i] + 1]
-        else:
-            hull_lo[box, i] = math.nan
-            hull_hi[box, i] = math.nan
-    if best_s[box] == _NO_SUBDOMAIN:
+
+    stamp = SOURCE_STAMP  # in the closure: the disk cache's key (kernels.SOURCE_STAMP)
+
+    @cuda.jit(cache=True)
+    def finish_boxes(n_boxes, edges, n_per_dim, best_s, cell_lo, cell_hi, best_point, hull_lo, hull_hi):
+        if stamp < 0:
+            return
+        box = int64(cuda.blockIdx.x) * cuda.blockDim.x + cuda.threadIdx.x
+        if box >= n_boxes:
+            return
+        n_vars = edges.shape[1]
         for i in range(n_vars):
-            best_point[box, i] = math.nan
-        return
-    x_lo = cuda.local.array((MAX_VARS, 1), float64)
-    x_hi = cuda.local.array((MAX_VARS, 1), float64)
-    _subdomain(edges, box, best_s[box], n_per_dim, x_lo[:n_vars], x_hi[:n_vars], 0)
-    for i in range(n_vars):
-        best_point[box, i] = _midpoint(x_lo[i, 0], x_hi[i, 0])
+            if cell_hi[box, i] >= 0:
+                hull_lo[box, i] = edges[box, i, cell_lo[box, i]]
+                hull_hi[box, i] = edges[box, i, cell_hi[box, i] + 1]
+            else:
+                hull_lo[box, i] = math.nan
+                hull_hi[box, i] = math.nan
+        if best_s[box] == _NO_SUBDOMAIN:
+            for i in range(n_vars):
+                best_point[box, i] = math.nan
+            return
+        x_lo = cuda.local.array((MAX_VARS, 1), float64)
+        x_hi = cuda.local.array((MAX_VARS, 1), float64)
+        _subdomain(edges, box, best_s[box], n_per_dim, x_lo[:n_vars], x_hi[:n_vars], 0)
+        for i in range(n_vars):
+            best_point[box, i] = _midpoint(x_lo[i, 0], x_hi[i, 0])
+
+    return finish_boxes
 
 
 def check_size(tape: Tape) -> None:
@@ -476,7 +491,7 @@ def bound_on_device(
         workspace.per_output,
     )
     _first_best[blocks(n_boxes * n_subdomains), THREADS_PER_BLOCK](n_boxes, out.sub_lb, out.box_lb, out.best_s)
-    _finish_boxes[blocks(n_boxes), THREADS_PER_BLOCK](
+    finishing_kernel()[blocks(n_boxes), THREADS_PER_BLOCK](
         n_boxes, edges, int(n_per_dim), out.best_s, out.cell_lo, out.cell_hi, out.best_point, out.hull_lo, out.hull_hi
     )
 

@@ -1,11 +1,11 @@
 """The kernels of one spatial B&B phase over device-resident static task lists.
 
 A phase reads the open boxes of ``q_in`` (boxes and their lower bounds) and writes ``q_out``
-through an atomic tail (the lecture seed's static task list): :func:`branch` prunes the boxes at
+through an atomic tail (the lecture seed's static task list): :func:`branch_kernel` prunes the boxes at
 or above the prune level, carries the unselected ones over and bisects the selected ones into a
 children list; the children are contracted and bounded (:mod:`.contract`,
 :mod:`.kernels`); :func:`candidate_kernel` evaluates each child's best point rigorously
-and lowers the device incumbent with an atomic min; :func:`keep` shrinks each child to the hull of
+and lowers the device incumbent with an atomic min; :func:`keep_kernel` shrinks each child to the hull of
 its subdomains below the level and appends the survivors to ``q_out``; :func:`claim` names the
 child that holds the incumbent and the lowest kept child (for the host's local solves).
 
@@ -75,7 +75,7 @@ def _fmin(a, b):
     return min(a, b)
 
 
-@cuda.jit
+@cuda.jit(cache=True)  # its code is all in this file: the cache checks this file
 def begin_phase(real, count, host_ub):
     """Clear the per-phase entries and lower the incumbent to the host's (one thread)."""
     if _thread() != 0:
@@ -109,86 +109,104 @@ def _widest_side(lo, hi, c, scale):
     return side
 
 
-@cuda.jit
-def branch(
-    n_in,
-    in_lo,
-    in_hi,
-    in_lb,
-    select_lb,
-    n_select,
-    levels,
-    scale,
-    eps_abs,
-    eps_rel,
-    real,
-    count,
-    out_lo,
-    out_hi,
-    out_lb,
-    child_lo,
-    child_hi,
-):
+@functools.cache
+def branch_kernel():
     """Per open box: pruned at the level; else, when its bound is at most ``select_lb`` and one of
     the first ``n_select`` to ask, split into up to ``2 ** levels`` children (``levels`` <=
     :data:`MAX_LEVELS` rounds in which every piece is bisected across its widest side relative to
     ``scale``; the CPU's rule when ``levels`` is 1), kept open for good as unsplittable when no
     side splits in floating point; else carried over to ``q_out``."""
-    box = _thread()
-    if box >= n_in:
-        return
-    lb = in_lb[box]
-    if lb >= prune_level(real[R_UB], eps_abs, eps_rel):
-        cuda.atomic.min(real, R_PRUNED, lb)
-        return
-    n_vars = in_lo.shape[1]
-    if lb <= select_lb and cuda.atomic.add(count, C_SELECTED, 1) < n_select:
-        lo = cuda.local.array((MAX_PIECES, MAX_VARS), float64)
-        hi = cuda.local.array((MAX_PIECES, MAX_VARS), float64)
-        for i in range(n_vars):
-            lo[0, i] = in_lo[box, i]
-            hi[0, i] = in_hi[box, i]
-        pieces = 1
-        for _ in range(levels):
-            for c in range(pieces):
-                side = _widest_side(lo, hi, c, scale)
-                if side < 0:
-                    continue
-                for i in range(n_vars):
-                    lo[pieces, i] = lo[c, i]
-                    hi[pieces, i] = hi[c, i]
-                middle = lo[c, side] + 0.5 * (hi[c, side] - lo[c, side])
-                hi[c, side] = middle
-                lo[pieces, side] = middle
-                pieces += 1
-        if pieces == 1:
-            cuda.atomic.add(count, C_UNSPLIT, 1)
-            cuda.atomic.min(real, R_UNSPLIT, lb)
+
+    stamp = SOURCE_STAMP  # in the closure: the disk cache's key (kernels.SOURCE_STAMP)
+
+    @cuda.jit(cache=True)
+    def branch(
+        n_in,
+        in_lo,
+        in_hi,
+        in_lb,
+        select_lb,
+        n_select,
+        levels,
+        scale,
+        eps_abs,
+        eps_rel,
+        real,
+        count,
+        out_lo,
+        out_hi,
+        out_lb,
+        child_lo,
+        child_hi,
+    ):
+        if stamp < 0:
             return
-        first = cuda.atomic.add(count, C_CHILDREN, pieces)
-        for c in range(pieces):
+        box = _thread()
+        if box >= n_in:
+            return
+        lb = in_lb[box]
+        if lb >= prune_level(real[R_UB], eps_abs, eps_rel):
+            cuda.atomic.min(real, R_PRUNED, lb)
+            return
+        n_vars = in_lo.shape[1]
+        if lb <= select_lb and cuda.atomic.add(count, C_SELECTED, 1) < n_select:
+            lo = cuda.local.array((MAX_PIECES, MAX_VARS), float64)
+            hi = cuda.local.array((MAX_PIECES, MAX_VARS), float64)
             for i in range(n_vars):
-                child_lo[first + c, i] = lo[c, i]
-                child_hi[first + c, i] = hi[c, i]
-        return
-    slot = cuda.atomic.add(count, C_OUT, 1)
-    for i in range(n_vars):
-        out_lo[slot, i] = in_lo[box, i]
-        out_hi[slot, i] = in_hi[box, i]
-    out_lb[slot] = lb
-    cuda.atomic.min(real, R_OPEN_MIN, lb)
+                lo[0, i] = in_lo[box, i]
+                hi[0, i] = in_hi[box, i]
+            pieces = 1
+            for _ in range(levels):
+                for c in range(pieces):
+                    side = _widest_side(lo, hi, c, scale)
+                    if side < 0:
+                        continue
+                    for i in range(n_vars):
+                        lo[pieces, i] = lo[c, i]
+                        hi[pieces, i] = hi[c, i]
+                    middle = lo[c, side] + 0.5 * (hi[c, side] - lo[c, side])
+                    hi[c, side] = middle
+                    lo[pieces, side] = middle
+                    pieces += 1
+            if pieces == 1:
+                cuda.atomic.add(count, C_UNSPLIT, 1)
+                cuda.atomic.min(real, R_UNSPLIT, lb)
+                return
+            first = cuda.atomic.add(count, C_CHILDREN, pieces)
+            for c in range(pieces):
+                for i in range(n_vars):
+                    child_lo[first + c, i] = lo[c, i]
+                    child_hi[first + c, i] = hi[c, i]
+            return
+        slot = cuda.atomic.add(count, C_OUT, 1)
+        for i in range(n_vars):
+            out_lo[slot, i] = in_lo[box, i]
+            out_hi[slot, i] = in_hi[box, i]
+        out_lb[slot] = lb
+        cuda.atomic.min(real, R_OPEN_MIN, lb)
+
+    return branch
 
 
-@cuda.jit
-def fill_levels(n_children, real, eps_abs, eps_rel, slack, threshold, threshold_l):
+@functools.cache
+def levels_kernel():
     """Each child's bounding threshold: the prune level now, and for the Lagrangian tape the level
     plus its slack, rounded up."""
-    box = _thread()
-    if box >= n_children:
-        return
-    level = prune_level(real[R_UB], eps_abs, eps_rel)
-    threshold[box] = level
-    threshold_l[box] = add_up(level, slack)
+
+    stamp = SOURCE_STAMP  # in the closure: the disk cache's key (kernels.SOURCE_STAMP)
+
+    @cuda.jit(cache=True)
+    def fill_levels(n_children, real, eps_abs, eps_rel, slack, threshold, threshold_l):
+        if stamp < 0:
+            return
+        box = _thread()
+        if box >= n_children:
+            return
+        level = prune_level(real[R_UB], eps_abs, eps_rel)
+        threshold[box] = level
+        threshold_l[box] = add_up(level, slack)
+
+    return fill_levels
 
 
 @functools.cache
@@ -323,90 +341,99 @@ def _point_value(
     return f_hi
 
 
-@cuda.jit
-def keep(
-    n_children,
-    child_lo,
-    child_hi,
-    emptied,
-    lb_f,
-    hull_lo_f,
-    hull_hi_f,
-    threshold,
-    with_l,
-    lb_l,
-    hull_lo_l,
-    hull_hi_l,
-    slack,
-    eps_abs,
-    eps_rel,
-    real,
-    count,
-    kept_lb,
-    out_lo,
-    out_hi,
-    out_lb,
-):
+@functools.cache
+def keep_kernel():
     """Per bounded child, the CPU's rules: emptied by contraction, pruned at the incumbent; proved
     infeasible, dropped; with a Lagrangian bound, the larger bound and the hulls intersected; cut to
     its hull below the level (pruned when empty); pruned at the level; else appended to ``q_out``.
     ``kept_lb[box]`` is its bound when kept, +inf otherwise."""
-    box = _thread()
-    if box >= n_children:
-        return
-    kept_lb[box] = math.inf
-    if emptied[box]:
-        cuda.atomic.min(real, R_PRUNED, real[R_UB])
-        return
-    level_then = threshold[box]
-    lb = lb_f[box]
-    n_vars = child_lo.shape[1]
-    lo = cuda.local.array(MAX_VARS, float64)
-    hi = cuda.local.array(MAX_VARS, float64)
-    hull_finite = True
-    for i in range(n_vars):
-        lo[i] = hull_lo_f[box, i]
-        hi[i] = hull_hi_f[box, i]
-    if with_l:
-        bound_l = lb_l[box]
-        lb = max(lb, add_down(bound_l, -slack) if bound_l < math.inf else math.inf)
-        if hull_lo_l[box, 0] != hull_lo_l[box, 0] and lb < math.inf:
-            lb = max(lb, level_then)  # every subdomain's L-bound is at or above the level
+
+    stamp = SOURCE_STAMP  # in the closure: the disk cache's key (kernels.SOURCE_STAMP)
+
+    @cuda.jit(cache=True)
+    def keep(
+        n_children,
+        child_lo,
+        child_hi,
+        emptied,
+        lb_f,
+        hull_lo_f,
+        hull_hi_f,
+        threshold,
+        with_l,
+        lb_l,
+        hull_lo_l,
+        hull_hi_l,
+        slack,
+        eps_abs,
+        eps_rel,
+        real,
+        count,
+        kept_lb,
+        out_lo,
+        out_hi,
+        out_lb,
+    ):
+        if stamp < 0:
+            return
+        box = _thread()
+        if box >= n_children:
+            return
+        kept_lb[box] = math.inf
+        if emptied[box]:
+            cuda.atomic.min(real, R_PRUNED, real[R_UB])
+            return
+        level_then = threshold[box]
+        lb = lb_f[box]
+        n_vars = child_lo.shape[1]
+        lo = cuda.local.array(MAX_VARS, float64)
+        hi = cuda.local.array(MAX_VARS, float64)
+        hull_finite = True
         for i in range(n_vars):
-            lo[i] = _fmax(lo[i], hull_lo_l[box, i])
-            hi[i] = _fmin(hi[i], hull_hi_l[box, i])
-    if not lb < math.inf:  # proved infeasible
-        return
-    for i in range(n_vars):
-        hull_finite = hull_finite and math.isfinite(lo[i]) and math.isfinite(hi[i])
-    cut = False
-    for i in range(n_vars):
-        if hull_finite:
-            lo[i] = max(child_lo[box, i], lo[i])
-            hi[i] = min(child_hi[box, i], hi[i])
-            if lo[i] > hi[i]:  # nothing below the level
-                cuda.atomic.min(real, R_PRUNED, level_then)
-                return
-            cut = cut or lo[i] > child_lo[box, i] or hi[i] < child_hi[box, i]
-        else:
-            lo[i] = child_lo[box, i]
-            hi[i] = child_hi[box, i]
-    if cut:  # the cut subdomains' feasible points are all at or above the level
-        cuda.atomic.min(real, R_PRUNED, level_then)
-    if lb >= prune_level(real[R_UB], eps_abs, eps_rel):
-        cuda.atomic.min(real, R_PRUNED, lb)
-        return
-    slot = cuda.atomic.add(count, C_OUT, 1)
-    for i in range(n_vars):
-        out_lo[slot, i] = lo[i]
-        out_hi[slot, i] = hi[i]
-    out_lb[slot] = lb
-    kept_lb[box] = lb
-    cuda.atomic.min(real, R_OPEN_MIN, lb)
-    cuda.atomic.min(real, R_BEST_KEPT, lb)
+            lo[i] = hull_lo_f[box, i]
+            hi[i] = hull_hi_f[box, i]
+        if with_l:
+            bound_l = lb_l[box]
+            lb = max(lb, add_down(bound_l, -slack) if bound_l < math.inf else math.inf)
+            if hull_lo_l[box, 0] != hull_lo_l[box, 0] and lb < math.inf:
+                lb = max(lb, level_then)  # every subdomain's L-bound is at or above the level
+            for i in range(n_vars):
+                lo[i] = _fmax(lo[i], hull_lo_l[box, i])
+                hi[i] = _fmin(hi[i], hull_hi_l[box, i])
+        if not lb < math.inf:  # proved infeasible
+            return
+        for i in range(n_vars):
+            hull_finite = hull_finite and math.isfinite(lo[i]) and math.isfinite(hi[i])
+        cut = False
+        for i in range(n_vars):
+            if hull_finite:
+                lo[i] = max(child_lo[box, i], lo[i])
+                hi[i] = min(child_hi[box, i], hi[i])
+                if lo[i] > hi[i]:  # nothing below the level
+                    cuda.atomic.min(real, R_PRUNED, level_then)
+                    return
+                cut = cut or lo[i] > child_lo[box, i] or hi[i] < child_hi[box, i]
+            else:
+                lo[i] = child_lo[box, i]
+                hi[i] = child_hi[box, i]
+        if cut:  # the cut subdomains' feasible points are all at or above the level
+            cuda.atomic.min(real, R_PRUNED, level_then)
+        if lb >= prune_level(real[R_UB], eps_abs, eps_rel):
+            cuda.atomic.min(real, R_PRUNED, lb)
+            return
+        slot = cuda.atomic.add(count, C_OUT, 1)
+        for i in range(n_vars):
+            out_lo[slot, i] = lo[i]
+            out_hi[slot, i] = hi[i]
+        out_lb[slot] = lb
+        kept_lb[box] = lb
+        cuda.atomic.min(real, R_OPEN_MIN, lb)
+        cuda.atomic.min(real, R_BEST_KEPT, lb)
+
+    return keep
 
 
-@cuda.jit
+@cuda.jit(cache=True)  # its code is all in this file: the cache checks this file
 def claim(n_children, candidate, kept_lb, real, count):
     """Name the lowest child whose candidate is the incumbent and the lowest kept child whose bound
     is the lowest kept bound."""

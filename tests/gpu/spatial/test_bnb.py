@@ -238,7 +238,7 @@ def test_branching_bisects_as_the_cpu_and_keeps_unsplittable_boxes():
     out = [cuda.device_array((12, 3)), cuda.device_array((12, 3)), cuda.device_array(12)]
     child = [cuda.device_array((24, 3)), cuda.device_array((24, 3))]
     select_lb = np.sort(lb[lb < 8])[7]  # at most 8 boxes ask; 6 may be bisected
-    phase.branch[blocks(12), THREADS_PER_BLOCK](
+    phase.branch_kernel()[blocks(12), THREADS_PER_BLOCK](
         12,
         cuda.to_device(lo),
         cuda.to_device(hi),
@@ -293,7 +293,7 @@ def test_multisection_tiles_each_box_exactly(levels):
     child = [cuda.device_array((40, 3)), cuda.device_array((40, 3))]
     out = [cuda.device_array((5, 3)), cuda.device_array((5, 3)), cuda.device_array(5)]
     lb = np.arange(5.0)
-    phase.branch[1, THREADS_PER_BLOCK](
+    phase.branch_kernel()[1, THREADS_PER_BLOCK](
         5,
         cuda.to_device(lo),
         cuda.to_device(hi),
