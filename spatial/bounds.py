@@ -38,6 +38,7 @@ from .opcodes import (
     _MUL,
     _NEG,
     _POWI,
+    _RELU,
     _SIGMOID,
     _SIN,
     _SQRT,
@@ -160,11 +161,13 @@ def _unary_derivative(code: int, alo: float, ahi: float, vlo: float, vhi: float,
         clo, chi = iv.sub(1.0, 1.0, vlo, vhi)
         lo, hi = iv.mul(vlo, vhi, clo, chi)
         return lo, hi, False
-    if alo >= 0.0:  # relu
-        return 1.0, 1.0, False
-    if ahi <= 0.0:
-        return 0.0, 0.0, False
-    return 0.0, 1.0, True
+    if code == _RELU:
+        if alo >= 0.0:
+            return 1.0, 1.0, False
+        if ahi <= 0.0:
+            return 0.0, 0.0, False
+        return 0.0, 1.0, True
+    return -math.inf, math.inf, True  # a code this bounder does not know: any slope
 
 
 @jit
@@ -262,9 +265,12 @@ def _values(code, a, b, k, n_lanes, vlo, vhi):
     elif code == _SIGMOID:
         for lane in range(n_lanes):
             vlo[k, lane], vhi[k, lane] = iv.sigmoid(vlo[a, lane], vhi[a, lane])
-    else:  # relu
+    elif code == _RELU:
         for lane in range(n_lanes):
             vlo[k, lane], vhi[k, lane] = iv.relu(vlo[a, lane], vhi[a, lane])
+    else:  # a code this bounder does not know: the whole line, never another operation's range
+        for lane in range(n_lanes):
+            vlo[k, lane], vhi[k, lane] = -math.inf, math.inf
 
 
 @jit

@@ -99,7 +99,9 @@ def _forward(code: int, alo: float, ahi: float, blo: float, bhi: float, k: int) 
         return iv.max_(alo, ahi, blo, bhi)
     if code == _SIGMOID:
         return iv.sigmoid(alo, ahi)
-    return iv.relu(alo, ahi)
+    if code == _RELU:
+        return iv.relu(alo, ahi)
+    return -math.inf, math.inf  # a code this contractor does not know: the whole line
 
 
 # ---------------------------------------------------------------- backward projections

@@ -35,6 +35,7 @@ from .opcodes import (
     _MUL,
     _NEG,
     _POWI,
+    _RELU,
     _SIGMOID,
     _SIN,
     _SQRT,
@@ -105,7 +106,9 @@ def _value(code: int, slots, a: int, b: int) -> float:
         return max(slots[a], slots[b])
     if code == _SIGMOID:
         return 1.0 / (1.0 + math.exp(-slots[a]))
-    return max(slots[a], 0.0)  # RELU
+    if code == _RELU:
+        return max(slots[a], 0.0)
+    return math.nan  # a code this evaluator does not know: no value, never another operation's
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -166,7 +169,9 @@ def _partials(code: int, va: float, vb: float, v: float, b: int) -> tuple[float,
     if code == _SIGMOID:  # e / (1 + e)^2 with e = exp(-|a|) (v (1 - v) cancels where v nears 1)
         e = math.exp(-abs(va))
         return e / ((1.0 + e) * (1.0 + e)), 0.0
-    return (1.0 if va > 0.0 else 0.0), 0.0  # RELU
+    if code == _RELU:
+        return (1.0 if va > 0.0 else 0.0), 0.0
+    return math.nan, math.nan  # a code this evaluator does not know
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

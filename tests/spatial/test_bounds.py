@@ -236,3 +236,19 @@ def test_the_hull_below_a_threshold_keeps_every_point_below_it():
     np.testing.assert_array_equal(np.stack([whole.hull_lo[0], whole.hull_hi[0]]), np.stack([lo[0], hi[0]]))
     nothing = bound_boxes(tape, lo, hi, 16, Mode.BOTH, threshold=np.array([-1e6]))  # below every bound
     assert np.all(np.isnan(nothing.hull_lo)) and np.all(np.isnan(nothing.hull_hi))
+
+
+def test_a_code_no_evaluator_knows_gives_no_value_never_another_operations():
+    """An operation added to the tape but not to an evaluator (Tape.check refuses unknown codes from
+    files; this is the developer's slip) yields the whole line or NaN, never relu's range or slope."""
+    from pbbflow.spatial import bounds, contract, floateval
+
+    unknown = max(int(code) for code in Op) + 1
+    slots = np.array([-2.0, 3.0])
+    vlo, vhi = np.array([[-2.0], [0.0]]), np.array([[-1.0], [0.0]])
+    bounds._values.py_func(unknown, 0, 0, 1, 1, vlo, vhi)
+    assert (vlo[1, 0], vhi[1, 0]) == (-math.inf, math.inf)
+    assert bounds._unary_derivative.py_func(unknown, -2.0, -1.0, 0.0, 0.0, 0) == (-math.inf, math.inf, True)
+    assert contract._forward.py_func(unknown, -2.0, -1.0, 0.0, 0.0, 0) == (-math.inf, math.inf)
+    assert math.isnan(floateval._value.py_func(unknown, slots, 0, 1))
+    assert all(math.isnan(v) for v in floateval._partials.py_func(unknown, -2.0, 3.0, 0.0, 0))
