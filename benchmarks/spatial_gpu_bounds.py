@@ -22,7 +22,7 @@ import time
 import numpy as np
 from numba import cuda
 
-from pbbflow.gpu.spatial.kernels import bound_boxes_gpu, kernel_for
+from pbbflow.gpu.spatial.kernels import bound_boxes_gpu, bounding_kernel
 from pbbflow.spatial.bounds import Mode, bound_boxes
 from pbbflow.spatial.load import load_problem
 
@@ -64,9 +64,10 @@ def agreement(gpu, cpu) -> dict:
     }
 
 
-def kernel_resources(tape) -> dict:
-    """Registers and local memory per thread of the compiled bounding kernel (where numba says)."""
-    kernel = kernel_for(tape)
+def kernel_resources() -> dict:
+    """Registers and local memory per thread of the compiled bounding kernel (one for every tape;
+    where numba says)."""
+    kernel = bounding_kernel()
     try:
         registers, local = kernel.get_regs_per_thread(), kernel.get_local_mem_per_thread()
     except Exception as error:  # noqa: BLE001 (a report, not a check)
@@ -136,7 +137,7 @@ def main() -> None:
                 "repeats": args.repeats,
                 "device": device_name(),
                 "host": platform.node(),
-                **kernel_resources(tape),
+                **kernel_resources(),
                 "rows": rows,
                 "all_agree": all(r["lb_agrees"] and r["n_kept_equal"] and r["hull_equal"] for r in rows),
             },

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from spatial_gpu_bounds import boxes, median_seconds  # noqa: E402
 
 from pbbflow.gpu.spatial.contract import contract_boxes_device, contract_boxes_gpu, contracting_kernel  # noqa: E402
-from pbbflow.gpu.spatial.kernels import DeviceTape, caps  # noqa: E402
+from pbbflow.gpu.spatial.kernels import DeviceTape  # noqa: E402
 from pbbflow.spatial.contract import contract_boxes  # noqa: E402
 from pbbflow.spatial.load import load_problem  # noqa: E402
 
@@ -101,7 +101,7 @@ def main() -> None:
     for problem in problems:
         finite_ub = problem.optimum + 1e-3 * (1.0 + abs(problem.optimum))
         rows = [run(problem, count, ub, args.repeats) for count in args.boxes for ub in (math.inf, finite_ub)]
-        kernel = contracting_kernel(*caps(problem.tape)[:2])
+        kernel = contracting_kernel()
         resources = {
             "registers": sorted(set(kernel.get_regs_per_thread().values())),
             "local_bytes": sorted(set(kernel.get_local_mem_per_thread().values())),
