@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..core.defaults import CHECKPOINT_EVERY_S
 from ..workflow.cluster import CONNECT_SECONDS
 from .startup import DASHBOARD_DELAY_S
 
@@ -87,9 +88,9 @@ def add_run_options(
     parser.add_argument(
         "--checkpoint-every",
         type=parse_duration,
-        default=60.0,
+        default=CHECKPOINT_EVERY_S,
         metavar="DURATION",
-        help=f"{run}write a checkpoint this often (default: 60s)",
+        help=f"{run}write a checkpoint this often (default: {CHECKPOINT_EVERY_S:g}s)",
     )
     cluster = parser.add_argument_group("cluster (with --run)" if words.with_run else "cluster")
     cluster.add_argument(

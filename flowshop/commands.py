@@ -29,7 +29,7 @@ from ..core.text import printable
 from ..gpu import DEFAULT_IVMS
 from ..workflow.cluster import slurm_job_script
 from .choices import BOUND_NAMES, BRANCH_NAMES, DEFAULT_BOUND, DEFAULT_BRANCH
-from .instance import FORMATS, ORIENTATIONS
+from .instance import DEFAULT_FORMAT, DEFAULT_ORIENTATION, FORMATS, ORIENTATIONS
 from .load import load_instance
 
 # the shared run options' help for solve
@@ -75,11 +75,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "--run", type=Path, default=None, help="the run store to create (default: pbbflow-runs/<instance>-<time>.zarr)"
     )
     s.add_argument("--overwrite", action="store_true", help="replace an existing run store at --run")
-    s.add_argument("--format", choices=FORMATS, default="auto", help="instance file format (default: auto)")
+    s.add_argument(
+        "--format", choices=FORMATS, default=DEFAULT_FORMAT, help=f"instance file format (default: {DEFAULT_FORMAT})"
+    )
     s.add_argument(
         "--orientation",
         choices=ORIENTATIONS,
-        default="job-major",
+        default=DEFAULT_ORIENTATION,
         help="Taillard-format files: n rows of m times (job-major, default) or m rows of n",
     )
     s.add_argument(
@@ -111,11 +113,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         help="how long to search, e.g. 30s or 5m",
     )
     h.add_argument("--seed", type=seed, default=0, help="random seed, 0 to 2**64 - 1 (default: 0)")
-    h.add_argument("--format", choices=FORMATS, default="auto", help="instance file format (default: auto)")
+    h.add_argument(
+        "--format", choices=FORMATS, default=DEFAULT_FORMAT, help=f"instance file format (default: {DEFAULT_FORMAT})"
+    )
     h.add_argument(
         "--orientation",
         choices=ORIENTATIONS,
-        default="job-major",
+        default=DEFAULT_ORIENTATION,
         help="Taillard-format files: n rows of m times (job-major, default) or m rows of n",
     )
     h.add_argument("--json", action="store_true", help="print the result as JSON")

@@ -20,8 +20,9 @@ from ..core.errors import InputError
 from ..core.files import FileRefused, read_text
 from ..core.text import printable
 
-ORIENTATIONS = ("job-major", "machine-major")
-FORMATS = ("auto", "taillard", "vfr")
+ORIENTATIONS = ("job-major", "machine-major")  # the first is the default
+FORMATS = ("auto", "taillard", "vfr")  # the first is the default
+DEFAULT_ORIENTATION, DEFAULT_FORMAT = ORIENTATIONS[0], FORMATS[0]
 
 _INT32_MAX = np.iinfo(np.int32).max
 # The solver keeps completion times and bounds in int32; every value it forms stays below
@@ -237,7 +238,7 @@ def _check_orientation(orientation: str) -> None:
         raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {orientation!r}")
 
 
-def read_taillard_file(path: str | os.PathLike[str], orientation: str = "job-major") -> FlowShop:
+def read_taillard_file(path: str | os.PathLike[str], orientation: str = DEFAULT_ORIENTATION) -> FlowShop:
     """Read header ``n m`` then n lines of m times (job-major) or m lines of n (machine-major)."""
     _check_orientation(orientation)
     path = Path(path)
@@ -257,7 +258,9 @@ def check_options(fmt: str, orientation: str) -> None:
     _check_orientation(orientation)
 
 
-def read_instance_file(path: str | os.PathLike[str], fmt: str = "auto", orientation: str = "job-major") -> FlowShop:
+def read_instance_file(
+    path: str | os.PathLike[str], fmt: str = DEFAULT_FORMAT, orientation: str = DEFAULT_ORIENTATION
+) -> FlowShop:
     """Read an instance file. ``fmt="auto"`` reads it as VFR if every data row has 2*m numbers
     with machine indices 0..m-1 at the even positions, else as a Taillard file in the given
     ``orientation``; a file that reads as neither is reported as the one its rows resemble most

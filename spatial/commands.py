@@ -29,10 +29,11 @@ from ..cli.runs import (
 from ..cli.signals import StopSignals, starting
 from ..cli.startup import Startup
 from ..core.compiling import CodeLoad, compiled_line
+from ..core.defaults import CHECKPOINT_EVERY_S
 from ..core.result import Status
 from ..core.text import printable
 from ..workflow.cluster import slurm_job_script
-from .defaults import CPU_SLICE_S, CPU_SUBDOMAINS, GPU_SUBDOMAINS
+from .defaults import CPU_SLICE_S, CPU_SUBDOMAINS, EPS_ABS, EPS_REL, FEAS_TOL, GPU_SUBDOMAINS
 from .describe import search_lines
 from .load import BUILTINS, ERROR_BUILTINS
 from .problem import ProblemError
@@ -40,7 +41,7 @@ from .problem import ProblemError
 BUILTIN_NAMES = (*BUILTINS, *ERROR_BUILTINS)  # load_problem's built-in names, in its docstring's order
 # options that only a run on a cluster (--run) takes, with their defaults
 RUN_ONLY = {
-    "checkpoint_every": 60.0,
+    "checkpoint_every": CHECKPOINT_EVERY_S,
     "cluster": "local",
     "scheduler": None,
     "workers": None,
@@ -123,17 +124,25 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     )
     m.add_argument("--overwrite", action="store_true", help="replace an existing run store at --run")
     m.add_argument(
-        "--eps-abs", type=_non_negative_float, default=1e-6, metavar="X", help="absolute optimality gap (default: 1e-6)"
+        "--eps-abs",
+        type=_non_negative_float,
+        default=EPS_ABS,
+        metavar="X",
+        help=f"absolute optimality gap (default: {EPS_ABS:g})",
     )
     m.add_argument(
-        "--eps-rel", type=_non_negative_float, default=1e-6, metavar="X", help="relative optimality gap (default: 1e-6)"
+        "--eps-rel",
+        type=_non_negative_float,
+        default=EPS_REL,
+        metavar="X",
+        help=f"relative optimality gap (default: {EPS_REL:g})",
     )
     m.add_argument(
         "--feas-tol",
         type=_non_negative_float,
-        default=1e-6,
+        default=FEAS_TOL,
         metavar="X",
-        help="equalities hold within this at the reported point (default: 1e-6)",
+        help=f"equalities hold within this at the reported point (default: {FEAS_TOL:g})",
     )
     m.add_argument(
         "--subdomains",

@@ -14,3 +14,11 @@ GPU_SUBDOMAINS = 256
 # spatial_vs_maingo_scip_h200_2026-12-04.json, in-process) 14 of 24 problems end on one thread in
 # <= 0.014 s, where the GPU takes 0.007-0.023 s, and the GPU wins by far only beyond 0.036 s.
 CPU_SLICE_S = 0.02
+# What a proof means: a gap of at most max(EPS_ABS, EPS_REL |f*|), equalities within FEAS_TOL.
+EPS_ABS = 1e-6
+EPS_REL = 1e-6
+FEAS_TOL = 1e-6
+# A local solve per this many subdomains bounded: a schedule by work done, not by time, so a run
+# repeats. The GPU bounds thousands of times more subdomains per second, hence its own.
+LOCAL_EVERY_SUBDOMAINS = 16384
+GPU_LOCAL_EVERY_SUBDOMAINS = 1 << 22

@@ -38,13 +38,13 @@ from ..core.progress import Progress
 from .bounds import BoxBounds, bound_boxes
 from .boxes import BoxSet, bisect_many
 from .contract import contract_boxes
+from .defaults import LOCAL_EVERY_SUBDOMAINS
 from .first import first_candidates, local_starts
 from .lagrangian import LagrangianBound, lagrangian_bound, multipliers
 from .local import _LocalSolver
 from .options import (
     BATCH_SUBDOMAINS,
     BOUNDS,
-    LOCAL_EVERY_SUBDOMAINS,
     MinimizeOptions,
     _Incumbent,
     prune_level,

@@ -11,22 +11,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bounds import Mode, evaluate_point, feasible_values, is_feasible
-from .defaults import CPU_SUBDOMAINS
+from .defaults import CPU_SUBDOMAINS, EPS_ABS, EPS_REL, FEAS_TOL
 from .problem import Problem
 
 BOUNDS = {"nie": Mode.NIE, "mvf": Mode.MVF, "both": Mode.BOTH}
 STATUSES = ("optimal", "infeasible", "limit")
 BATCH_SUBDOMAINS = 4096  # subdomains bounded per call at least (several boxes when N^d is small)
-LOCAL_EVERY_SUBDOMAINS = 16384  # a local solve per this many subdomains bounded (a fixed schedule: runs repeat)
 
 
 @dataclass(frozen=True)
 class MinimizeOptions:
     """What ``minimize`` proves and how (defaults as ``pbbflow minimize``)."""
 
-    eps_abs: float = 1e-6
-    eps_rel: float = 1e-6
-    feas_tol: float = 1e-6
+    eps_abs: float = EPS_ABS
+    eps_rel: float = EPS_REL
+    feas_tol: float = FEAS_TOL
     subdomains: int = CPU_SUBDOMAINS  # per box: N = the largest integer with N^d <= this (defaults.py says why)
     bound: str = "both"
     time_limit: float | None = None

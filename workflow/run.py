@@ -25,6 +25,7 @@ from typing import Any
 
 from distributed import Client, wait
 
+from ..core.defaults import CHECKPOINT_EVERY_S
 from ..core.errors import GpuError
 from ..core.family import RunInstance, StoredWork
 from ..core.progress import Eta, Progress
@@ -41,7 +42,7 @@ from .worker_code import warm_workers
 STOP_SECONDS = 60.0  # after a stop, how long explorers get to send their last checkpoint
 # + activity columns; lower_bound is NaN for a family whose work holds no bounds (flow shop)
 SERIES = ("t", "nodes", "leaves", "remaining_fraction", "incumbent", "lower_bound", "pieces", "active_explorers")
-POLL_SECONDS = 0.2
+DRIVER_POLL_S = 0.2
 CALL_SECONDS = 120.0  # the longest wait for one answer of the coordinator
 
 
@@ -345,7 +346,7 @@ def drive(
     *,
     time_limit: float | None = None,
     node_limit: int | None = None,
-    checkpoint_every: float = 60.0,
+    checkpoint_every: float = CHECKPOINT_EVERY_S,
     budget_s: float = 2.0,
     stop: threading.Event | None = None,
     on_progress: Callable[[Progress], None] | None = None,
@@ -451,7 +452,7 @@ def _search(
             if failed is not None:
                 return failed
             session.add_explorers()
-            session.nap(POLL_SECONDS)
+            session.nap(DRIVER_POLL_S)
     except GpuError:
         raise
     except Exception as error:  # noqa: BLE001 (the driver's own failure: checkpoint what the ledger has)
@@ -492,7 +493,7 @@ def _final_checkpoint(
         if not running or session.state()["stopped"]:
             break
         with contextlib.suppress(TimeoutError):
-            wait(running, timeout=POLL_SECONDS, return_when="FIRST_COMPLETED")
+            wait(running, timeout=DRIVER_POLL_S, return_when="FIRST_COMPLETED")
     failed = _failed_task(session.futures)
     state = session.state(intervals=True)
     searched = session.ended = time.monotonic()  # the search's clock stops here, not after the estimate

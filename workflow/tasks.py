@@ -27,7 +27,7 @@ WAIT_SECONDS = 0.05  # between checkpoints of an explorer that has nothing to do
 HURRY = 0.05  # fraction of the budget to explore before the next checkpoint when others wait
 CHECKPOINT_SHARE = 0.05  # at most this share of an explorer's time goes to its checkpoints: the budget
 # grows with their cost (a spatial explorer with a million open boxes sends 72 MB)
-POLL_SECONDS = 0.2  # how often a task asks the coordinator whether others wait, or the run is over
+TASK_POLL_S = 0.2  # how often a task asks the coordinator whether others wait, or the run is over
 
 
 def _reporting_errors(task):
@@ -92,7 +92,7 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
         answer = ask(Waiting(explorer))
         return answer.waiting > 0 or answer.stopping
 
-    waiting = _at_most_every(POLL_SECONDS, others_wait_or_stop)
+    waiting = _at_most_every(TASK_POLL_S, others_wait_or_stop)
     offer = getattr(engine, "offer", None)  # the run's incumbent, for engines that use its solution
     totals = {"nodes": 0, "leaves": 0, "explorations": 0}
     reply = checkpoint(b"", 0)
@@ -128,5 +128,5 @@ def heuristic_task(run: str, kind: str, options: dict, seed: int) -> dict:
     def improved(value, solution) -> None:
         ask(Improve(value, solution))
 
-    stopping = _at_most_every(POLL_SECONDS, lambda: ask(Status()).stopping)
+    stopping = _at_most_every(TASK_POLL_S, lambda: ask(Status()).stopping)
     return family(kind).side_heuristic(options, seed, improved, stopping)

@@ -35,7 +35,7 @@ from ...core.progress import Progress
 from ...core.result import Result
 from ...spatial.bnb import load_host_code, run_to_end
 from ...spatial.boxes import BoxSet
-from ...spatial.defaults import CPU_SLICE_S, CPU_SUBDOMAINS
+from ...spatial.defaults import CPU_SLICE_S, CPU_SUBDOMAINS, GPU_LOCAL_EVERY_SUBDOMAINS
 from ...spatial.explorer import Exploration, ExplorationBase
 from ...spatial.lagrangian import lagrangian_bound, multipliers
 from ...spatial.local import _LocalSolver
@@ -57,7 +57,6 @@ PHASE_SUBDOMAINS = 1 << 21  # subdomain bounds per phase at most (about 30 ms of
 MIN_PHASE_SUBDOMAINS = 1 << 17  # below this a phase splits its boxes into up to 8 (see _levels)
 INITIAL_BOXES = 256  # the lists' and the children's first capacity (they grow fourfold on demand)
 CAPACITY = 1 << 20  # open boxes on the device (beyond them, a host reserve)
-LOCAL_EVERY_SUBDOMAINS = 1 << 22  # a local solve per this many subdomains bounded (a schedule by work done)
 
 
 class _Reserve:
@@ -221,7 +220,7 @@ class GpuExploration(ExplorationBase):
         self._ub_elsewhere = math.inf
         self._settled = math.inf  # what settle() closed (the device keeps the rest)
         self._unsplit_before, self._unsplit_lb_before = 0, math.inf  # taken over (take_over), not on the device
-        self._next_local = LOCAL_EVERY_SUBDOMAINS
+        self._next_local = GPU_LOCAL_EVERY_SUBDOMAINS
         self._current, self._n_open, self._open_lowest = 0, 0, math.inf  # lists[current][:n_open] are open
         self.nodes = self.phases = self.spills = 0
         self.device_wait_s = 0.0  # seconds the host waited for the device: the kernels' share, roughly
@@ -290,7 +289,7 @@ class GpuExploration(ExplorationBase):
         self._unsplit_before += other.unsplittable
         self._unsplit_lb_before = min(self._unsplit_lb_before, other.unsplittable_lb)
         self.nodes += other.nodes
-        self._next_local = self.nodes * self._n_subdomains + LOCAL_EVERY_SUBDOMAINS
+        self._next_local = self.nodes * self._n_subdomains + GPU_LOCAL_EVERY_SUBDOMAINS
         if self.local is not None and other.local is not None:
             self.local.count += other.local.count
             self.local.fallbacks += other.local.fallbacks
@@ -389,7 +388,7 @@ class GpuExploration(ExplorationBase):
         self._n_open, self._open_lowest = int(self._counts[phase.C_OUT]), float(self._reals[phase.R_OPEN_MIN])
         best_kept = int(self._counts[phase.C_BEST_KEPT])
         if self.local is not None and self.nodes * n_subdomains >= self._next_local and best_kept != phase.NONE:
-            self._next_local = self.nodes * n_subdomains + LOCAL_EVERY_SUBDOMAINS
+            self._next_local = self.nodes * n_subdomains + GPU_LOCAL_EVERY_SUBDOMAINS
             self._solve_locally(children.bounds.best_point[best_kept].copy_to_host())
 
     def _bound_children(self, n_children: int, out: _BoxList) -> None:
