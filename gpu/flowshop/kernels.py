@@ -1,7 +1,7 @@
 """PBB@GPU kernels in numba-cuda: one warp per IVM, many decompositions per launch.
 
-The explore kernel (``explore_kernel(n, m)``: one compiled per machine count m for n <= 32,
-one for larger n) runs every IVM for up to ``max_steps`` nodes and leaves, fusing the paper's
+The explore kernel (``explore_kernel(n, m)``: one compiled per machine count m and chunk of 32
+jobs) runs every IVM for up to ``max_steps`` nodes and leaves, fusing the paper's
 selection and bounding kernels: a warp selects the next node (a vote over 32 cells at a time,
 which doubled the 50-job rate: benchmarks/results/gpu_warp_select_h200_2026-12-02.json),
 descends (max-plus prefix scan over the machines with shuffles), fills the child row, bounds
@@ -9,7 +9,9 @@ all children at once (one child per lane, LB1 in O(m) with the CPU's own ``njit`
 reduces for the MinMin direction and prunes, without leaving the kernel.  The IVM's digit
 vector ``V`` and branching directions live in local arrays spread over the lanes (lane
 ``l % 32`` holds level ``l``; one entry per lane for n <= 32); the matrix ``M`` and the
-front/back/remaining rows live in global memory.
+front/back/remaining rows live in global memory, the instance in a block's shared memory where it
+takes at most ``STAGED_BYTES`` (ta056: 586 -> 693 M nodes/s on an H200,
+benchmarks/results/gpu_staged_instance_h200_2026-12-05.json).
 
 Array indices in the hot paths are cast to uint32: numba wraps a signed index around when it
 is negative (three 64-bit instructions per dimension of every access), an unsigned one it takes
@@ -75,6 +77,7 @@ C_NODES, C_LEAVES, C_ACTIVE, C_IDLE, C_VICTIMS, C_MIN_LEADING = 0, 1, 2, 3, 4, 5
 N_COUNTERS = 6
 
 MAX_CHUNKS = 16  # levels and children per lane: n <= 512
+STAGED_BYTES = 16 * 1024  # the largest instance copied to a block's shared memory (int32, rows padded)
 MAX_MACHINES = 255  # static shared memory of a block: (4 * 4 * m + 32 * (m | 1)) int32 <= 48 KB
 # 64 registers per thread (the n <= 32 kernel uses 95-110 without a limit: benchmarks/kernel_resources.py).
 # ta021 + ta026 + ta027 on an H200, seconds in two runs (benchmarks/results/
@@ -378,19 +381,21 @@ def init_at(p, heads, tails, M, F, B, R, S, start, vloc, dloc, lbf, lbb, w, n, u
 
 
 @functools.cache
-def _explore_kernel(chunks: int, machines: int):
-    """The explore kernel for n <= ``chunks`` * WARP jobs and ``machines`` machines.
+def _explore_kernel(chunks: int, machines: int, stage: bool):
+    """The explore kernel for n <= ``chunks`` * WARP jobs and ``machines`` machines, with the
+    instance copied to shared memory when ``stage``.
 
-    Local arrays of ``chunks`` entries per lane: one entry (n <= 32) instead of 16 took
-    ta021-ta030 from 36.7 s to 30.0 s on an H200 (benchmarks/gpu_explorer.py, MinMin).
-    ``machines`` is a compile-time constant, so the bounding loops over the machines unroll
-    and their shared-memory offsets are immediate.
+    Local arrays of ``chunks`` entries per lane, and loops over a row's chunks that run to the
+    constant ``chunks``, so they unroll: one entry (n <= 32) instead of 16 took ta021-ta030 from
+    36.7 s to 30.0 s on an H200 (benchmarks/gpu_explorer.py, MinMin).  ``machines`` is a
+    compile-time constant, so the bounding loops over the machines unroll and their shared-memory
+    offsets are immediate.
     """
 
-    # n <= 32: the instance in shared memory.  Same sweep at 64 registers: 2.63 / 2.73 s against
-    # 2.69 / 2.88 s from global memory; 110 registers at ptxas' -maxrregcount 255 instead of 138.
-    stage = chunks == 1
-    staged_rows = WARP if stage else 1
+    # The instance in shared memory (rows padded to an odd length): for n <= 32, 2.63 / 2.73 s
+    # against 2.69 / 2.88 s from global memory at 64 registers; 110 registers at ptxas'
+    # -maxrregcount 255 instead of 138.
+    staged_rows = chunks * WARP if stage else 1
     staged_stride = machines | 1  # odd: lanes reading one machine of different jobs hit distinct banks
 
     @cuda.jit(cache=True, **EXPLORE_OPTIONS)
@@ -440,9 +445,7 @@ def _explore_kernel(chunks: int, machines: int):
         dloc = cuda.local.array(chunks, int32)
         lbf = cuda.local.array(chunks, int32)  # children's bounds, child c on lane c % WARP
         lbb = cuda.local.array(chunks, int32)
-        # The most chunks of WARP cells in a row: a constant 1 for n <= 32, so the loops over
-        # chunks unroll into one pass; a run-time count above (unrolling 16 passes spills).
-        row_chunks = 1 if chunks == 1 else (n + WARP - 1) // WARP
+        row_chunks = chunks  # the most chunks of WARP cells in a row: a constant, so loops over them unroll
         ub = read_ub(ub_global, lane)
         nodes = int64(0)
         leaves = int64(0)
@@ -540,8 +543,10 @@ EXPLORE_SIGNATURE = (
 
 
 def explore_kernel(n: int, m: int):
-    """The explore kernel for ``n`` jobs on ``m`` machines (compiled once per size class)."""
-    return _explore_kernel(1 if n <= WARP else MAX_CHUNKS, m)
+    """The explore kernel for ``n`` jobs on ``m`` machines (compiled once per chunk count and m):
+    the instance is staged in shared memory when it takes at most STAGED_BYTES there."""
+    chunks = -(-n // WARP)
+    return _explore_kernel(chunks, m, chunks * WARP * (m | 1) * 4 <= STAGED_BYTES)
 
 
 # ---------------------------------------------------------------------- work stealing, one thread per IVM

@@ -94,6 +94,19 @@ def test_same_nodes_as_the_cpu_with_ub_at_the_optimum(seed, n, m, branch, ivms):
     assert not gpu.remaining and gpu.best_makespan is None
 
 
+@pytest.mark.parametrize(("n", "m"), [(3, 4), (7, 5)])
+def test_same_nodes_as_the_cpu_with_the_instance_in_global_memory(monkeypatch, n, m):
+    """The kernels that leave an instance too large for shared memory where it is."""
+    from pbbflow.gpu.flowshop import kernels
+
+    monkeypatch.setattr(kernels, "STAGED_BYTES", 0)
+    p = random_instance(n, n, m)
+    optimum = brute_force_optimum(p)[0]
+    cpu = explore(p, WorkUnit.full(n), optimum)
+    gpu = explore_gpu(p, WorkUnit.full(n), optimum, ivms=3)
+    assert (gpu.nodes, gpu.leaves) == (cpu.nodes, cpu.leaves) and not gpu.remaining
+
+
 @pytest.mark.parametrize(("name", "optimum"), [("ta001", 1278), ("ta002", 1359)])
 def test_same_nodes_as_the_cpu_on_small_taillard_trees(name, optimum):
     p = load_instance(name).p
@@ -119,6 +132,7 @@ def test_the_kernel_is_chosen_by_size():
     small = kernels.explore_kernel(WARP, 5)
     assert kernels.explore_kernel(2, 5) is small  # one kernel per size class and machine count
     assert kernels.explore_kernel(WARP + 1, 5) is not small
+    assert kernels.explore_kernel(2 * WARP + 1, 5) is not kernels.explore_kernel(WARP + 1, 5)  # one per chunk count
     assert kernels.explore_kernel(WARP, 6) is not small
 
 
