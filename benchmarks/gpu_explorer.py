@@ -21,7 +21,7 @@ import time
 from pbbflow.flowshop.explorer import explore
 from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.flowshop.load import load_instance
-from pbbflow.gpu.flowshop.explorer import DEFAULT_IVMS, GpuExplorer, compile_kernels, device_summary
+from pbbflow.gpu.flowshop.explorer import GpuExplorer, compile_kernels, device_summary
 
 # Optimal makespans from ../shared/data/taillard/bounds.csv (optimal=yes rows).
 OPTIMA = {
@@ -58,7 +58,7 @@ BEST_KNOWN = {
 REFERENCE_TA021_NODES_PER_S = 63e6
 
 
-def run_one(name: str, ivms: int, max_seconds: float, branch: str = "minmin", ub_offset: int = 0) -> dict:
+def run_one(name: str, ivms: int | None, max_seconds: float, branch: str = "minmin", ub_offset: int = 0) -> dict:
     p = load_instance(name).p
     ub = BEST_KNOWN[name] + ub_offset
     explorer = GpuExplorer(p, ivms=ivms, branch=branch)
@@ -71,7 +71,7 @@ def run_one(name: str, ivms: int, max_seconds: float, branch: str = "minmin", ub
         "instance": name,
         "ub": ub,
         "branch": branch,
-        "ivms": ivms,
+        "ivms": explorer.k,
         "finished": finished,
         "improved": explorer.best() is not None,
         "nodes": counts.nodes,
@@ -101,7 +101,7 @@ def cpu_check(name: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instances", nargs="+", default=[f"ta0{i}" for i in range(21, 31)])
-    parser.add_argument("--ivms", nargs="+", type=int, default=[DEFAULT_IVMS])
+    parser.add_argument("--ivms", nargs="+", type=int, default=[None], help="IVMs per GPU (default: the size class's)")
     parser.add_argument("--max-seconds", type=float, default=120.0, help="per run")
     parser.add_argument("--branch", default="minmin")
     parser.add_argument("--ub-offset", type=int, default=0, help="UB = optimum or best known + this")

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from pbbflow.flowshop.family import create_flowshop_run
 from pbbflow.flowshop.load import load_instance
-from pbbflow.gpu import DEFAULT_IVMS
 from pbbflow.workflow.cluster import open_cluster
 from pbbflow.workflow.run import drive
 
@@ -52,7 +51,7 @@ def main() -> None:
     parser.add_argument("--ub", type=int, default=2326)
     parser.add_argument("--branch", default="minmin")
     parser.add_argument("--gpus", nargs="+", type=int, default=[1, 2])
-    parser.add_argument("--ivms", type=int, default=DEFAULT_IVMS)
+    parser.add_argument("--ivms", type=int, help="IVMs per GPU (default: the size class's)")
     args = parser.parse_args()
     instance = load_instance(args.instance)
     with tempfile.TemporaryDirectory() as folder:

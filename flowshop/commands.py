@@ -26,7 +26,7 @@ from ..cli.runs import (
 from ..cli.signals import StopSignals, starting
 from ..cli.startup import Startup
 from ..core.text import printable
-from ..gpu import DEFAULT_IVMS
+from ..gpu import LARGE_IVMS, SMALL_IVMS
 from ..workflow.cluster import slurm_job_script
 from .choices import BOUND_NAMES, BRANCH_NAMES, DEFAULT_BOUND, DEFAULT_BRANCH
 from .instance import DEFAULT_FORMAT, DEFAULT_ORIENTATION, FORMATS, ORIENTATIONS
@@ -61,9 +61,9 @@ def add_run_settings(group: argparse._ArgumentGroup, *, any_family: bool) -> Non
     group.add_argument(
         "--ivms",
         type=positive_int,
-        default=DEFAULT_IVMS,
+        default=None,
         metavar="K",
-        help=f"IVMs per GPU{runs} (default: {DEFAULT_IVMS})",
+        help=f"IVMs per GPU{runs} (default: {SMALL_IVMS:,} up to 32 jobs, {LARGE_IVMS:,} above)",
     )
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core.result import Result
-from ..gpu import DEFAULT_IVMS
+from ..gpu import default_ivms
 from .choices import GPU_BOUND
 from .describe import history_text, result_fields, result_lines  # noqa: F401 (the family describes its results)
 from .estimate import Prober
@@ -281,7 +281,8 @@ class FlowShopRun:
     def search_ub(self) -> int:
         return self.options["search_ub"]
 
-    def engine_options(self, *, ivms: int = DEFAULT_IVMS, **_settings) -> dict:
+    def engine_options(self, *, ivms: int | None = None, **_settings) -> dict:
+        ivms = default_ivms(self.p.shape[0]) if ivms is None else ivms
         return {"p": self.p, "bound": self.options["bound"], "branch": self.options["branch"], "ivms": ivms}
 
     def result(self, remaining: WorkUnit, incumbent, solution, settled, nodes, leaves, elapsed_s) -> Result:

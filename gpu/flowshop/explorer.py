@@ -23,7 +23,7 @@ from ...flowshop.explorer import ExploreResult, Snapshot
 from ...flowshop.intervals import WorkUnit
 from ...flowshop.ivm import DEVICE_COLUMNS, DONE, INIT
 from ...flowshop.packed import PackedUnit, limbs
-from .. import DEFAULT_IVMS
+from .. import default_ivms
 from ..warp import WARP, WARPS_PER_BLOCK
 from . import kernels as K
 from .factoradic import digits_to_limbs, limbs_to_digits
@@ -71,7 +71,12 @@ class GpuExplorer:
     """K IVMs of one instance on the current device."""
 
     def __init__(
-        self, p: np.ndarray, *, ivms: int = DEFAULT_IVMS, bound: str = GPU_BOUND, branch: str = DEFAULT_BRANCH
+        self,
+        p: np.ndarray,
+        *,
+        ivms: int | None = None,
+        bound: str = GPU_BOUND,
+        branch: str = DEFAULT_BRANCH,
     ) -> None:
         if bound != GPU_BOUND:
             raise GpuError(f"the GPU explorer bounds with {GPU_BOUND} only, not {bound!r}")
@@ -83,6 +88,7 @@ class GpuExplorer:
             raise GpuError(f"the GPU explorer handles up to {K.MAX_CHUNKS * WARP} jobs, not {n}")
         if m > K.MAX_MACHINES:
             raise GpuError(f"the GPU explorer handles up to {K.MAX_MACHINES} machines, not {m}")
+        ivms = default_ivms(n) if ivms is None else ivms
         if ivms < 1:
             raise GpuError("ivms must be >= 1")
         self.n, self.m, self.k = n, m, ivms
@@ -311,7 +317,7 @@ def explore_gpu(
     *,
     bound: str = GPU_BOUND,
     branch: str = DEFAULT_BRANCH,
-    ivms: int = DEFAULT_IVMS,
+    ivms: int | None = None,
     max_nodes: int | None = None,
     max_seconds: float | None = None,
     on_progress: Callable[[Snapshot], None] | None = None,
