@@ -187,7 +187,10 @@ def _check_options(options) -> None:
     required = set(OPTION_KEYS) - set(ADDED_OPTIONS)
     if not isinstance(options, dict) or not required <= set(options) <= set(OPTION_KEYS):
         held = ", ".join(sorted(options)) if isinstance(options, dict) else type(options).__name__
-        raise ValueError(f"options must hold exactly {', '.join(OPTION_KEYS)}; they hold {held}")
+        added = ", ".join(ADDED_OPTIONS)
+        raise ValueError(
+            f"options must hold exactly {', '.join(OPTION_KEYS)} ({added} may be absent); they hold {held}"
+        )
     for key in ("eps_abs", "eps_rel", "feas_tol") + (
         ("prove_above",) if options.get("prove_above") is not None else ()
     ):

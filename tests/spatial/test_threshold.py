@@ -20,6 +20,7 @@ from pbbflow.cli.main import main
 from pbbflow.spatial import Model, evaluate_float
 from pbbflow.spatial.bnb import minimize
 from pbbflow.spatial.bounds import evaluate_point, is_feasible
+from pbbflow.spatial.family import SpatialRun
 from pbbflow.spatial.load import load_problem
 from pbbflow.spatial.options import MinimizeOptions, prune_level
 from pbbflow.storage.runstore import RunStore
@@ -233,3 +234,15 @@ def test_a_threshold_run_stops_resumes_and_decides(capsys, tmp_path):
     assert result["status"] == "decided" and result["threshold"]["holds"] is False and result["objective"] < -6.0
     assert main(["info", str(violated)]) == 0
     assert "threshold    violated at x = " in capsys.readouterr().out
+
+
+def test_a_run_store_of_before_thresholds_reads_as_the_optimum_and_a_bad_threshold_is_refused():
+    problem = load_problem("peaks")
+    options = dict(SpatialRun.new(problem, MinimizeOptions()).options)
+    assert options.pop("prove_above") is None
+    assert SpatialRun(problem, options).minimize_options().prove_above is None  # its options lack the key
+    with pytest.raises(ValueError, match="option prove_above must be a number"):
+        SpatialRun(problem, {**options, "prove_above": "1"})
+    with pytest.raises(ValueError, match=r"\(prove_above may be absent\); they hold"):
+        SpatialRun(problem, {**options, "workers": 2})
+    assert SpatialRun(problem, {**options, "prove_above": 2}).minimize_options().prove_above == 2
