@@ -24,6 +24,7 @@ class Status(StrEnum):
     OPTIMAL = "optimal"  # the best solution found is proved optimal
     BOUND_PROVED = "bound_proved"  # search finished: no solution below the given upper bound exists (flow shop)
     INFEASIBLE = "infeasible"  # search finished: no feasible point exists (spatial)
+    DECIDED = "decided"  # a threshold question answered (spatial ``prove_above``): holds, or a point violates it
     LIMIT = "limit"  # stopped at a time or node limit (or interrupted): work is left, a run can resume
 
 

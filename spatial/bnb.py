@@ -6,7 +6,8 @@ both, the min over those not proved infeasible).  The open box with the lowest b
 across its widest side (relative to the domain), and its children are bounded together.  Boxes
 whose bound reaches ``UB - max(eps_abs, eps_rel |UB|)`` are pruned; the search ends when none is
 left below that level (``optimal``), when every box was proved infeasible (``infeasible``), or at a
-limit (``limit``).
+limit (``limit``). A threshold question (``MinimizeOptions.prove_above``: f >= C everywhere?) prunes
+at C instead and ends ``decided`` as soon as it is answered (:func:`.options.prune_level`).
 
 Upper bounds come only from points checked rigorously (:func:`.bounds.evaluate_point`): the
 objective's enclosure's upper end, at a point whose inequalities' enclosures are <= 0 and whose

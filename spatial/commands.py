@@ -1,7 +1,7 @@
 """``pbbflow minimize``: prove a continuous problem's global minimum by spatial branch-and-bound.
 
-Exit codes as ``solve``: 0 finished (``optimal`` or ``infeasible``), 3 stopped at a limit or by a
-signal, 2 bad input (one line), 1 internal error.
+Exit codes as ``solve``: 0 finished (``optimal``, ``infeasible``, or a threshold question
+``decided``), 3 stopped at a limit or by a signal, 2 bad input (one line), 1 internal error.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from ..core.result import Status
 from ..core.text import printable
 from ..workflow.cluster import slurm_job_script
 from .defaults import CPU_SLICE_S, CPU_SUBDOMAINS, EPS_ABS, EPS_REL, FEAS_TOL, GPU_SUBDOMAINS
-from .describe import search_lines
+from .describe import search_lines, threshold_lines
 from .load import BUILTINS, ERROR_BUILTINS
 from .problem import ProblemError
 
@@ -70,6 +70,16 @@ def _non_negative_float(text: str) -> float:
         value = math.nan
     if not (math.isfinite(value) and value >= 0):
         raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value
+
+
+def _finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
     return value
 
 
@@ -113,7 +123,22 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         metavar="K",
         help="an ONNX network: the output to optimize (default: 0)",
     )
-    m.take_dash_values("--domain")
+    m.add_argument(
+        "--prove-above",
+        type=_finite_float,
+        default=None,
+        metavar="C",
+        help="decide whether f >= C at every feasible point instead of proving the minimum: stops as soon as "
+        "the certified bound reaches C (holds) or a verified point is below C (violated)",
+    )
+    m.add_argument(
+        "--prove-below",
+        type=_finite_float,
+        default=None,
+        metavar="C",
+        help="with --maximize: decide whether the output is <= C everywhere (as --prove-above -C on minus the output)",
+    )
+    m.take_dash_values("--domain", "--prove-above", "--prove-below")
     m.add_argument(
         "--run",
         type=Path,
@@ -209,6 +234,7 @@ def run(args: argparse.Namespace) -> int:
         given = [name for name, default in RUN_ONLY.items() if getattr(args, name) != default]
         if given:
             raise ProblemError(f"--{given[0].replace('_', '-')} drives a run on a cluster: add --run PATH")
+    _threshold(args)  # a wrong combination is answered before anything loads
     problem = _problem(args)  # before numba loads: a bad file is answered at once
     if args.run is not None:
         return _run_on_cluster(args, problem)
@@ -230,10 +256,25 @@ def _problem(args: argparse.Namespace):
     return load_problem(args.problem)
 
 
+def _threshold(args: argparse.Namespace) -> float | None:
+    """The threshold C of ``--prove-above C``, or -C of ``--prove-below C`` (the search minimizes minus
+    a maximized output); None without one; ProblemError (exit 2) for a wrong combination."""
+    if args.prove_above is not None and args.prove_below is not None:
+        raise ProblemError("--prove-above and --prove-below ask two questions: give one")
+    if args.prove_below is not None:
+        if not args.maximize:
+            raise ProblemError("--prove-below needs --maximize (minimizing, ask --prove-above C)")
+        return -args.prove_below
+    if args.prove_above is not None and args.maximize:
+        raise ProblemError("--prove-above goes with a minimum: with --maximize, ask --prove-below C")
+    return args.prove_above
+
+
 def _options(args: argparse.Namespace, subdomains: int):
     from .options import MinimizeOptions
 
     return MinimizeOptions(
+        prove_above=_threshold(args),
         eps_abs=args.eps_abs,
         eps_rel=args.eps_rel,
         feas_tol=args.feas_tol,
@@ -329,6 +370,7 @@ def _run_here(args: argparse.Namespace, problem) -> int:
         if args.maximize:  # the search minimized minus the output
             upper = "-" if result.lower_bound is None else repr(-result.lower_bound)
             lines.append(f"maximum      {'-' if result.value is None else repr(-result.value)} (certified <= {upper})")
+        lines.extend(threshold_lines(result, maximized=args.maximize))
         print("\n".join(map(printable, lines)))  # the name is the file's
     return EXIT_LIMIT if result.status == Status.LIMIT else EXIT_DONE
 

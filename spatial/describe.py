@@ -4,6 +4,7 @@ and ``minimize``'s in its process) and a row of its history, for the command lin
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from ..core.result import Result
@@ -48,12 +49,36 @@ def _answer_lines(result: Result) -> list[str]:
     ]
 
 
+def threshold_lines(result: Result, maximized: bool = False) -> list[str]:
+    """The answer to a threshold question (none without one): holds with its certificate, violated
+    at a verified point, or undecided; ``maximized``: the search minimized minus the user's f, so
+    the lines say f <= -C with the signs turned back."""
+    threshold = result.threshold
+    if threshold is None:
+        return []
+    sign, at_least, below = (-1.0, "<=", ">") if maximized else (1.0, ">=", "<")
+    level = sign * threshold["prove_above"]
+    bound = result.lower_bound
+    certified = "-" if bound is None or not math.isfinite(bound) else repr(sign * bound)
+    if threshold["holds"] is None:
+        text = f"undecided: f {at_least} {level!r} (stopped at a limit; certified bound {certified})"
+    elif not threshold["holds"]:
+        x = " ".join(repr(v) for v in result.solution)
+        text = f"violated at x = {x} (f = {sign * result.value!r} {below} {level!r})"
+    elif bound == math.inf:
+        text = f"holds: f {at_least} {level!r} vacuously: no point is feasible (the problem is infeasible)"
+    else:
+        text = f"holds: f {at_least} {level!r} on the whole box (certified bound {certified})"
+    return [f"threshold    {text}"]
+
+
 def result_lines(result: Result) -> list[str]:
     """The result of a run, a line for each of its parts: from the result alone (a run's explorers
-    may differ in device and subdomains)."""
+    may differ in device and subdomains; a threshold in the sign of the problem's objective)."""
     return [
         f"problem      {result.name} ({result.dimension} variables)",
         *_answer_lines(result),
+        *threshold_lines(result),
         f"nodes        {result.nodes:,} boxes bounded, {result.open_boxes:,} open, {result.elapsed_s:.2f} s "
         f"({result.nodes_per_s:,.0f} boxes/s)",
     ]

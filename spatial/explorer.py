@@ -48,6 +48,7 @@ from .options import (
     MinimizeOptions,
     _Incumbent,
     prune_level,
+    prune_terms,
     subdomains_per_dim,
 )
 from .problem import Problem
@@ -170,12 +171,19 @@ class ExplorationBase:
 
     @property
     def level(self) -> float:
-        """The prune level of :attr:`ub` (+inf without one)."""
+        """The prune level of :attr:`ub` (+inf without one; with a threshold, :func:`.options.prune_level`)."""
         return prune_level(self.ub, self.options)
 
     @property
+    def cut_value(self) -> float:
+        """What contraction cuts at (the points with f above it go): :attr:`ub`, or with a
+        threshold C, min(ub, C) (:func:`.options.prune_terms`)."""
+        return prune_terms(self.ub, self.options)[0]
+
+    @property
     def done(self) -> bool:
-        """Whether nothing is left below the prune level."""
+        """Whether nothing is left below the prune level (with a threshold C: no open box below C, or
+        a verified point below C)."""
         return self._lowest() >= self.level
 
     @property
@@ -385,18 +393,18 @@ class Exploration(ExplorationBase):
             self._solve_locally(found.best_point[best])
 
     def _bound(self, lo: np.ndarray, hi: np.ndarray, diving: bool) -> BoxBounds | None:
-        """Contract boxes (those proved to hold no point with f <= UB go: pruned at UB, or
-        infeasible without one), bound them, offer their best points, and keep each shrunk to the
+        """Contract boxes (those proved to hold no point with f <= :attr:`cut_value` go: pruned there,
+        or infeasible without one), bound them, offer their best points, and keep each shrunk to the
         hull of its subdomains below the prune level (the rest holds nothing below that level).
         The bounds, or None when contraction left no box."""
         options, tape = self.options, self.problem.tape
         self.nodes += len(lo)
         if options.contract:
-            ub = self.ub
-            lo, hi, empty = contract_boxes(tape, lo, hi, ub, options.feas_tol)
+            cut = self.cut_value
+            new_lo, new_hi, empty = contract_boxes(tape, lo, hi, cut, options.feas_tol)
             if np.any(empty):
-                self.settled_lb = min(self.settled_lb, ub)
-                lo, hi = lo[~empty], hi[~empty]
+                self.settled_lb = min(self.settled_lb, self._emptied_bound(lo[empty], hi[empty], cut))
+            lo, hi = new_lo[~empty], new_hi[~empty]
         if not len(lo):
             return None
         level = self.level
@@ -424,6 +432,16 @@ class Exploration(ExplorationBase):
             self.settled_lb = min(self.settled_lb, level)  # cut subdomains: feasible ones have lb >= level
         self._keep(lb[~empty], cut_lo[~empty], cut_hi[~empty], diving)
         return found
+
+    def _emptied_bound(self, lo: np.ndarray, hi: np.ndarray, cut: float) -> float:
+        """The bound of boxes that contraction at ``cut`` emptied: ``cut``; or, with a threshold below
+        :attr:`ub`, ``ub`` when contraction at ``ub`` empties them all too (+inf without an
+        incumbent: they hold no feasible point, so that an infeasible problem keeps the bound +inf
+        and its threshold holds vacuously)."""
+        ub = self.ub
+        if not cut < ub:
+            return cut
+        return ub if np.all(contract_boxes(self.problem.tape, lo, hi, ub, self.options.feas_tol)[2]) else cut
 
     def _with_lagrangian(self, lo, hi, level, lb, hull_lo, hull_hi):
         """The bounds and hulls of f sharpened by L's (both are valid: the larger bound, the

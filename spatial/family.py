@@ -18,6 +18,10 @@ counts as 1, as in :meth:`.BoxSet.volume`).
 A run's options for engines and heuristics are plain data: ``{"problem": Problem.source,
 "run": the run's options}`` (``SpatialRun.engine_options``).  Incumbents travel as ``(value, point as a list)``; the
 explorers prune with the coordinator's best value (:meth:`.Exploration.prune_at`).
+
+A threshold question (the option ``prove_above``, C) runs the same way: the explorers prune at C
+(:func:`.options.prune_level`); once the coordinator's value is below C (a verified point violates
+it), every explorer settles its boxes at its next step and the run ends, ``decided``.
 """
 
 from __future__ import annotations
@@ -161,16 +165,35 @@ HEURISTIC_DUTY = 0.25  # the share of its thread's time a side heuristic's local
 PAUSE_STEP_S = 0.2  # it looks whether the run stops this often while it pauses
 
 # a run's options: MinimizeOptions' fields that decide its result (``subdomains`` null: each
-# engine's default, 64 on a CPU and 1024 on a GPU as ``pbbflow minimize``)
-OPTION_KEYS = ("eps_abs", "eps_rel", "feas_tol", "subdomains", "bound", "max_open", "local_solves", "contract")
+# engine's default, 64 on a CPU and 1024 on a GPU as ``pbbflow minimize``; ``prove_above`` null: the
+# optimum, else a threshold question)
+OPTION_KEYS = (
+    "eps_abs",
+    "eps_rel",
+    "feas_tol",
+    "subdomains",
+    "bound",
+    "max_open",
+    "local_solves",
+    "contract",
+    "prove_above",
+)
+# options that stores written before them lack, and their values there
+ADDED_OPTIONS = {"prove_above": None}
 
 
 def _check_options(options) -> None:
     """ValueError naming the first thing wrong with a spatial run's ``options``."""
-    if not isinstance(options, dict) or sorted(options) != sorted(OPTION_KEYS):
+    required = set(OPTION_KEYS) - set(ADDED_OPTIONS)
+    if not isinstance(options, dict) or not required <= set(options) <= set(OPTION_KEYS):
         held = ", ".join(sorted(options)) if isinstance(options, dict) else type(options).__name__
-        raise ValueError(f"options must hold exactly {', '.join(OPTION_KEYS)}; they hold {held}")
-    for key in ("eps_abs", "eps_rel", "feas_tol"):
+        added = ", ".join(ADDED_OPTIONS)
+        raise ValueError(
+            f"options must hold exactly {', '.join(OPTION_KEYS)} ({added} may be absent); they hold {held}"
+        )
+    for key in ("eps_abs", "eps_rel", "feas_tol") + (
+        ("prove_above",) if options.get("prove_above") is not None else ()
+    ):
         if type(options[key]) not in (int, float):
             raise ValueError(f"option {key} must be a number, not {options[key]!r}")
     for key in ("max_open",) + (("subdomains",) if options["subdomains"] is not None else ()):
@@ -184,7 +207,7 @@ def _check_options(options) -> None:
 
 def _minimize_options(options: dict, *, gpu: bool) -> MinimizeOptions:
     subdomains = options["subdomains"] or (GPU_SUBDOMAINS if gpu else CPU_SUBDOMAINS)
-    return MinimizeOptions(**{**options, "subdomains": subdomains})
+    return MinimizeOptions(**{**ADDED_OPTIONS, **options, "subdomains": subdomains})
 
 
 class SpatialRun:
@@ -309,6 +332,7 @@ class SpatialRun:
             status = Status.INFEASIBLE if lower == math.inf else Status.LIMIT
         else:  # ended; boxes too small to split may hold a gap (in ``settled``)
             status = Status.OPTIMAL if lower >= prune_level(incumbent, options) else Status.LIMIT
+        # (with a threshold, box_result answers it: decided, or limit)
         return box_result(
             self.problem,
             options,

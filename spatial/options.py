@@ -1,6 +1,6 @@
 """What the spatial B&B proves and how, and the rules and parts that its explorers (the CPU's
-:mod:`.explorer`, the GPU's ``gpu.spatial.bnb``) share: the options, the statuses, the prune
-level, the subdomain schedule and the incumbent."""
+:mod:`.explorer`, the GPU's ``gpu.spatial.bnb``) share: the options, the prune level (with a
+threshold question's, :func:`prune_level`), the subdomain schedule and the incumbent."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from .defaults import CPU_SUBDOMAINS, EPS_ABS, EPS_REL, FEAS_TOL
 from .problem import Problem
 
 BOUNDS = {"nie": Mode.NIE, "mvf": Mode.MVF, "both": Mode.BOTH}
-STATUSES = ("optimal", "infeasible", "limit")
 BATCH_SUBDOMAINS = 4096  # subdomains bounded per call at least (several boxes when N^d is small)
 
 
@@ -35,6 +34,8 @@ class MinimizeOptions:
     local_solves: bool = True
     contract: bool = True  # narrow each box by constraint propagation (FBBT) before bounding it
     first_incumbents: bool = True  # try the centre and a grid before the first split (spatial/first.py)
+    # a threshold question instead of the optimum: is f >= prove_above at every feasible point? (prune_level)
+    prove_above: float | None = None
 
     def __post_init__(self) -> None:
         if self.bound not in BOUNDS:
@@ -49,6 +50,12 @@ class MinimizeOptions:
             raise ValueError("time_limit must be > 0 seconds")
         if self.node_limit is not None and self.node_limit < 1:
             raise ValueError("node_limit must be at least 1")
+        if self.prove_above is not None and not (
+            isinstance(self.prove_above, (int, float))
+            and not isinstance(self.prove_above, bool)
+            and math.isfinite(self.prove_above)
+        ):
+            raise ValueError(f"prove_above must be a finite number or None, not {self.prove_above!r}")
 
     def limit_reached(self, elapsed_s: float, nodes: int) -> bool:
         """Whether a search that ran ``elapsed_s`` seconds and bounded ``nodes`` boxes must stop."""
@@ -57,12 +64,66 @@ class MinimizeOptions:
         )
 
 
+def violated(ub: float, options: MinimizeOptions) -> bool:
+    """Whether a verified point of value ``ub`` answers the threshold question "no": its value (the
+    upper end of its enclosure) is below ``options.prove_above`` (False without a threshold)."""
+    return options.prove_above is not None and ub < options.prove_above
+
+
+def prune_terms(ub: float, options: MinimizeOptions) -> tuple[float, float, float]:
+    """``(value, eps_abs, eps_rel)``: the value boxes are pruned and contracted against (points with
+    f above it are cut away) and the tolerances below it; :func:`prune_level` is
+    ``value - max(eps_abs, eps_rel |value|)`` of these (the GPU's kernels compute it from them on
+    the device). Without a threshold: ``ub`` and the options' tolerances; with one, C: ``min(ub, C)``
+    and no tolerance (see :func:`prune_level` for why)."""
+    if options.prove_above is None:
+        return ub, options.eps_abs, options.eps_rel
+    return min(ub, float(options.prove_above)), 0.0, 0.0
+
+
 def prune_level(ub: float, options: MinimizeOptions) -> float:
-    """Boxes whose bound reaches UB - max(eps_abs, eps_rel |UB|) are pruned (+inf without an
-    incumbent; never -inf)."""
-    if not math.isfinite(ub):
+    """Boxes whose bound reaches this level are pruned.
+
+    Without a threshold: UB - max(eps_abs, eps_rel |UB|) (+inf without an incumbent; never -inf).
+
+    With a threshold C (``options.prove_above``), the question is "f >= C at every feasible x?":
+
+    - Undecided (UB >= C: no verified point below C yet): the level is C. A box whose certified
+      bound is >= C holds no point below C, so pruning it loses nothing the question needs, and a
+      search that ends with nothing open below C has a certified bound >= C: the answer "holds".
+      The usual level UB - eps would be unsound here: when UB - eps < C <= UB it discards boxes
+      whose bound lies in [UB - eps, C), which may hold points below C, and the certified bound
+      (the min over what was discarded) then stays below C, undecided for good. min(C, UB - eps)
+      is therefore sound only when UB - eps >= C, where it is C: so the level is C, whatever UB
+      is, and no tolerance applies (a threshold needs no gap). Contraction likewise cuts at
+      min(UB, C) (:func:`prune_terms`): the points it removes have f > C.
+    - Violated (UB < C: a verified point below C): the answer is "no"; the level is -inf, so that
+      every open box is settled at once (its bound joins the settled bound, which stays certified)
+      and the search, or a run's every explorer, ends.
+    """
+    if violated(ub, options):
+        return -math.inf
+    value, eps_abs, eps_rel = prune_terms(ub, options)
+    if not math.isfinite(value):
         return math.inf
-    return max(ub - max(options.eps_abs, options.eps_rel * abs(ub)), -sys.float_info.max)
+    return max(value - max(eps_abs, eps_rel * abs(value)), -sys.float_info.max)
+
+
+def threshold_answer(options: MinimizeOptions, value: float | None, lower_bound: float) -> dict | None:
+    """A result's ``threshold`` extras: None without a threshold, else ``{"prove_above": C, "holds":
+    h}``: h False when a verified point's value is below C, True when the certified lower bound is
+    at or above C (inf: the problem is infeasible, so it holds vacuously), None otherwise (a limit
+    stopped the search first)."""
+    if options.prove_above is None:
+        return None
+    bound = float(options.prove_above)
+    if value is not None and violated(value, options):
+        holds = False
+    elif lower_bound >= bound:
+        holds = True
+    else:
+        holds = None
+    return {"prove_above": bound, "holds": holds}
 
 
 def subdomains_per_dim(budget: int, d: int) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..core.result import Result, Status
 from .boxes import BoxSet
 from .describe import result_fields
-from .options import MinimizeOptions
+from .options import MinimizeOptions, threshold_answer
 from .problem import Problem
 from .work import BoxSpace
 
@@ -30,7 +30,11 @@ def box_result(
 ) -> Result:
     """The :class:`Result` of a spatial search (``minimize`` or a run) with ``options`` that left
     the boxes ``remaining`` (``open_boxes`` of them counted open); ``counters``: those of
-    :data:`COUNTERS` the search has."""
+    :data:`COUNTERS` the search has. With a threshold question (``options.prove_above``) the status
+    is ``decided`` once it is answered (the extras' ``threshold``), else ``limit``."""
+    threshold = threshold_answer(options, value, lower_bound)
+    if threshold is not None:
+        status = Status.LIMIT if threshold["holds"] is None else Status.DECIDED
     space = BoxSpace(problem.lower, problem.upper)
     work = [space.decode(remaining.to_bytes())]
     return Result(
@@ -54,6 +58,7 @@ def box_result(
             "eps_abs": options.eps_abs,
             "eps_rel": options.eps_rel,
             "contract": options.contract,
+            "threshold": threshold,
         },
         fields=result_fields,
     )

@@ -39,7 +39,7 @@ from ...spatial.defaults import CPU_SLICE_S, CPU_SUBDOMAINS, GPU_LOCAL_EVERY_SUB
 from ...spatial.explorer import Exploration, ExplorationBase
 from ...spatial.lagrangian import lagrangian_bound, multipliers
 from ...spatial.local import _LocalSolver
-from ...spatial.options import BOUNDS, MinimizeOptions, _Incumbent, subdomains_per_dim
+from ...spatial.options import BOUNDS, MinimizeOptions, _Incumbent, prune_terms, subdomains_per_dim
 from ...spatial.problem import Problem
 from . import phase
 from .contract import contract_boxes_device
@@ -181,7 +181,11 @@ class GpuExploration(ExplorationBase):
     ``boxes`` None explores the whole domain (the root is bounded and solved locally from its best
     point); a ``BoxSet`` is pushed open with its bounds as they are. The kernels prune with
     :attr:`ub` (the device's value is lowered to it at each phase); device points join the
-    incumbent when they beat it. The lowest bounds of the boxes the device pruned or cut
+    incumbent when they beat it. With a threshold C the device's value is lowered to
+    :attr:`cut_value`, min(ub, C), and its tolerances are 0 (:func:`.options.prune_terms`), so that
+    the kernels prune and contract at C (:func:`.options.prune_level`); a device point then joins the
+    incumbent only at or below C (it cannot beat the device's value otherwise), which is all the
+    question needs. The lowest bounds of the boxes the device pruned or cut
     (``R_PRUNED``) and of those too small to split (``R_UNSPLIT``, ``C_UNSPLIT``) stay on it
     across calls. TooManyVariables for a problem of more variables than the kernels take."""
 
@@ -227,7 +231,7 @@ class GpuExploration(ExplorationBase):
         if boxes is not None:
             self.replace(boxes)
             return
-        phase.begin_phase[1, 1](self._real, self._count, math.inf)
+        phase.begin_phase[1, 1](self._real, self._count, self.cut_value)
         self._children.lo[0:1] = problem.lower[None, :].copy()
         self._children.hi[0:1] = problem.upper[None, :].copy()
         self._bound_children(1, self._lists[self._current])
@@ -357,8 +361,9 @@ class GpuExploration(ExplorationBase):
         target.ensure(n_open + selected * ((1 << levels) - 1), 0)
         children = self._children
         children.ensure(selected << levels)
-        options, real, count = self.options, self._real, self._count
-        phase.begin_phase[1, 1](real, count, self.ub)
+        real, count = self._real, self._count
+        cut, eps_abs, eps_rel = prune_terms(self.ub, self.options)
+        phase.begin_phase[1, 1](real, count, cut)
         phase.branch_kernel()[blocks(n_open), THREADS_PER_BLOCK](
             n_open,
             source.lo,
@@ -368,8 +373,8 @@ class GpuExploration(ExplorationBase):
             selected,
             levels,
             self._device_scale,
-            float(options.eps_abs),
-            float(options.eps_rel),
+            float(eps_abs),
+            float(eps_rel),
             real,
             count,
             target.lo,
@@ -395,7 +400,8 @@ class GpuExploration(ExplorationBase):
         """Contract, bound, offer and keep children 0 .. n_children - 1 into ``out``; read the
         counters and take the device's incumbent when one of these children holds it."""
         options, children, dtape, real, count = self.options, self._children, self._dtape, self._real, self._count
-        eps_abs, eps_rel, feas_tol = float(options.eps_abs), float(options.eps_rel), float(options.feas_tol)
+        _, eps_abs, eps_rel = prune_terms(self.ub, options)
+        eps_abs, eps_rel, feas_tol = float(eps_abs), float(eps_rel), float(options.feas_tol)
         self.nodes += n_children
         grid = blocks(n_children)
         if options.contract:

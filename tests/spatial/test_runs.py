@@ -90,14 +90,17 @@ def same_keys(a: dict, b: dict, path: str = "") -> None:
             same_keys(a[key], b[key], f"{path}{key}.")
 
 
-def test_minimize_json_has_the_same_keys_with_and_without_a_run(capsys, tmp_path):
-    """A key that has no value in one mode is null there (the run's counters, this process's start-up)."""
-    minimize = ["minimize", "peaks", "--json", "--subdomains", "64"]
+@pytest.mark.parametrize("threshold", [[], ["--prove-above", "-7"]])
+def test_minimize_json_has_the_same_keys_with_and_without_a_run(capsys, tmp_path, threshold):
+    """A key that has no value in one mode is null there (the run's counters, this process's start-up);
+    a threshold question's answer is one more extra in both."""
+    minimize = ["minimize", "peaks", "--json", "--subdomains", "64", *threshold]
     assert main([*minimize, "--gpus", "0", "--quiet"]) == 0
     here = json.loads(capsys.readouterr().out)
     assert main([*minimize, "--run", str(tmp_path / "p.zarr"), *LOCAL]) == 0
     run = json.loads(capsys.readouterr().out)
     same_keys(here, run)
+    assert here["threshold"] == run["threshold"] == ({"prove_above": -7.0, "holds": True} if threshold else None)
     assert here["subdomains"] == run["subdomains"] == 64 and here["backend"] == "cpu" and run["backend"] is None
     assert here["run"] is None and here["estimate"] is None and here["startup"] is None
     assert run["local_solves"] is None and isinstance(run["startup"], dict) and isinstance(run["estimate"], dict)
