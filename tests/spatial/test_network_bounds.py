@@ -1,0 +1,256 @@
+"""Backward linear bounds of networks (``spatial/network_bounds.py``) against arb's exact network
+values at the corners, the centre and random points of random boxes, a brute-force grid, and the
+tape's natural interval extension."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import flint
+import numpy as np
+import pytest
+
+from pbbflow.spatial import Model
+from pbbflow.spatial.bounds import Mode, bound_boxes
+from pbbflow.spatial.network import Activation, Elementwise, Layer, Network
+from pbbflow.spatial.network_bounds import NetworkBounds, _matmul_error_constants, lower_bound, output_bounds
+
+PRECISION = 200
+SMOOTH = ("tanh", "sigmoid", "softplus")
+
+
+def _arb_activation(name: str, alpha: float, a: flint.arb) -> flint.arb:
+    if name == "linear":
+        return a
+    if name in ("relu", "leaky_relu"):
+        slope = 0.0 if name == "relu" else alpha
+        if a >= 0:
+            return a
+        if a <= 0:
+            return a * slope
+        return a.union(a * slope)  # straddles 0: the hull of both branches
+    if name == "tanh":
+        return a.tanh()
+    if name == "sigmoid":
+        return 1 / (1 + (-a).exp())
+    return (1 + a.exp()).log()
+
+
+def arb_network(network: Network, x, c=None, d: float = 0.0) -> list[flint.arb]:
+    """The network's outputs at the doubles ``x``, in arb from the stored weights (with ``c``:
+    the one value ``c . N(x) + d``)."""
+    old = flint.ctx.prec
+    flint.ctx.prec = PRECISION
+    try:
+        values = [flint.arb(float(v)) for v in x]
+        for step in network.steps:
+            if isinstance(step, Layer):
+                bias = [0.0] * step.sizes[1] if step.bias is None else step.bias.tolist()
+                values = [
+                    _arb_activation(
+                        step.activation, step.alpha, sum((w * v for w, v in zip(row, values)), flint.arb(b))
+                    )
+                    for row, b in zip(step.weights.tolist(), bias)
+                ]
+            elif isinstance(step, Elementwise):
+                ops = {"add": lambda v, c: v + c, "sub": lambda v, c: v - c, "rsub": lambda v, c: c - v}
+                ops |= {"mul": lambda v, c: v * c, "div": lambda v, c: v / c}
+                values = [ops[step.op](v, flint.arb(c)) for v, c in zip(values, step.constant.tolist())]
+            else:
+                values = [_arb_activation(step.activation, step.alpha, v) for v in values]
+        if c is None:
+            return values
+        return [sum((flint.arb(float(cj)) * y for cj, y in zip(c, values)), flint.arb(float(d)))]
+    finally:
+        flint.ctx.prec = old
+
+
+def arb_objective(network: Network, x, c, d) -> flint.arb:
+    return arb_network(network, x, c, d)[0]
+
+
+def _weights(rng: np.random.Generator, shape, kind: str) -> np.ndarray:
+    """float32-exact, general float64, or huge and cancelling weights."""
+    w = rng.normal(0.0, 1.0 / np.sqrt(shape[1]), shape)
+    if kind == "float32":
+        return w.astype(np.float32).astype(np.float64)
+    if kind == "huge":
+        w = w * 10.0 ** rng.integers(-3, 9, shape)
+        w[:, -1] = -w[:, 0]  # columns that cancel against each other
+    return w
+
+
+def random_network(rng: np.random.Generator, activations=None, kind: str | None = None) -> Network:
+    """A small random network: dense layers with mixed activations, elementwise constants and
+    activation steps of their own."""
+    n_inputs = int(rng.integers(1, 5))
+    size = n_inputs
+    steps = []
+    kind = kind or str(rng.choice(["float32", "float64", "huge"]))
+    names = activations or ("relu", "leaky_relu", "tanh", "sigmoid", "softplus", "linear")
+    for _ in range(int(rng.integers(1, 5))):
+        if rng.random() < 0.25:
+            op = str(rng.choice(["add", "sub", "rsub", "mul", "div"]))
+            constant = rng.uniform(0.25, 3.0, size) * rng.choice([-1.0, 1.0], size)
+            steps.append(Elementwise(op, constant))
+        out = int(rng.integers(1, 9))
+        activation = str(rng.choice(names))
+        alpha = float(rng.choice([0.01, 0.3, -0.5, 2.0]))
+        bias = None if rng.random() < 0.2 else rng.normal(0.0, 1.0, out)
+        steps.append(Layer(_weights(rng, (out, size), kind), bias, activation, alpha))
+        size = out
+        if rng.random() < 0.15:
+            steps.append(Activation(str(rng.choice(names)), 0.1))
+    out = int(rng.integers(1, 4))
+    steps.append(Layer(_weights(rng, (out, size), kind), rng.normal(0.0, 1.0, out), "linear"))
+    return Network(n_inputs, tuple(steps))
+
+
+def random_box(rng: np.random.Generator, n: int, degenerate: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    centre = rng.uniform(-2.0, 2.0, n)
+    width = np.zeros(n) if degenerate else rng.uniform(0.0, 2.0, n) * (rng.random(n) < 0.9)
+    return centre - width / 2, centre + width / 2
+
+
+def points(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, count: int = 30) -> list[np.ndarray]:
+    corners = [np.array(c) for c in itertools.product(*zip(lo, hi))]
+    return [*corners, 0.5 * lo + 0.5 * hi, *rng.uniform(lo, hi, (count, len(lo)))]
+
+
+def check_below(network: Network, bound: float, x, c, d) -> None:
+    exact = arb_objective(network, x, c, d)
+    assert not (exact < bound), f"bound {bound!r} above the exact value {exact} at {list(x)}"
+    assert exact >= bound or (exact - bound).rad() < 1e-40, f"undecided at {list(x)}: {exact} vs {bound!r}"
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_bound_below_exact_values(seed):
+    """On random networks and boxes (a quarter of them points), the bound is below arb's exact
+    value at the corners, the centre and random points; at a point, within a hair of it."""
+    rng = np.random.default_rng(seed)
+    network = random_network(rng)
+    bounds = NetworkBounds(network)
+    for trial in range(4):
+        degenerate = trial == 3
+        lo, hi = random_box(rng, network.n_inputs, degenerate)
+        c = rng.normal(0.0, 1.0, network.n_outputs)
+        d = float(rng.normal())
+        bound = bounds.lower_bound(lo, hi, c, d)
+        assert bound == bound
+        for x in points(rng, lo, hi, 1 if degenerate else 30):
+            check_below(network, bound, x, c, d)
+        if degenerate and np.isfinite(bound):
+            exact = float(arb_objective(network, lo, c, d).mid())
+            scale = 1.0 + abs(exact) + np.abs(c).sum()
+            large = max(np.abs(s.weights).max() for s in network.steps if isinstance(s, Layer))
+            assert exact - bound <= 1e-9 * scale * max(1.0, large) ** 2
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_output_bounds_enclose_both_sides(seed):
+    rng = np.random.default_rng(100 + seed)
+    network = random_network(rng)
+    lo, hi = random_box(rng, network.n_inputs)
+    out_lo, out_hi = output_bounds(network, lo, hi)
+    for x in points(rng, lo, hi):
+        for value, a, b in zip(arb_network(network, x), out_lo, out_hi):
+            assert not (value < a) and not (value > b)
+
+
+def test_cancelling_weights_are_not_rounded_into_a_wrong_bound():
+    """c . W x with W = (1e17, -1, -1e17) after a layer that copies x = 1: the float product
+    (lam @ W of the backward pass) is 0 and the exact value -1; the bound must be <= -1."""
+    first = Layer(np.ones((3, 1)), None, "relu")
+    second = Layer(np.array([[1e17, -1.0, -1e17]]), None, "linear")
+    network = Network(1, (first, second))
+    for lo, hi in [(1.0, 1.0), (0.5, 1.5)]:
+        bound = lower_bound(network, np.array([lo]), np.array([hi]), np.array([1.0]))
+        assert bound <= -1.0 * hi
+        check_below(network, bound, [hi], [1.0], 0.0)
+    # through the backward matmul itself: lam = (1e17, -1, -1e17) times a column of ones
+    network = Network(1, (Layer(np.ones((3, 1)), None, "linear"), Activation("relu"), second))
+    assert lower_bound(network, np.array([1.0]), np.array([1.0]), np.array([1.0])) <= -1.0
+
+
+def test_matmul_error_constants_bound_gamma_n():
+    for n in (1, 2, 51, 4097):
+        k, t = _matmul_error_constants(n)
+        nu = Fraction(n, 2**53)
+        assert Fraction(k) >= nu / (1 - 2 * nu) and Fraction(t) == 4 * n * Fraction(1, 2**1075)
+
+
+def test_smooth_relaxations_are_tight_on_small_boxes():
+    """One unit of each smooth activation over [z0 - h, z0 + h]: the bound of act(z) is within
+    O(h^2) of its true minimum (tangent and chord lines)."""
+    for name in SMOOTH:
+        network = Network(1, (Layer(np.ones((1, 1)), None, name),))
+        for z0 in (-3.0, -0.2, 0.0, 0.7, 4.0):
+            h = 1e-3
+            bound = lower_bound(network, np.array([z0 - h]), np.array([z0 + h]), np.array([1.0]))
+            exact = float(arb_network(network, [z0 - h])[0].mid())
+            assert bound <= exact and exact - bound < 1e-6
+            upper = -lower_bound(network, np.array([z0 - h]), np.array([z0 + h]), np.array([-1.0]))
+            assert upper >= float(arb_network(network, [z0 + h])[0].mid()) - 1e-15
+
+
+def _tape_nie(network: Network, lo, hi, c, d) -> float:
+    model = Model("nie")
+    x = [model.variable(a, b) for a, b in zip(lo.tolist(), hi.tolist())]
+    outputs = network(x)
+    model.minimize(sum((float(cj) * y for cj, y in zip(c, outputs)), start=0.0) + d)
+    return float(bound_boxes(model.problem().tape, lo[None, :], hi[None, :], 1, Mode.NIE, parallel=False).lb[0])
+
+
+def deep_relu_network(rng: np.random.Generator, widths) -> Network:
+    layers = [
+        Layer(rng.normal(0.0, np.sqrt(2.0 / a), (b, a)), rng.normal(0.0, 0.1, b), "relu")
+        for a, b in zip(widths[:-2], widths[1:-1])
+    ]
+    layers.append(Layer(rng.normal(0.0, np.sqrt(1.0 / widths[-2]), (widths[-1], widths[-2])), None, "linear"))
+    return Network(widths[0], tuple(layers))
+
+
+def test_relu_networks_at_least_as_tight_as_the_tape_nie():
+    """On 3-input ReLU networks of 3 hidden layers of 12, the bound beats or ties the tape's NIE on
+    a clear majority of seeded boxes (measured: 20 of 20)."""
+    wins = 0
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        network = deep_relu_network(rng, [3, 12, 12, 12, 2])
+        lo, hi = random_box(rng, 3)
+        c = rng.normal(0.0, 1.0, 2)
+        ours = lower_bound(network, lo, hi, c, 0.5)
+        nie = _tape_nie(network, lo, hi, c, 0.5)
+        wins += ours >= nie
+        for x in points(rng, lo, hi, 10):
+            check_below(network, ours, x, c, 0.5)
+    assert wins >= 18
+
+
+def test_two_input_network_against_a_grid():
+    """A 2-16-16-1 mixed network: on each of 8 x 8 sub-boxes the bound is below the float minimum
+    over a 21 x 21 grid of it (minus float evaluation's error), and close to it."""
+    rng = np.random.default_rng(7)
+    layers = (
+        Layer(rng.normal(0, 1, (16, 2)), rng.normal(0, 1, 16), "tanh"),
+        Layer(rng.normal(0, 0.3, (16, 16)), rng.normal(0, 1, 16), "relu"),
+        Layer(rng.normal(0, 0.3, (1, 16)), rng.normal(0, 1, 1), "linear"),
+    )
+    network = Network(2, layers)
+    bounds = NetworkBounds(network)
+    edges = np.linspace(-2.0, 2.0, 9)
+    gaps = []
+    for i, j in itertools.product(range(8), range(8)):
+        lo = np.array([edges[i], edges[j]])
+        hi = np.array([edges[i + 1], edges[j + 1]])
+        bound = bounds.lower_bound(lo, hi, np.array([1.0]))
+        grid = np.stack(np.meshgrid(np.linspace(lo[0], hi[0], 21), np.linspace(lo[1], hi[1], 21)), -1).reshape(-1, 2)
+        values = grid.T
+        for layer in layers:
+            values = layer.weights @ values + layer.bias[:, None]
+            values = {"tanh": np.tanh, "relu": lambda v: np.maximum(v, 0.0)}.get(layer.activation, lambda v: v)(values)
+        least = values.min()
+        assert bound <= least + 1e-12 * (1 + abs(least))
+        gaps.append(least - bound)
+    assert max(gaps) < 0.5
