@@ -5,16 +5,21 @@ tape's natural interval extension."""
 from __future__ import annotations
 
 import itertools
+import json
+from dataclasses import replace
 from fractions import Fraction
 
 import flint
 import numpy as np
 import pytest
 
-from pbbflow.spatial import Model
+from pbbflow.spatial import Model, ProblemError
+from pbbflow.spatial.bnb import minimize
 from pbbflow.spatial.bounds import Mode, bound_boxes
 from pbbflow.spatial.network import Activation, Elementwise, Layer, Network
 from pbbflow.spatial.network_bounds import NetworkBounds, _matmul_error_constants, lower_bound, output_bounds
+from pbbflow.spatial.options import MinimizeOptions
+from pbbflow.spatial.problem import Problem
 
 PRECISION = 200
 SMOOTH = ("tanh", "sigmoid", "softplus")
@@ -254,3 +259,93 @@ def test_two_input_network_against_a_grid():
         assert bound <= least + 1e-12 * (1 + abs(least))
         gaps.append(least - bound)
     assert max(gaps) < 0.5
+
+
+def _two_output_network(rng: np.random.Generator) -> Network:
+    return deep_relu_network(rng, [2, 6, 6, 2])
+
+
+@pytest.mark.parametrize(
+    ("objective", "c", "d"),
+    [
+        (lambda y, x: y[0], [1.0, 0.0], 0.0),
+        (lambda y, x: -y[1] + 3, [0.0, -1.0], 3.0),
+        (lambda y, x: 2 * y[0] - 0.5 * y[1] + y[0] - 1.25, [3.0, -0.5], -1.25),
+        (lambda y, x: (y[1] - y[0]) * 4, [-4.0, 4.0], 0.0),
+        (lambda y, x: y[0] * y[1], None, None),
+        (lambda y, x: y[0] + x[0], None, None),
+        (lambda y, x: 0.1 * y[0] + 0.2 * y[0], None, None),  # 0.1 + 0.2 is no double
+        (lambda y, x: y[0] / 3, None, None),
+    ],
+)
+def test_network_objective_is_recognised_exactly(objective, c, d):
+    model = Model("objective")
+    x = model.variables(2, -1, 1)
+    y = _two_output_network(np.random.default_rng(0))(x)
+    model.minimize(objective(y, x))
+    found = model.problem().network_objective
+    if c is None:
+        assert found is None
+    else:
+        assert found.c.tolist() == c and found.d == d and found.inputs == (0, 1)
+
+
+def test_network_objective_needs_distinct_variables():
+    network = _two_output_network(np.random.default_rng(0))
+    model = Model("objective")
+    x = model.variables(2, -1, 1)
+    model.minimize(network([x[0], x[0]])[0])
+    assert model.problem().network_objective is None
+    model = Model("objective")
+    x = model.variables(3, -1, 1)
+    model.minimize(network([x[2], x[0]])[1] + network([x[2], x[0]])[0])
+    assert model.problem().network_objective.inputs == (2, 0)
+
+
+def test_network_objective_round_trips_through_the_source():
+    rng = np.random.default_rng(5)
+    network = random_network(rng)
+    model = Model("round trip")
+    x = model.variables(network.n_inputs + 1, -1, 1)
+    model.minimize(network(x[1:])[0] * 2)
+    problem = model.problem()
+    again = Problem.from_source(json.loads(json.dumps(problem.source, allow_nan=False)))
+    objective, other = problem.network_objective, again.network_objective
+    assert other.inputs == objective.inputs and other.c.tolist() == objective.c.tolist() and other.d == objective.d
+    assert json.dumps(again.source) == json.dumps(problem.source)
+    lo, hi = random_box(rng, network.n_inputs)
+    assert lower_bound(other.network, lo, hi, other.c) == lower_bound(network, lo, hi, objective.c)
+    broken = {**problem.source, "network_objective": {**problem.source["network_objective"], "c": "x"}}
+    with pytest.raises(ProblemError, match="network objective"):
+        Problem.from_source(broken)
+    assert "network_objective" not in Model.problem(_plain_model()).source
+
+
+def _plain_model() -> Model:
+    model = Model("plain")
+    x = model.variable(-1, 1)
+    model.minimize(x * x)
+    return model
+
+
+def test_search_uses_the_network_bound():
+    """A 2-16-16-16-1 ReLU network minimized with and without the network objective: the same
+    certified optimum, below the brute-force grid minimum and arb's value at the point found, in
+    fewer nodes with it (measured: 63 against 101)."""
+    network = deep_relu_network(np.random.default_rng(3), [2, 16, 16, 16, 1])
+    model = Model("relu search")
+    x = model.variables(2, -2, 2)
+    model.minimize(network(x)[0])
+    problem = model.problem()
+    assert problem.network_objective is not None
+    grid = np.stack(np.meshgrid(np.linspace(-2, 2, 401), np.linspace(-2, 2, 401)), -1).reshape(-1, 2).T
+    for layer in network.steps:
+        grid = layer.weights @ grid + (0.0 if layer.bias is None else layer.bias[:, None])
+        grid = np.maximum(grid, 0.0) if layer.activation == "relu" else grid
+    least = grid.min()
+    results = [minimize(p, MinimizeOptions()) for p in (problem, replace(problem, network_objective=None))]
+    for result in results:
+        assert result.status.name == "OPTIMAL"
+        assert result.lower_bound <= least + 1e-12
+        assert arb_network(network, result.x)[0] >= result.lower_bound
+    assert results[0].nodes < results[1].nodes
