@@ -185,21 +185,26 @@ def _leaky_at(alpha, z):
 
 
 @jit
+def _act_bounds(code, alpha, lo, hi):
+    """An enclosure of act over [lo, hi]."""
+    if code != _LEAKY:
+        return _act_range(code, lo, hi)
+    a_lo, a_hi = _leaky_at(alpha, lo)
+    b_lo, b_hi = _leaky_at(alpha, hi)
+    low = min(a_lo, b_lo)
+    if lo < 0.0 < hi:  # a negative alpha makes 0 the minimum
+        low = min(low, 0.0)
+    return low, max(a_hi, b_hi)
+
+
+@jit
 def _activation_interval(code, alpha, lo, hi):
     """Rigorous bounds of act(y) for y in [lo, hi]."""
     n = len(lo)
     out_lo = np.empty(n)
     out_hi = np.empty(n)
     for j in range(n):
-        if code == _LEAKY:
-            a_lo, a_hi = _leaky_at(alpha, lo[j])
-            b_lo, b_hi = _leaky_at(alpha, hi[j])
-            out_lo[j] = min(a_lo, b_lo)
-            out_hi[j] = max(a_hi, b_hi)
-            if lo[j] < 0.0 < hi[j]:  # a negative alpha makes 0 the minimum
-                out_lo[j] = min(out_lo[j], 0.0)
-        else:
-            out_lo[j], out_hi[j] = _act_range(code, lo[j], hi[j])
+        out_lo[j], out_hi[j] = _act_bounds(code, alpha, lo[j], hi[j])
     return out_lo, out_hi
 
 
@@ -251,57 +256,68 @@ def _offset_piece(code, s, a, b, concave):
 def _relax(code, alpha, lo, hi, sl, bl, su, bu):
     """Lines ``sl z + bl <= act(z) <= su z + bu`` on each [lo_j, hi_j] (module doc)."""
     for j in range(len(lo)):
-        l = lo[j]
-        u = hi[j]
-        if code == _LEAKY:
-            if l >= 0.0 or u <= 0.0:
-                slope = 1.0 if l >= 0.0 else alpha
-                sl[j] = slope
-                su[j] = slope
-                bl[j] = 0.0
-                bu[j] = 0.0
-                continue
-            # f(l) = alpha l, f(u) = u; the chord's slope (any float is sound)
-            chord = (u - alpha * l) / (u - l)
-            through_zero = 1.0 if u >= -l else alpha
-            at_l_lo, at_l_hi = iv.mul(alpha, alpha, l, l)
-            if alpha <= 1.0:  # convex: chord above, a line through 0 below
-                sl[j] = through_zero
-                bl[j] = 0.0
-                su[j] = chord
-                bu[j] = max(iv.add_up(at_l_hi, -iv.mul_down(chord, l)), iv.add_up(u, -iv.mul_down(chord, u)))
-            else:  # concave: chord below, a line through 0 above
-                su[j] = through_zero
-                bu[j] = 0.0
-                sl[j] = chord
-                bl[j] = min(iv.add_down(at_l_lo, -iv.mul_up(chord, l)), iv.add_down(u, -iv.mul_up(chord, u)))
-            continue
-        f_l = _act_range(code, l, l)
-        f_u = _act_range(code, u, u)
-        width = u - l
-        if width > 0.0 and width - width == 0.0:
-            slope = (0.5 * f_u[0] + 0.5 * f_u[1] - 0.5 * f_l[0] - 0.5 * f_l[1]) / width
-        else:
-            d_lo, d_hi = _act_derivative(code, 0.5 * l + 0.5 * u)
-            slope = 0.5 * d_lo + 0.5 * d_hi
-        if slope != slope or slope - slope != 0.0:
-            slope = 0.0
-        g_lo = math.inf
-        g_hi = -math.inf
-        if code != _SOFTPLUS and u > 0.0:  # the concave part [max(l, 0), u]
-            p_lo, p_hi = _offset_piece(code, slope, max(l, 0.0), u, True)
-            g_lo = min(g_lo, p_lo)
-            g_hi = max(g_hi, p_hi)
-        if code == _SOFTPLUS or l < 0.0:  # the convex part [l, min(u, 0)] (softplus: all of it)
-            p_lo, p_hi = _offset_piece(code, slope, l, u if code == _SOFTPLUS else min(u, 0.0), False)
-            g_lo = min(g_lo, p_lo)
-            g_hi = max(g_hi, p_hi)
-        if l == 0.0 and u == 0.0 and code != _SOFTPLUS:
-            g_lo, g_hi = _offset_at(code, slope, 0.0)
-        sl[j] = slope
-        su[j] = slope
-        bl[j] = g_lo
-        bu[j] = g_hi
+        _relax_one(code, alpha, lo[j], hi[j], sl, bl, su, bu, j)
+        if not (sl[j] - sl[j] == 0.0 and su[j] - su[j] == 0.0 and bl[j] < math.inf and bu[j] > -math.inf):
+            sl[j] = 0.0  # infinite bounds, or a line overflowed: the constant lines of act's range
+            su[j] = 0.0
+            bl[j], bu[j] = _act_bounds(code, alpha, lo[j], hi[j])
+
+
+@jit
+def _relax_one(code, alpha, l, u, sl, bl, su, bu, j):
+    """The lines of unit j (slopes NaN where [l, u] is not finite: :func:`_relax` falls back)."""
+    if not (-math.inf < l and u < math.inf):
+        sl[j] = math.nan
+        return
+    if code == _LEAKY:
+        if l >= 0.0 or u <= 0.0:
+            slope = 1.0 if l >= 0.0 else alpha
+            sl[j] = slope
+            su[j] = slope
+            bl[j] = 0.0
+            bu[j] = 0.0
+            return
+        # f(l) = alpha l, f(u) = u; the chord's slope (any float is sound)
+        chord = (u - alpha * l) / (u - l)
+        through_zero = 1.0 if u >= -l else alpha
+        at_l_lo, at_l_hi = iv.mul(alpha, alpha, l, l)
+        if alpha <= 1.0:  # convex: chord above, a line through 0 below
+            sl[j] = through_zero
+            bl[j] = 0.0
+            su[j] = chord
+            bu[j] = max(iv.add_up(at_l_hi, -iv.mul_down(chord, l)), iv.add_up(u, -iv.mul_down(chord, u)))
+        else:  # concave: chord below, a line through 0 above
+            su[j] = through_zero
+            bu[j] = 0.0
+            sl[j] = chord
+            bl[j] = min(iv.add_down(at_l_lo, -iv.mul_up(chord, l)), iv.add_down(u, -iv.mul_up(chord, u)))
+        return
+    f_l = _act_range(code, l, l)
+    f_u = _act_range(code, u, u)
+    width = u - l
+    if width > 0.0 and width - width == 0.0:
+        slope = (0.5 * f_u[0] + 0.5 * f_u[1] - 0.5 * f_l[0] - 0.5 * f_l[1]) / width
+    else:
+        d_lo, d_hi = _act_derivative(code, 0.5 * l + 0.5 * u)
+        slope = 0.5 * d_lo + 0.5 * d_hi
+    if slope != slope or slope - slope != 0.0:
+        slope = 0.0
+    g_lo = math.inf
+    g_hi = -math.inf
+    if code != _SOFTPLUS and u > 0.0:  # the concave part [max(l, 0), u]
+        p_lo, p_hi = _offset_piece(code, slope, max(l, 0.0), u, True)
+        g_lo = min(g_lo, p_lo)
+        g_hi = max(g_hi, p_hi)
+    if code == _SOFTPLUS or l < 0.0:  # the convex part [l, min(u, 0)] (softplus: all of it)
+        p_lo, p_hi = _offset_piece(code, slope, l, u if code == _SOFTPLUS else min(u, 0.0), False)
+        g_lo = min(g_lo, p_lo)
+        g_hi = max(g_hi, p_hi)
+    if l == 0.0 and u == 0.0 and code != _SOFTPLUS:
+        g_lo, g_hi = _offset_at(code, slope, 0.0)
+    sl[j] = slope
+    su[j] = slope
+    bl[j] = g_lo
+    bu[j] = g_hi
 
 
 # ---------------------------------------------------------------- kernels: the backward steps
@@ -503,8 +519,9 @@ class NetworkBounds:
                     beta[:] = np.concatenate([op.bias, -op.bias])
                     continue
                 magnitude = np.append(np.maximum(np.abs(lo), np.abs(hi)), 1.0)
-                product = lam @ op.augmented
-                abs_product = np.abs(lam) @ op.augmented_abs
+                with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN rows: _guard_rows
+                    product = lam @ op.augmented
+                    abs_product = np.abs(lam) @ op.augmented_abs
                 lam = _affine_back(product, abs_product, magnitude, op.k_factor, op.t_term, beta)
             elif isinstance(op, _Elementwise):
                 lam = _elementwise_back(np.ascontiguousarray(lam), op.code, op.constant, lo, hi, beta)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 from dataclasses import replace
 from fractions import Fraction
 
@@ -35,6 +36,14 @@ def _arb_activation(name: str, alpha: float, a: flint.arb) -> flint.arb:
         if a <= 0:
             return a * slope
         return a.union(a * slope)  # straddles 0: the hull of both branches
+    if abs(a) > 1000:  # arb's exp gives NaN at 1e400: the tails, enclosed by hand (e^-1000 < 2^-1400)
+        tail = flint.arb(0).union(flint.arb(2) ** -1400)
+        positive = a > 0
+        if name == "softplus":
+            return a + tail if positive else tail
+        if name == "tanh":
+            return 1 - tail if positive else tail - 1
+        return 1 - tail if positive else tail
     if name == "tanh":
         return a.tanh()
     if name == "sigmoid":
@@ -176,6 +185,24 @@ def test_cancelling_weights_are_not_rounded_into_a_wrong_bound():
     # through the backward matmul itself: lam = (1e17, -1, -1e17) times a column of ones
     network = Network(1, (Layer(np.ones((3, 1)), None, "linear"), Activation("relu"), second))
     assert lower_bound(network, np.array([1.0]), np.array([1.0]), np.array([1.0])) <= -1.0
+
+
+@pytest.mark.parametrize("activation", ["relu", "leaky_relu", "tanh", "sigmoid", "softplus"])
+def test_overflowing_intermediate_bounds_stay_sound(activation, monkeypatch):
+    """Weights of 1e200 overflow the intermediate bounds to infinity: the lines fall back to act's
+    range and the bound stays below arb's values (and is not NaN). arb at 3,000 bits: 1e200 times
+    a saturated tanh's ball must stay small."""
+    monkeypatch.setattr(sys.modules[__name__], "PRECISION", 3000)
+    first = Layer(np.array([[1e200], [-1e200]]), None, activation, 0.5)
+    second = Layer(np.array([[1e200, 1e200]]), np.array([1.0]), activation, 0.5)
+    network = Network(1, (first, second, Layer(np.array([[1.0]]), None, "linear")))
+    rng = np.random.default_rng(0)
+    for lo, hi in [(-1.0, 1.0), (0.5, 2.0), (-1e-300, 1e-300)]:
+        for c in (1.0, -1.0):
+            bound = lower_bound(network, np.array([lo]), np.array([hi]), np.array([c]))
+            assert bound == bound
+            for x in points(rng, np.array([lo]), np.array([hi]), 5):
+                check_below(network, bound, x, [c], 0.0)
 
 
 def test_matmul_error_constants_bound_gamma_n():
