@@ -47,8 +47,9 @@ Why each step is sound (real arithmetic on the stored doubles is what is bounded
   act, act' at points come from :mod:`.interval` (library functions widened by LIBRARY_ULPS).
 - **The box** ``min lam . x + beta``: each term's minimum is at an end of its interval,
   ``min(mul_down(lam_j, lo_j), mul_down(lam_j, hi_j))``, summed rounding down.
-- **Overflow**: a row whose coefficients are no longer finite becomes ``0 . v + (-inf)``; NaN never
-  reaches a result (the directed operations send it to -inf in a lower bound).
+- **Overflow**: a row whose coefficients are no longer finite becomes ``0 . v + (-inf)``; a unit
+  whose input bounds are infinite, or whose lines overflow, takes the constant lines of act's
+  range; NaN never reaches a result (the directed operations send it to -inf in a lower bound).
 """
 
 from __future__ import annotations
