@@ -9,12 +9,14 @@ import json
 import sys
 from dataclasses import replace
 from fractions import Fraction
+from pathlib import Path
 
 import flint
 import numpy as np
 import pytest
 
-from pbbflow.spatial import Model, ProblemError
+from pbbflow.spatial import Model, ProblemError, read_onnx
+from pbbflow.spatial.ann import AnnNetwork
 from pbbflow.spatial.bnb import minimize
 from pbbflow.spatial.bounds import Mode, bound_boxes
 from pbbflow.spatial.network import Activation, Elementwise, Layer, Network
@@ -141,7 +143,8 @@ def check_below(network: Network, bound: float, x, c, d) -> None:
 @pytest.mark.parametrize("seed", range(40))
 def test_bound_below_exact_values(seed):
     """On random networks and boxes (a quarter of them points), the bound is below arb's exact
-    value at the corners, the centre and random points; at a point, within a hair of it."""
+    value at the corners, the centre and random points; at a point, within 1e-13 of it relative
+    (1e-10 with huge weights)."""
     rng = np.random.default_rng(seed)
     network = random_network(rng)
     bounds = NetworkBounds(network)
@@ -154,11 +157,10 @@ def test_bound_below_exact_values(seed):
         assert bound == bound
         for x in points(rng, lo, hi, 1 if degenerate else 30):
             check_below(network, bound, x, c, d)
-        if degenerate and np.isfinite(bound):
+        if degenerate:  # measured: within 1e-14 relative, 8e-12 where huge weights cancel
             exact = float(arb_objective(network, lo, c, d).mid())
-            scale = 1.0 + abs(exact) + np.abs(c).sum()
             large = max(np.abs(s.weights).max() for s in network.steps if isinstance(s, Layer))
-            assert exact - bound <= 1e-9 * scale * max(1.0, large) ** 2
+            assert exact - bound <= (1e-13 if large < 10 else 1e-10) * (1.0 + abs(exact))
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -376,3 +378,46 @@ def test_search_uses_the_network_bound():
         assert result.lower_bound <= least + 1e-12
         assert arb_network(network, result.x)[0] >= result.lower_bound
     assert results[0].nodes < results[1].nodes
+
+
+DATA = next(
+    (p / "shared/data/ann" for p in Path(__file__).resolve().parents if (p / "shared/data/ann").is_dir()),
+    Path("shared/data/ann-missing"),
+)
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="the shared ANN fixtures are not here")
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ann01-peaks-2-8-8-1-tanh.onnx",
+        "ann04-camel-2-16-1-sigmoid.onnx",
+        "ann05-branin-2-16-16-1-relu.onnx",
+        "torch-export/torch_sequential_tanh_relu_legacy.onnx",
+        "torch-export/torch_sequential_tanh_relu_dynamo.onnx",
+    ],
+)
+def test_shared_onnx_networks(name):
+    """The shared ONNX files (input scaling as Sub/Mul/Div steps, Gemm, tanh, sigmoid, ReLU; the
+    torch exports' MatMul/Add): both sides of output 0 on boxes of a tenth of the domain enclose
+    arb's values, and are at least as tight as the tape's NIE."""
+    rng = np.random.default_rng(11)
+    path = DATA / name
+    network = read_onnx(path)
+    twin = path.with_suffix(".json")
+    if twin.exists():
+        ann = AnnNetwork.from_document(json.loads(twin.read_text()), twin.name)
+        domain_lo, domain_hi = np.array(ann.in_lo), np.array(ann.in_hi)
+    else:
+        domain_lo, domain_hi = -np.ones(network.n_inputs), np.ones(network.n_inputs)
+    for _ in range(3):
+        side = 0.1 * (domain_hi - domain_lo)
+        lo = domain_lo + rng.random(network.n_inputs) * (domain_hi - domain_lo - side)
+        hi = lo + side
+        for sign in (1.0, -1.0):
+            c = np.zeros(network.n_outputs)
+            c[0] = sign
+            bound = lower_bound(network, lo, hi, c)
+            assert bound >= _tape_nie(network, lo, hi, c, 0.0)
+            for x in points(rng, lo, hi, 10):
+                check_below(network, bound, x, c, 0.0)
