@@ -345,11 +345,15 @@ def _affine_back(product, abs_product, magnitude, k_factor, t_term, beta):
     n_rows, n_cols = product.shape
     n = n_cols - 1
     lam = np.empty((n_rows, n))
+    total_magnitude = 0.0
+    for j in range(n_cols):
+        total_magnitude = iv.add_up(total_magnitude, magnitude[j])
+    spread = iv.mul_up(t_term, total_magnitude)
     for r in range(n_rows):
-        error = 0.0
+        weighted = 0.0  # sum_j abs_product[r, j] magnitude[j], rounded up (all terms >= 0)
         for j in range(n_cols):
-            bound = iv.add_up(iv.mul_up(abs_product[r, j], k_factor), t_term)
-            error = iv.add_up(error, iv.mul_up(bound, magnitude[j]))
+            weighted = iv.add_up(weighted, iv.mul_up(abs_product[r, j], magnitude[j]))
+        error = iv.add_up(iv.mul_up(k_factor, weighted), spread)
         beta[r] = iv.add_down(iv.add_down(beta[r], product[r, n]), -error)
         for j in range(n):
             lam[r, j] = product[r, j]
@@ -359,8 +363,13 @@ def _affine_back(product, abs_product, magnitude, k_factor, t_term, beta):
 
 @jit
 def _scaled_coefficient(lam, s, lo, hi):
-    """(fl(lam s), a lower bound of (lam s - fl(lam s)) y over y in [lo, hi])."""
-    mu = lam * s
+    """(fl(lam s), a lower bound of (lam s - fl(lam s)) y over y in [lo, hi]): the exact residual
+    from the fma where it is safe (0 for the slopes 0 and 1 of stable ReLUs), else its enclosure."""
+    mu, error = iv.two_product(lam, s)
+    if error == 0.0:
+        return mu, 0.0
+    if error == error:
+        return mu, min(iv.mul_down(error, lo), iv.mul_down(error, hi))
     r_lo = iv.add_down(iv.mul_down(lam, s), -mu)
     r_hi = iv.add_up(iv.mul_up(lam, s), -mu)
     return mu, iv.mul(r_lo, r_hi, lo, hi)[0]
