@@ -189,6 +189,22 @@ def test_cancelling_weights_are_not_rounded_into_a_wrong_bound():
     assert lower_bound(network, np.array([1.0]), np.array([1.0]), np.array([1.0])) <= -1.0
 
 
+@pytest.mark.parametrize(
+    ("step", "c", "x"),
+    [
+        (Elementwise("mul", np.array([3.0])), 0.1, 1.0),  # fl(0.1 * 3) is above 0.1 * 3
+        (Elementwise("div", np.array([3.0])), -1.0, 1.0),  # -fl(1 / 3) is above -1 / 3
+        (Activation("leaky_relu", 0.1), -3.0, -1.0),  # the slope 0.1 times -3
+    ],
+)
+def test_rounded_coefficients_carry_their_residual(step, c, x):
+    """At a point where the last steps are exact, a coefficient rounded up would put the bound
+    above the value: each product's residual must join the bound."""
+    network = Network(1, (step,))
+    bound = lower_bound(network, np.array([x]), np.array([x]), np.array([c]))
+    check_below(network, bound, [x], [c], 0.0)
+
+
 @pytest.mark.parametrize("activation", ["relu", "leaky_relu", "tanh", "sigmoid", "softplus"])
 def test_overflowing_intermediate_bounds_stay_sound(activation, monkeypatch):
     """Weights of 1e200 overflow the intermediate bounds to infinity: the lines fall back to act's
