@@ -42,6 +42,7 @@ from .boxes import BoxSet
 from .contract import contract_boxes
 from .explorer import Exploration
 from .local import _LocalSolver
+from .network_bounds import NetworkBounds
 from .options import BOUNDS, MinimizeOptions, _Incumbent
 from .problem import Problem
 from .result import box_result
@@ -114,6 +115,11 @@ def load_code(problem: Problem, options: MinimizeOptions | None = None) -> tuple
         load_host_code(problem, options)
         wait_apart(apart)
         bound_boxes(problem.tape, lo, hi, 1, int(BOUNDS[options.bound]), options.feas_tol, options.parallel)
+        objective = problem.network_objective
+        if objective is not None:
+            inputs = list(objective.inputs)
+            bounds = NetworkBounds(objective.network)
+            bounds.lower_bound(problem.lower[inputs], problem.upper[inputs], objective.c, objective.d)
     return outcome["seconds"], outcome["compiled"]
 
 

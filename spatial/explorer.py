@@ -5,7 +5,9 @@ An :class:`Exploration` explores a share of the domain: the whole domain (it bou
 solves locally from the root's best point, as ``minimize`` always did) or the boxes of a
 ``BoxSet``, pushed open with their bounds as they are. Each step takes the open boxes with the
 lowest bounds (or the dive's last one above ``max_open``), bisects them and bounds the children
-(contraction, subdomain bounds, the Lagrangian bound, hull cuts: :mod:`.bnb`'s rules).
+(contraction, subdomain bounds, the Lagrangian bound, hull cuts: :mod:`.bnb`'s rules; where the
+objective is exactly ``c . network(x) + d``, the larger of the subdomain bound and the network's
+backward linear bound, :mod:`.network_bounds`).
 
 Between two calls (after ``run`` returns, after ``give_share``) nothing is in flight, and:
 
@@ -42,6 +44,7 @@ from .defaults import LOCAL_EVERY_SUBDOMAINS
 from .first import first_candidates, local_starts
 from .lagrangian import LagrangianBound, lagrangian_bound, multipliers
 from .local import _LocalSolver
+from .network_bounds import NetworkBounds
 from .options import (
     BATCH_SUBDOMAINS,
     BOUNDS,
@@ -331,6 +334,8 @@ class Exploration(ExplorationBase):
         self._next_local = LOCAL_EVERY_SUBDOMAINS
         self._lagrangian: LagrangianBound | None = None
         self._ub_elsewhere = math.inf
+        objective = problem.network_objective
+        self._network = None if objective is None else NetworkBounds(objective.network)
         if boxes is not None:
             self._open.reset(boxes)
             return
@@ -420,6 +425,8 @@ class Exploration(ExplorationBase):
         )
         self.incumbent.offer_many(found.best_point)
         lb, hull_lo, hull_hi = found.lb, found.hull_lo, found.hull_hi
+        if self._network is not None:
+            lb = self._with_network(lo, hi, lb)
         if self._lagrangian is not None:
             lb, hull_lo, hull_hi = self._with_lagrangian(lo, hi, level, lb, hull_lo, hull_hi)
         rows = np.flatnonzero(lb < math.inf)  # +inf: proved infeasible; -inf: unbounded so far, kept
@@ -442,6 +449,17 @@ class Exploration(ExplorationBase):
         if not cut < ub:
             return cut
         return ub if np.all(contract_boxes(self.problem.tape, lo, hi, ub, self.options.feas_tol)[2]) else cut
+
+    def _with_network(self, lo: np.ndarray, hi: np.ndarray, lb: np.ndarray) -> np.ndarray:
+        """Each bound raised to the network objective's backward linear bound over its box (both
+        bound f over the whole box; boxes proved infeasible, +inf, stay)."""
+        objective = self.problem.network_objective
+        inputs = list(objective.inputs)
+        raised = lb.copy()
+        for b in np.flatnonzero(lb < math.inf):
+            by_network = self._network.lower_bound(lo[b, inputs], hi[b, inputs], objective.c, objective.d)
+            raised[b] = max(lb[b], by_network)
+        return raised
 
     def _with_lagrangian(self, lo, hi, level, lb, hull_lo, hull_hi):
         """The bounds and hulls of f sharpened by L's (both are valid: the larger bound, the

@@ -474,6 +474,8 @@ class Model:
         inequalities = [compiler.slot(g, f"inequalities[{i}]") for i, g in enumerate(self._inequalities)]
         equalities = [compiler.slot(h, f"equalities[{i}]") for i, h in enumerate(self._equalities)]
         lower, upper = np.array(self._bounds, dtype=np.float64).T
+        from .network import objective_of  # network.py builds on this module
+
         return Problem(
             name=name,
             lower=lower,
@@ -483,6 +485,7 @@ class Model:
             x_optimum=x_optimum,
             names=tuple(v.name for v in self._variables),
             origin=origin,
+            network_objective=objective_of(self._objective),
         )
 
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
 from . import model as api
-from .model import ACTIVATIONS, LEAKY_RELU_ALPHA, Expr
+from .model import ACTIVATIONS, LEAKY_RELU_ALPHA, Expr, Variable
 from .problem import ProblemError
+from .tape import Op
 
 # an elementwise step's operation -> value op constant (``rsub``: constant - value)
 ELEMENTWISE = {
@@ -116,10 +118,150 @@ class Network:
         object.__setattr__(self, "n_outputs", size)
 
     def __call__(self, inputs: Sequence) -> list[Expr]:
-        """The outputs at ``inputs`` (expressions or numbers), recorded as model expressions."""
+        """The outputs at ``inputs`` (expressions or numbers), recorded as model expressions; on
+        distinct variables of one model each output is a :class:`NetworkOutput`."""
         if len(inputs) != self.n_inputs:
             raise ProblemError(f"{self.name}: takes {self.n_inputs} inputs, got {len(inputs)}")
         values = [api.constant(v) for v in inputs]
         for step in self.steps:
             values = step(values)
-        return values
+        if not all(isinstance(v, Variable) and v.model is inputs[0].model for v in inputs):
+            return values
+        indices = tuple(v.data for v in inputs)
+        if len(set(indices)) < len(indices):
+            return values
+        return [
+            v if v.op in (Op.VAR, Op.CONST) else NetworkOutput(v.op, v.args, v.data, self, indices, k)
+            for k, v in enumerate(values)
+        ]
+
+    def to_json(self) -> dict:
+        """The network as plain JSON (every weight the double it is: JSON numbers round-trip)."""
+        steps = []
+        for step in self.steps:
+            if isinstance(step, Layer):
+                bias = None if step.bias is None else step.bias.tolist()
+                layer = {"weights": step.weights.tolist(), "bias": bias, "activation": step.activation}
+                steps.append({"layer": {**layer, "alpha": step.alpha}})
+            elif isinstance(step, Elementwise):
+                steps.append({"elementwise": {"op": step.op, "constant": step.constant.tolist()}})
+            else:
+                steps.append({"activation": {"activation": step.activation, "alpha": step.alpha}})
+        return {"name": self.name, "n_inputs": self.n_inputs, "steps": steps}
+
+    @classmethod
+    def from_json(cls, document: dict) -> Network:
+        """The network :meth:`to_json` wrote; ProblemError for anything malformed."""
+        try:
+            steps = []
+            for entry in document["steps"]:
+                (kind, step), *rest = entry.items()
+                if rest or kind not in ("layer", "elementwise", "activation"):
+                    raise ValueError(f"a step must be one of layer, elementwise, activation: {sorted(entry)}")
+                if kind == "layer":
+                    bias = None if step["bias"] is None else _vector(step["bias"])
+                    weights = np.array(step["weights"], dtype=np.float64)
+                    steps.append(Layer(weights, bias, step["activation"], float(step["alpha"])))
+                elif kind == "elementwise":
+                    steps.append(Elementwise(step["op"], _vector(step["constant"])))
+                else:
+                    steps.append(Activation(step["activation"], float(step["alpha"])))
+            return cls(int(document["n_inputs"]), tuple(steps), str(document["name"]))
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise ProblemError(f"network: malformed JSON ({error})") from None
+
+
+def _vector(values) -> np.ndarray:
+    array = np.array(values, dtype=np.float64)
+    if array.ndim != 1 or not np.all(np.isfinite(array)):
+        raise ValueError("expected a flat list of finite numbers")
+    return array
+
+
+class NetworkOutput(Expr):
+    """Output ``index`` of ``network`` at the model variables ``inputs`` (their indices): the
+    expression a network call records, tagged so that :func:`objective_of` can see it."""
+
+    __slots__ = ("network", "inputs", "index")
+
+    def __init__(self, op: Op, args, data, network: Network, inputs: tuple[int, ...], index: int):
+        super().__init__(op, args, data)
+        self.network = network
+        self.inputs = inputs
+        self.index = index
+
+
+@dataclass(frozen=True, eq=False)
+class NetworkObjective:
+    """An objective that is exactly ``c . network(x[inputs]) + d`` in real arithmetic (c and d
+    doubles): :mod:`.network_bounds` bounds it directly. Plain JSON both ways."""
+
+    network: Network
+    inputs: tuple[int, ...]
+    c: np.ndarray
+    d: float
+
+    def __post_init__(self) -> None:
+        if len(self.inputs) != self.network.n_inputs or len(set(self.inputs)) != len(self.inputs):
+            raise ProblemError(f"network objective: {len(self.inputs)} inputs for {self.network.n_inputs}")
+        if self.c.shape != (self.network.n_outputs,) or not np.all(np.isfinite(self.c)) or not np.isfinite(self.d):
+            raise ProblemError(f"network objective: c must be {self.network.n_outputs} finite numbers, d finite")
+
+    def to_json(self) -> dict:
+        return {"network": self.network.to_json(), "inputs": list(self.inputs), "c": self.c.tolist(), "d": self.d}
+
+    @classmethod
+    def from_json(cls, document: dict) -> NetworkObjective:
+        """The objective :meth:`to_json` wrote; ProblemError for anything malformed."""
+        try:
+            inputs = tuple(int(i) for i in document["inputs"])
+            return cls(Network.from_json(document["network"]), inputs, _vector(document["c"]), float(document["d"]))
+        except (KeyError, TypeError, ValueError) as error:
+            raise ProblemError(f"network objective: malformed JSON ({error})") from None
+
+
+_MAX_OBJECTIVE_TERMS = 100_000
+
+
+def _is_point(node: Expr) -> bool:
+    return node.op is Op.CONST and node.data[0] == node.data[1]
+
+
+def objective_of(expression: Expr) -> NetworkObjective | None:
+    """``expression`` as ``c . network(x) + d`` where it is exactly that: sums, differences and
+    negations of one network's outputs (at the same variables), of point constants, and of their
+    products with point constants, where every coefficient is a double exactly; else None."""
+    terms: dict[int, Fraction] = {}
+    found: list[NetworkOutput] = []
+    constant = Fraction(0)
+    stack = [(expression, Fraction(1))]
+    visits = 0
+    while stack:
+        node, scale = stack.pop()
+        visits += 1
+        if visits > _MAX_OBJECTIVE_TERMS:  # a shared DAG spelled out as a tree
+            return None
+        if isinstance(node, NetworkOutput):
+            first = found[0] if found else node
+            if node.network is not first.network or node.inputs != first.inputs:
+                return None
+            found.append(node)
+            terms[node.index] = terms.get(node.index, Fraction(0)) + scale
+        elif _is_point(node):
+            constant += scale * Fraction(node.data[0])
+        elif node.op is Op.NEG:
+            stack.append((node.args[0], -scale))
+        elif node.op in (Op.ADD, Op.SUB):
+            stack += [(node.args[0], scale), (node.args[1], scale if node.op is Op.ADD else -scale)]
+        elif node.op is Op.MUL and any(_is_point(a) for a in node.args):
+            factor, other = node.args if _is_point(node.args[0]) else node.args[::-1]
+            stack.append((other, scale * Fraction(factor.data[0])))
+        else:
+            return None
+    if not found:
+        return None
+    network = found[0].network
+    c = [terms.get(k, Fraction(0)) for k in range(network.n_outputs)]
+    if any(Fraction(float(v)) != v for v in (*c, constant)):
+        return None
+    return NetworkObjective(network, found[0].inputs, np.array([float(v) for v in c]), float(constant))

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core.errors import InputError
 from ..core.text import printable, shorten
 from .tape import Tape, TapeError
+
+if TYPE_CHECKING:
+    from .network import NetworkObjective
 
 SOURCE_FORMAT = "tape"
 
@@ -44,7 +48,9 @@ class Problem:
 
     ``optimum`` and ``x_optimum`` are metadata (a known best value and point, e.g. from a file);
     ``names`` label the variables for display; ``origin`` says where the problem came from (a file,
-    a built-in name); ``source`` is derived: the JSON-ready description of all of it.
+    a built-in name); ``network_objective``, where the objective is exactly ``c . network(x) + d``
+    (:func:`.network.objective_of`), lets the search bound it through the network's layers;
+    ``source`` is derived: the JSON-ready description of all of it.
     """
 
     name: str
@@ -55,6 +61,7 @@ class Problem:
     x_optimum: np.ndarray | None = None
     names: tuple[str, ...] = ()
     origin: str = ""
+    network_objective: NetworkObjective | None = field(default=None, repr=False)
     source: dict = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -100,6 +107,9 @@ class Problem:
         object.__setattr__(self, "optimum", optimum)
         object.__setattr__(self, "x_optimum", x_optimum)
         object.__setattr__(self, "names", names)
+        objective = self.network_objective
+        if objective is not None and not all(0 <= i < d for i in objective.inputs):
+            raise ProblemError(f"{where}: the network objective reads variables {list(objective.inputs)} of {d}")
         object.__setattr__(self, "source", self._describe())
 
     @property
@@ -107,7 +117,7 @@ class Problem:
         return len(self.lower)
 
     def _describe(self) -> dict:
-        return {
+        described = {
             "format": SOURCE_FORMAT,
             "name": self.name,
             "domain": [[lo, hi] for lo, hi in zip(self.lower.tolist(), self.upper.tolist())],
@@ -117,6 +127,9 @@ class Problem:
             "x_optimum": None if self.x_optimum is None else self.x_optimum.tolist(),
             "origin": self.origin,
         }
+        if self.network_objective is not None:  # absent otherwise: older sources stay the same text
+            described["network_objective"] = self.network_objective.to_json()
+        return described
 
     @classmethod
     def from_source(cls, source: dict) -> Problem:
@@ -129,6 +142,11 @@ class Problem:
             if domain.ndim != 2 or domain.shape[1] != 2:
                 raise ValueError("the domain must be a list of [lo, hi] pairs")
             tape = Tape.from_json(source["tape"])
+            objective = source.get("network_objective")
+            if objective is not None:
+                from .network import NetworkObjective  # network.py builds on the model API, which builds on this
+
+                objective = NetworkObjective.from_json(objective)
             return cls(
                 name=source["name"],
                 lower=domain[:, 0],
@@ -138,6 +156,7 @@ class Problem:
                 x_optimum=source.get("x_optimum"),
                 names=tuple(source.get("names") or ()),
                 origin=str(source.get("origin", "")),
+                network_objective=objective,
             )
         except ProblemError:
             raise
