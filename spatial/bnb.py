@@ -42,6 +42,7 @@ from .boxes import BoxSet
 from .contract import contract_boxes
 from .explorer import Exploration
 from .local import _LocalSolver
+from .network import NetworkObjective
 from .network_bounds import NetworkBounds
 from .options import BOUNDS, MinimizeOptions, _Incumbent
 from .problem import Problem
@@ -115,7 +116,7 @@ def load_code(problem: Problem, options: MinimizeOptions | None = None) -> tuple
         load_host_code(problem, options)
         wait_apart(apart)
         bound_boxes(problem.tape, lo, hi, 1, int(BOUNDS[options.bound]), options.feas_tol, options.parallel)
-        objective = problem.network_objective
+        objective = NetworkObjective.of(problem)
         if objective is not None:
             inputs = list(objective.inputs)
             bounds = NetworkBounds(objective.network)

@@ -44,6 +44,7 @@ from .defaults import LOCAL_EVERY_SUBDOMAINS
 from .first import first_candidates, local_starts
 from .lagrangian import LagrangianBound, lagrangian_bound, multipliers
 from .local import _LocalSolver
+from .network import NetworkObjective
 from .network_bounds import NetworkBounds
 from .options import (
     BATCH_SUBDOMAINS,
@@ -334,8 +335,8 @@ class Exploration(ExplorationBase):
         self._next_local = LOCAL_EVERY_SUBDOMAINS
         self._lagrangian: LagrangianBound | None = None
         self._ub_elsewhere = math.inf
-        objective = problem.network_objective
-        self._network = None if objective is None else NetworkBounds(objective.network)
+        self._objective = NetworkObjective.of(problem)
+        self._network = None if self._objective is None else NetworkBounds(self._objective.network)
         if boxes is not None:
             self._open.reset(boxes)
             return
@@ -453,7 +454,7 @@ class Exploration(ExplorationBase):
     def _with_network(self, lo: np.ndarray, hi: np.ndarray, lb: np.ndarray) -> np.ndarray:
         """Each bound raised to the network objective's backward linear bound over its box (both
         bound f over the whole box; boxes proved infeasible, +inf, stay)."""
-        objective = self.problem.network_objective
+        objective = self._objective
         inputs = list(objective.inputs)
         raised = lb.copy()
         for b in np.flatnonzero(lb < math.inf):

@@ -474,8 +474,6 @@ class Model:
         inequalities = [compiler.slot(g, f"inequalities[{i}]") for i, g in enumerate(self._inequalities)]
         equalities = [compiler.slot(h, f"equalities[{i}]") for i, h in enumerate(self._equalities)]
         lower, upper = np.array(self._bounds, dtype=np.float64).T
-        from .network import objective_of  # network.py builds on this module
-
         return Problem(
             name=name,
             lower=lower,
@@ -485,8 +483,70 @@ class Model:
             x_optimum=x_optimum,
             names=tuple(v.name for v in self._variables),
             origin=origin,
-            network_objective=objective_of(self._objective),
+            network_objective=network_objective_of(self._objective),
         )
+
+
+class NetworkOutput(Expr):
+    """Output ``index`` of ``network`` (a :class:`.network.Network`) at the model variables
+    ``inputs`` (their indices): the expression a network call records, tagged so that
+    :func:`network_objective_of` can see it."""
+
+    __slots__ = ("network", "inputs", "index")
+
+    def __init__(self, op: Op, args, data, network, inputs: tuple[int, ...], index: int):
+        super().__init__(op, args, data)
+        self.network = network
+        self.inputs = inputs
+        self.index = index
+
+
+_MAX_OBJECTIVE_TERMS = 100_000
+
+
+def _is_point(node: Expr) -> bool:
+    return node.op is Op.CONST and node.data[0] == node.data[1]
+
+
+def network_objective_of(expression: Expr) -> dict | None:
+    """``expression`` as ``c . network(x) + d`` where it is exactly that: sums, differences and
+    negations of one network's outputs (at the same variables), of point constants, and of their
+    products with point constants, where every coefficient is a double exactly; its JSON
+    (:meth:`.network.Network.objective_json`), else None."""
+    terms: dict[int, Fraction] = {}
+    found: list[NetworkOutput] = []
+    constant = Fraction(0)
+    stack = [(expression, Fraction(1))]
+    visits = 0
+    while stack:
+        node, scale = stack.pop()
+        visits += 1
+        if visits > _MAX_OBJECTIVE_TERMS:  # a shared DAG spelled out as a tree
+            return None
+        if isinstance(node, NetworkOutput):
+            first = found[0] if found else node
+            if node.network is not first.network or node.inputs != first.inputs:
+                return None
+            found.append(node)
+            terms[node.index] = terms.get(node.index, Fraction(0)) + scale
+        elif _is_point(node):
+            constant += scale * Fraction(node.data[0])
+        elif node.op is Op.NEG:
+            stack.append((node.args[0], -scale))
+        elif node.op in (Op.ADD, Op.SUB):
+            stack += [(node.args[0], scale), (node.args[1], scale if node.op is Op.ADD else -scale)]
+        elif node.op is Op.MUL and any(_is_point(a) for a in node.args):
+            factor, other = node.args if _is_point(node.args[0]) else node.args[::-1]
+            stack.append((other, scale * Fraction(factor.data[0])))
+        else:
+            return None
+    if not found:
+        return None
+    network = found[0].network
+    c = [terms.get(k, Fraction(0)) for k in range(network.n_outputs)]
+    if any(Fraction(float(v)) != v for v in (*c, constant)):
+        return None
+    return network.objective_json(found[0].inputs, [float(v) for v in c], float(constant))
 
 
 class _Compiler:

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 import numpy as np
 
 from . import model as api
 from .model import ACTIVATIONS, LEAKY_RELU_ALPHA, Expr, Variable
-from .problem import ProblemError
+from .problem import Problem, ProblemError
 from .tape import Op
 
 # an elementwise step's operation -> value op constant (``rsub``: constant - value)
@@ -119,7 +118,7 @@ class Network:
 
     def __call__(self, inputs: Sequence) -> list[Expr]:
         """The outputs at ``inputs`` (expressions or numbers), recorded as model expressions; on
-        distinct variables of one model each output is a :class:`NetworkOutput`."""
+        distinct variables of one model each output is a :class:`.model.NetworkOutput`."""
         if len(inputs) != self.n_inputs:
             raise ProblemError(f"{self.name}: takes {self.n_inputs} inputs, got {len(inputs)}")
         values = [api.constant(v) for v in inputs]
@@ -131,7 +130,7 @@ class Network:
         if len(set(indices)) < len(indices):
             return values
         return [
-            v if v.op in (Op.VAR, Op.CONST) else NetworkOutput(v.op, v.args, v.data, self, indices, k)
+            v if v.op in (Op.VAR, Op.CONST) else api.NetworkOutput(v.op, v.args, v.data, self, indices, k)
             for k, v in enumerate(values)
         ]
 
@@ -148,6 +147,11 @@ class Network:
             else:
                 steps.append({"activation": {"activation": step.activation, "alpha": step.alpha}})
         return {"name": self.name, "n_inputs": self.n_inputs, "steps": steps}
+
+    def objective_json(self, inputs: Sequence[int], c: Sequence[float], d: float) -> dict:
+        """The JSON of the objective ``c . network(x[inputs]) + d`` (checked), as
+        :attr:`.problem.Problem.network_objective` holds it."""
+        return NetworkObjective(self, tuple(inputs), np.array(c, dtype=np.float64), float(d)).to_json()
 
     @classmethod
     def from_json(cls, document: dict) -> Network:
@@ -178,23 +182,11 @@ def _vector(values) -> np.ndarray:
     return array
 
 
-class NetworkOutput(Expr):
-    """Output ``index`` of ``network`` at the model variables ``inputs`` (their indices): the
-    expression a network call records, tagged so that :func:`objective_of` can see it."""
-
-    __slots__ = ("network", "inputs", "index")
-
-    def __init__(self, op: Op, args, data, network: Network, inputs: tuple[int, ...], index: int):
-        super().__init__(op, args, data)
-        self.network = network
-        self.inputs = inputs
-        self.index = index
-
-
 @dataclass(frozen=True, eq=False)
 class NetworkObjective:
     """An objective that is exactly ``c . network(x[inputs]) + d`` in real arithmetic (c and d
-    doubles): :mod:`.network_bounds` bounds it directly. Plain JSON both ways."""
+    doubles): :mod:`.network_bounds` bounds it directly. A problem holds its JSON
+    (:attr:`.problem.Problem.network_objective`); :meth:`of` reads it back."""
 
     network: Network
     inputs: tuple[int, ...]
@@ -211,6 +203,12 @@ class NetworkObjective:
         return {"network": self.network.to_json(), "inputs": list(self.inputs), "c": self.c.tolist(), "d": self.d}
 
     @classmethod
+    def of(cls, problem: Problem) -> NetworkObjective | None:
+        """The network objective of ``problem``, or None."""
+        document = problem.network_objective
+        return None if document is None else cls.from_json(document)
+
+    @classmethod
     def from_json(cls, document: dict) -> NetworkObjective:
         """The objective :meth:`to_json` wrote; ProblemError for anything malformed."""
         try:
@@ -218,50 +216,3 @@ class NetworkObjective:
             return cls(Network.from_json(document["network"]), inputs, _vector(document["c"]), float(document["d"]))
         except (KeyError, TypeError, ValueError) as error:
             raise ProblemError(f"network objective: malformed JSON ({error})") from None
-
-
-_MAX_OBJECTIVE_TERMS = 100_000
-
-
-def _is_point(node: Expr) -> bool:
-    return node.op is Op.CONST and node.data[0] == node.data[1]
-
-
-def objective_of(expression: Expr) -> NetworkObjective | None:
-    """``expression`` as ``c . network(x) + d`` where it is exactly that: sums, differences and
-    negations of one network's outputs (at the same variables), of point constants, and of their
-    products with point constants, where every coefficient is a double exactly; else None."""
-    terms: dict[int, Fraction] = {}
-    found: list[NetworkOutput] = []
-    constant = Fraction(0)
-    stack = [(expression, Fraction(1))]
-    visits = 0
-    while stack:
-        node, scale = stack.pop()
-        visits += 1
-        if visits > _MAX_OBJECTIVE_TERMS:  # a shared DAG spelled out as a tree
-            return None
-        if isinstance(node, NetworkOutput):
-            first = found[0] if found else node
-            if node.network is not first.network or node.inputs != first.inputs:
-                return None
-            found.append(node)
-            terms[node.index] = terms.get(node.index, Fraction(0)) + scale
-        elif _is_point(node):
-            constant += scale * Fraction(node.data[0])
-        elif node.op is Op.NEG:
-            stack.append((node.args[0], -scale))
-        elif node.op in (Op.ADD, Op.SUB):
-            stack += [(node.args[0], scale), (node.args[1], scale if node.op is Op.ADD else -scale)]
-        elif node.op is Op.MUL and any(_is_point(a) for a in node.args):
-            factor, other = node.args if _is_point(node.args[0]) else node.args[::-1]
-            stack.append((other, scale * Fraction(factor.data[0])))
-        else:
-            return None
-    if not found:
-        return None
-    network = found[0].network
-    c = [terms.get(k, Fraction(0)) for k in range(network.n_outputs)]
-    if any(Fraction(float(v)) != v for v in (*c, constant)):
-        return None
-    return NetworkObjective(network, found[0].inputs, np.array([float(v) for v in c]), float(constant))

@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core.errors import InputError
 from ..core.text import printable, shorten
 from .tape import Tape, TapeError
-
-if TYPE_CHECKING:
-    from .network import NetworkObjective
 
 SOURCE_FORMAT = "tape"
 
@@ -49,7 +45,8 @@ class Problem:
     ``optimum`` and ``x_optimum`` are metadata (a known best value and point, e.g. from a file);
     ``names`` label the variables for display; ``origin`` says where the problem came from (a file,
     a built-in name); ``network_objective``, where the objective is exactly ``c . network(x) + d``
-    (:func:`.network.objective_of`), lets the search bound it through the network's layers;
+    (:func:`.model.network_objective_of`), is that objective's plain JSON (read by
+    :meth:`.network.NetworkObjective.of`), which lets the search bound it through the network's layers;
     ``source`` is derived: the JSON-ready description of all of it.
     """
 
@@ -61,7 +58,7 @@ class Problem:
     x_optimum: np.ndarray | None = None
     names: tuple[str, ...] = ()
     origin: str = ""
-    network_objective: NetworkObjective | None = field(default=None, repr=False)
+    network_objective: dict | None = field(default=None, repr=False)
     source: dict = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -108,8 +105,10 @@ class Problem:
         object.__setattr__(self, "x_optimum", x_optimum)
         object.__setattr__(self, "names", names)
         objective = self.network_objective
-        if objective is not None and not all(0 <= i < d for i in objective.inputs):
-            raise ProblemError(f"{where}: the network objective reads variables {list(objective.inputs)} of {d}")
+        if objective is not None:
+            inputs = objective.get("inputs") if isinstance(objective, dict) else None
+            if not isinstance(inputs, list) or not all(type(i) is int and 0 <= i < d for i in inputs):
+                raise ProblemError(f"{where}: the network objective must read variables 0..{d - 1} by index")
         object.__setattr__(self, "source", self._describe())
 
     @property
@@ -128,7 +127,7 @@ class Problem:
             "origin": self.origin,
         }
         if self.network_objective is not None:  # absent otherwise: older sources stay the same text
-            described["network_objective"] = self.network_objective.to_json()
+            described["network_objective"] = self.network_objective
         return described
 
     @classmethod
@@ -143,10 +142,6 @@ class Problem:
                 raise ValueError("the domain must be a list of [lo, hi] pairs")
             tape = Tape.from_json(source["tape"])
             objective = source.get("network_objective")
-            if objective is not None:
-                from .network import NetworkObjective  # network.py builds on the model API, which builds on this
-
-                objective = NetworkObjective.from_json(objective)
             return cls(
                 name=source["name"],
                 lower=domain[:, 0],

@@ -19,7 +19,7 @@ from pbbflow.spatial import Model, ProblemError, read_onnx
 from pbbflow.spatial.ann import AnnNetwork
 from pbbflow.spatial.bnb import minimize
 from pbbflow.spatial.bounds import Mode, bound_boxes
-from pbbflow.spatial.network import Activation, Elementwise, Layer, Network
+from pbbflow.spatial.network import Activation, Elementwise, Layer, Network, NetworkObjective
 from pbbflow.spatial.network_bounds import NetworkBounds, _matmul_error_constants, lower_bound, output_bounds
 from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.problem import Problem
@@ -328,7 +328,7 @@ def test_network_objective_is_recognised_exactly(objective, c, d):
     x = model.variables(2, -1, 1)
     y = _two_output_network(np.random.default_rng(0))(x)
     model.minimize(objective(y, x))
-    found = model.problem().network_objective
+    found = NetworkObjective.of(model.problem())
     if c is None:
         assert found is None
     else:
@@ -344,7 +344,7 @@ def test_network_objective_needs_distinct_variables():
     model = Model("objective")
     x = model.variables(3, -1, 1)
     model.minimize(network([x[2], x[0]])[1] + network([x[2], x[0]])[0])
-    assert model.problem().network_objective.inputs == (2, 0)
+    assert NetworkObjective.of(model.problem()).inputs == (2, 0)
 
 
 def test_network_objective_round_trips_through_the_source():
@@ -355,14 +355,16 @@ def test_network_objective_round_trips_through_the_source():
     model.minimize(network(x[1:])[0] * 2)
     problem = model.problem()
     again = Problem.from_source(json.loads(json.dumps(problem.source, allow_nan=False)))
-    objective, other = problem.network_objective, again.network_objective
+    objective, other = NetworkObjective.of(problem), NetworkObjective.of(again)
     assert other.inputs == objective.inputs and other.c.tolist() == objective.c.tolist() and other.d == objective.d
     assert json.dumps(again.source) == json.dumps(problem.source)
     lo, hi = random_box(rng, network.n_inputs)
     assert lower_bound(other.network, lo, hi, other.c) == lower_bound(network, lo, hi, objective.c)
     broken = {**problem.source, "network_objective": {**problem.source["network_objective"], "c": "x"}}
     with pytest.raises(ProblemError, match="network objective"):
-        Problem.from_source(broken)
+        NetworkObjective.of(Problem.from_source(broken))
+    with pytest.raises(ProblemError, match="network objective must read variables"):
+        Problem.from_source({**problem.source, "network_objective": {**broken["network_objective"], "inputs": [9]}})
     assert "network_objective" not in Model.problem(_plain_model()).source
 
 
