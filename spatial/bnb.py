@@ -118,9 +118,7 @@ def load_code(problem: Problem, options: MinimizeOptions | None = None) -> tuple
         bound_boxes(problem.tape, lo, hi, 1, int(BOUNDS[options.bound]), options.feas_tol, options.parallel)
         objective = NetworkObjective.of(problem)
         if objective is not None:
-            inputs = list(objective.inputs)
-            bounds = NetworkBounds(objective.network)
-            bounds.lower_bound(problem.lower[inputs], problem.upper[inputs], objective.c, objective.d)
+            NetworkBounds(objective.network).objective_bound(objective, problem.lower, problem.upper)
     return outcome["seconds"], outcome["compiled"]
 
 

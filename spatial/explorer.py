@@ -454,12 +454,9 @@ class Exploration(ExplorationBase):
     def _with_network(self, lo: np.ndarray, hi: np.ndarray, lb: np.ndarray) -> np.ndarray:
         """Each bound raised to the network objective's backward linear bound over its box (both
         bound f over the whole box; boxes proved infeasible, +inf, stay)."""
-        objective = self._objective
-        inputs = list(objective.inputs)
         raised = lb.copy()
         for b in np.flatnonzero(lb < math.inf):
-            by_network = self._network.lower_bound(lo[b, inputs], hi[b, inputs], objective.c, objective.d)
-            raised[b] = max(lb[b], by_network)
+            raised[b] = max(lb[b], self._network.objective_bound(self._objective, lo[b], hi[b]))
         return raised
 
     def _with_lagrangian(self, lo, hi, level, lb, hull_lo, hull_hi):

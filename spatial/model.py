@@ -502,24 +502,55 @@ class NetworkOutput(Expr):
 
 
 _MAX_OBJECTIVE_TERMS = 100_000
+_MAX_OBJECTIVE_ROWS = 64  # affine pieces of a max or min objective
+
+_Row = tuple[dict[int, Fraction], Fraction]  # an affine form of the outputs: coefficients and constant
+_FLIP = {"one": "one", "max": "min", "min": "max"}
 
 
 def _is_point(node: Expr) -> bool:
     return node.op is Op.CONST and node.data[0] == node.data[1]
 
 
+def _scaled(row: _Row, factor: Fraction) -> _Row:
+    return {k: v * factor for k, v in row[0].items()}, row[1] * factor
+
+
+def _summed(first: _Row, second: _Row) -> _Row:
+    terms = dict(first[0])
+    for k, v in second[0].items():
+        terms[k] = terms.get(k, Fraction(0)) + v
+    return terms, first[1] + second[1]
+
+
+def _combined(op: Op, first, second):
+    """The piece ``first op second`` (a piece: ``(kind, rows)``, kind one, max or min), or None."""
+    if op is Op.SUB:
+        second = (_FLIP[second[0]], [_scaled(r, Fraction(-1)) for r in second[1]])
+    if op in (Op.ADD, Op.SUB):
+        if first[0] != "one":
+            first, second = second, first
+        if first[0] != "one":
+            return None  # a max plus a max is no max of affine pieces
+        return second[0], [_summed(first[1][0], r) for r in second[1]]
+    kind = "max" if op is Op.MAX else "min"
+    if first[0] not in ("one", kind) or second[0] not in ("one", kind):
+        return None
+    return kind, first[1] + second[1]
+
+
 def network_objective_of(expression: Expr) -> dict | None:
-    """``expression`` as ``c . network(x) + d`` where it is exactly that: sums, differences and
-    negations of one network's outputs (at the same variables), of point constants, and of their
-    products with point constants, where every coefficient is a double exactly; its JSON
+    """``expression`` as ``c . network(x) + d``, or as the largest (smallest) of several such
+    forms, where it is exactly that: sums, differences, negations, maxima and minima of one
+    network's outputs (at the same variables), of point constants, and of their products with
+    point constants, where every coefficient is a double exactly; its JSON
     (:meth:`.network.Network.objective_json`), else None."""
-    terms: dict[int, Fraction] = {}
     found: list[NetworkOutput] = []
-    constant = Fraction(0)
-    stack = [(expression, Fraction(1))]
+    pieces: dict[int, tuple] = {}  # id(node) -> its piece, once its arguments are done
+    stack = [expression]
     visits = 0
     while stack:
-        node, scale = stack.pop()
+        node = stack[-1]
         visits += 1
         if visits > _MAX_OBJECTIVE_TERMS:  # a shared DAG spelled out as a tree
             return None
@@ -528,25 +559,41 @@ def network_objective_of(expression: Expr) -> dict | None:
             if node.network is not first.network or node.inputs != first.inputs:
                 return None
             found.append(node)
-            terms[node.index] = terms.get(node.index, Fraction(0)) + scale
+            piece = ("one", [({node.index: Fraction(1)}, Fraction(0))])
         elif _is_point(node):
-            constant += scale * Fraction(node.data[0])
-        elif node.op is Op.NEG:
-            stack.append((node.args[0], -scale))
-        elif node.op in (Op.ADD, Op.SUB):
-            stack += [(node.args[0], scale), (node.args[1], scale if node.op is Op.ADD else -scale)]
-        elif node.op is Op.MUL and any(_is_point(a) for a in node.args):
-            factor, other = node.args if _is_point(node.args[0]) else node.args[::-1]
-            stack.append((other, scale * Fraction(factor.data[0])))
+            piece = ("one", [({}, Fraction(node.data[0]))])
+        elif node.op in (Op.NEG, Op.ADD, Op.SUB, Op.MUL, Op.MAX, Op.MIN):
+            if node.op is Op.MUL and not any(_is_point(a) for a in node.args):
+                return None
+            waiting = [a for a in node.args if id(a) not in pieces]
+            if waiting:
+                stack += waiting
+                continue
+            args = [pieces[id(a)] for a in node.args]
+            if node.op is Op.NEG:
+                piece = (_FLIP[args[0][0]], [_scaled(r, Fraction(-1)) for r in args[0][1]])
+            elif node.op is Op.MUL:
+                factor, other = (args[0], args[1]) if _is_point(node.args[0]) else (args[1], args[0])
+                scale = factor[1][0][1]
+                piece = (other[0] if scale > 0 else _FLIP[other[0]], [_scaled(r, scale) for r in other[1]])
+            else:
+                piece = _combined(node.op, *args)
+            if piece is None or len(piece[1]) > _MAX_OBJECTIVE_ROWS:
+                return None
         else:
             return None
+        pieces[id(node)] = piece
+        stack.pop()
     if not found:
         return None
+    kind, rows = pieces[id(expression)]
     network = found[0].network
-    c = [terms.get(k, Fraction(0)) for k in range(network.n_outputs)]
-    if any(Fraction(float(v)) != v for v in (*c, constant)):
+    c = [[terms.get(k, Fraction(0)) for k in range(network.n_outputs)] for terms, _ in rows]
+    d = [constant for _, constant in rows]
+    if any(Fraction(float(v)) != v for v in (*(v for row in c for v in row), *d)):
         return None
-    return network.objective_json(found[0].inputs, [float(v) for v in c], float(constant))
+    floats = [[float(v) for v in row] for row in c]
+    return network.objective_json(found[0].inputs, floats, [float(v) for v in d], "min" if kind == "min" else "max")
 
 
 class _Compiler:

@@ -148,10 +148,11 @@ class Network:
                 steps.append({"activation": {"activation": step.activation, "alpha": step.alpha}})
         return {"name": self.name, "n_inputs": self.n_inputs, "steps": steps}
 
-    def objective_json(self, inputs: Sequence[int], c: Sequence[float], d: float) -> dict:
-        """The JSON of the objective ``c . network(x[inputs]) + d`` (checked), as
+    def objective_json(self, inputs: Sequence[int], c: Sequence, d: Sequence[float], combine: str = "max") -> dict:
+        """The JSON of the objective ``combine_k (c[k] . network(x[inputs]) + d[k])`` (checked), as
         :attr:`.problem.Problem.network_objective` holds it."""
-        return NetworkObjective(self, tuple(inputs), np.array(c, dtype=np.float64), float(d)).to_json()
+        rows = np.array(c, dtype=np.float64).reshape(len(d), -1)
+        return NetworkObjective(self, tuple(inputs), rows, np.array(d, dtype=np.float64), combine).to_json()
 
     @classmethod
     def from_json(cls, document: dict) -> Network:
@@ -184,23 +185,44 @@ def _vector(values) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class NetworkObjective:
-    """An objective that is exactly ``c . network(x[inputs]) + d`` in real arithmetic (c and d
-    doubles): :mod:`.network_bounds` bounds it directly. A problem holds its JSON
-    (:attr:`.problem.Problem.network_objective`); :meth:`of` reads it back."""
+    """An objective that is exactly ``c[k] . network(x[inputs]) + d[k]`` in real arithmetic, or
+    the largest (``combine`` "max") or smallest ("min") of several such forms: c (rows, outputs)
+    and d (rows,) doubles. :mod:`.network_bounds` bounds each row directly, and the objective by
+    :meth:`combined`. A problem holds its JSON (:attr:`.problem.Problem.network_objective`);
+    :meth:`of` reads it back."""
 
     network: Network
     inputs: tuple[int, ...]
     c: np.ndarray
-    d: float
+    d: np.ndarray
+    combine: str = "max"
 
     def __post_init__(self) -> None:
         if len(self.inputs) != self.network.n_inputs or len(set(self.inputs)) != len(self.inputs):
             raise ProblemError(f"network objective: {len(self.inputs)} inputs for {self.network.n_inputs}")
-        if self.c.shape != (self.network.n_outputs,) or not np.all(np.isfinite(self.c)) or not np.isfinite(self.d):
-            raise ProblemError(f"network objective: c must be {self.network.n_outputs} finite numbers, d finite")
+        n = self.network.n_outputs
+        if (
+            self.c.ndim != 2
+            or self.c.shape[1:] != (n,)
+            or self.d.shape != self.c.shape[:1]
+            or not len(self.d)
+            or not np.all(np.isfinite(self.c))
+            or not np.all(np.isfinite(self.d))
+        ):
+            raise ProblemError(f"network objective: c must be rows of {n} finite numbers, d one finite number a row")
+        if self.combine not in ("max", "min"):
+            raise ProblemError(f'network objective: combine must be "max" or "min", not {self.combine!r}')
+
+    def combined(self, row_bounds: np.ndarray) -> float:
+        """A lower bound of the objective from lower bounds of its rows (max: the largest; min: the smallest)."""
+        return float(np.max(row_bounds) if self.combine == "max" else np.min(row_bounds))
 
     def to_json(self) -> dict:
-        return {"network": self.network.to_json(), "inputs": list(self.inputs), "c": self.c.tolist(), "d": self.d}
+        """Plain JSON; one row is written as it was before rows existed (a flat c, a number d)."""
+        document = {"network": self.network.to_json(), "inputs": list(self.inputs)}
+        if len(self.d) == 1:
+            return {**document, "c": self.c[0].tolist(), "d": float(self.d[0])}
+        return {**document, "c": self.c.tolist(), "d": self.d.tolist(), "combine": self.combine}
 
     @classmethod
     def of(cls, problem: Problem) -> NetworkObjective | None:
@@ -213,6 +235,10 @@ class NetworkObjective:
         """The objective :meth:`to_json` wrote; ProblemError for anything malformed."""
         try:
             inputs = tuple(int(i) for i in document["inputs"])
-            return cls(Network.from_json(document["network"]), inputs, _vector(document["c"]), float(document["d"]))
+            network = Network.from_json(document["network"])
+            c = np.array(document["c"], dtype=np.float64)
+            d = np.atleast_1d(np.array(document["d"], dtype=np.float64))
+            combine = document.get("combine", "max")
+            return cls(network, inputs, c.reshape(1, -1) if c.ndim == 1 else c, d, combine)
         except (KeyError, TypeError, ValueError) as error:
             raise ProblemError(f"network objective: malformed JSON ({error})") from None

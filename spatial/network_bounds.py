@@ -62,7 +62,7 @@ import numba
 import numpy as np
 
 from . import interval as iv
-from .network import Activation, Elementwise, Layer, Network
+from .network import Activation, Elementwise, Layer, Network, NetworkObjective
 
 jit = numba.njit(cache=True, nogil=True)
 
@@ -574,11 +574,29 @@ class NetworkBounds:
     def lower_bound(self, lo, hi, c, d: float = 0.0) -> float:
         """A rigorous lower bound of ``c . N(x) + d`` over ``lo <= x <= hi``."""
         c = np.ascontiguousarray(c, dtype=np.float64)
-        if c.shape != (self.network.n_outputs,) or not np.all(np.isfinite(c)) or not math.isfinite(d):
+        if c.shape != (self.network.n_outputs,) or not math.isfinite(d):
             raise ValueError(f"c must be {self.network.n_outputs} finite values and d finite")
+        return float(self.lower_bounds(lo, hi, c[None, :], np.array([float(d)]))[0])
+
+    def lower_bounds(self, lo, hi, c, d) -> np.ndarray:
+        """Rigorous lower bounds of each row ``c[k] . N(x) + d[k]`` over ``lo <= x <= hi`` (c:
+        rows of outputs' coefficients, d one constant a row), from one propagation of the box."""
+        c = np.ascontiguousarray(c, dtype=np.float64)
+        d = np.ascontiguousarray(d, dtype=np.float64)
+        if c.ndim != 2 or c.shape[1] != self.network.n_outputs or d.shape != (len(c),):
+            raise ValueError(f"c must be rows of {self.network.n_outputs} values and d one value a row")
+        if not (np.all(np.isfinite(c)) and np.all(np.isfinite(d))):
+            raise ValueError("c and d must be finite")
         bounds, relaxations = self.propagate(lo, hi)
-        crown = self._backward(c[None, :], np.array([float(d)]), len(self.ops), bounds, relaxations, False)[0]
-        return float(max(crown, _linear_minimum(c, float(d), *bounds[-1])))
+        crown = self._backward(c, d.copy(), len(self.ops), bounds, relaxations, False)
+        direct = [_linear_minimum(row, float(constant), *bounds[-1]) for row, constant in zip(c, d)]
+        return np.maximum(crown, direct)
+
+    def objective_bound(self, objective: NetworkObjective, lo, hi) -> float:
+        """A rigorous lower bound of ``objective`` (of this network) over the box ``lo <= x <= hi``
+        of all the problem's variables."""
+        inputs = list(objective.inputs)
+        return objective.combined(self.lower_bounds(lo[inputs], hi[inputs], objective.c, objective.d))
 
     def output_bounds(self, lo, hi) -> tuple[np.ndarray, np.ndarray]:
         """Rigorous lower and upper bounds of every output over the box."""

@@ -19,6 +19,7 @@ from pbbflow.spatial import Model, ProblemError, read_onnx
 from pbbflow.spatial.ann import AnnNetwork
 from pbbflow.spatial.bnb import minimize
 from pbbflow.spatial.bounds import Mode, bound_boxes
+from pbbflow.spatial.model import maximum, minimum
 from pbbflow.spatial.network import Activation, Elementwise, Layer, Network, NetworkObjective
 from pbbflow.spatial.network_bounds import NetworkBounds, _matmul_error_constants, lower_bound, output_bounds
 from pbbflow.spatial.options import MinimizeOptions
@@ -311,19 +312,27 @@ def _two_output_network(rng: np.random.Generator) -> Network:
 
 
 @pytest.mark.parametrize(
-    ("objective", "c", "d"),
+    ("objective", "c", "d", "combine"),
     [
-        (lambda y, x: y[0], [1.0, 0.0], 0.0),
-        (lambda y, x: -y[1] + 3, [0.0, -1.0], 3.0),
-        (lambda y, x: 2 * y[0] - 0.5 * y[1] + y[0] - 1.25, [3.0, -0.5], -1.25),
-        (lambda y, x: (y[1] - y[0]) * 4, [-4.0, 4.0], 0.0),
-        (lambda y, x: y[0] * y[1], None, None),
-        (lambda y, x: y[0] + x[0], None, None),
-        (lambda y, x: 0.1 * y[0] + 0.2 * y[0], None, None),  # 0.1 + 0.2 is no double
-        (lambda y, x: y[0] / 3, None, None),
+        (lambda y, x: y[0], [[1.0, 0.0]], [0.0], "max"),
+        (lambda y, x: -y[1] + 3, [[0.0, -1.0]], [3.0], "max"),
+        (lambda y, x: 2 * y[0] - 0.5 * y[1] + y[0] - 1.25, [[3.0, -0.5]], [-1.25], "max"),
+        (lambda y, x: (y[1] - y[0]) * 4, [[-4.0, 4.0]], [0.0], "max"),
+        (lambda y, x: maximum(y[0], y[1]), [[1.0, 0.0], [0.0, 1.0]], [0.0, 0.0], "max"),
+        (lambda y, x: -maximum(y[0], y[1] + 1), [[-1.0, 0.0], [0.0, -1.0]], [0.0, -1.0], "min"),
+        (lambda y, x: maximum(y[0], y[1]) + 2 * y[0] - 1, [[3.0, 0.0], [2.0, 1.0]], [-1.0, -1.0], "max"),
+        (lambda y, x: minimum(y[0], 3 - y[1]) * 2, [[2.0, 0.0], [0.0, -2.0]], [0.0, 6.0], "min"),
+        (lambda y, x: maximum(y[0], y[1], -y[0]) * -0.5, [[-0.5, 0], [0, -0.5], [0.5, 0]], [0, 0, 0], "min"),
+        (lambda y, x: y[0] * y[1], None, None, None),
+        (lambda y, x: y[0] + x[0], None, None, None),
+        (lambda y, x: 0.1 * y[0] + 0.2 * y[0], None, None, None),  # 0.1 + 0.2 is no double
+        (lambda y, x: y[0] / 3, None, None, None),
+        (lambda y, x: maximum(y[0], y[1]) + maximum(y[0], -y[1]), None, None, None),  # no max of pieces
+        (lambda y, x: maximum(y[0], minimum(y[0], y[1])), None, None, None),
+        (lambda y, x: maximum(y[0], x[0]), None, None, None),
     ],
 )
-def test_network_objective_is_recognised_exactly(objective, c, d):
+def test_network_objective_is_recognised_exactly(objective, c, d, combine):
     model = Model("objective")
     x = model.variables(2, -1, 1)
     y = _two_output_network(np.random.default_rng(0))(x)
@@ -332,7 +341,58 @@ def test_network_objective_is_recognised_exactly(objective, c, d):
     if c is None:
         assert found is None
     else:
-        assert found.c.tolist() == c and found.d == d and found.inputs == (0, 1)
+        assert found.c.tolist() == c and found.d.tolist() == d and found.inputs == (0, 1)
+        assert found.combine == combine or len(d) == 1
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_max_and_min_objectives_bound_below_exact_values(seed):
+    """The largest (smallest) of several affine forms of the outputs: its bound is below arb's
+    value of that max (min) at the box's corners, centre and random points."""
+    rng = np.random.default_rng(300 + seed)
+    network = random_network(rng)
+    rows = int(rng.integers(2, 5))
+    c = rng.normal(0.0, 1.0, (rows, network.n_outputs))
+    d = rng.normal(0.0, 1.0, rows)
+    bounds = NetworkBounds(network)
+    for combine in ("max", "min"):
+        objective = NetworkObjective(network, tuple(range(network.n_inputs)), c, d, combine)
+        lo, hi = random_box(rng, network.n_inputs)
+        bound = bounds.objective_bound(objective, lo, hi)
+        row_bounds = bounds.lower_bounds(lo, hi, c, d)
+        one_by_one = [bounds.lower_bound(lo, hi, c[k], d[k]) for k in range(rows)]  # BLAS may sum in another order
+        assert np.allclose(row_bounds, one_by_one, rtol=1e-12, atol=1e-12)
+        assert bound == (max(row_bounds) if combine == "max" else min(row_bounds))
+        for x in points(rng, lo, hi):
+            values = [arb_objective(network, x, c[k], float(d[k])) for k in range(rows)]
+            exact = values[0]
+            for value in values[1:]:
+                exact = exact.max(value) if combine == "max" else exact.min(value)
+            assert not (exact < bound), f"bound {bound!r} above the exact value {exact} at {list(x)}"
+
+
+def test_max_objective_search_is_certified():
+    """The largest of two outputs of a ReLU network, minimized with and without the network
+    bound: the same certified optimum, below the grid's minimum and arb's value at the point."""
+    network = deep_relu_network(np.random.default_rng(4), [2, 12, 12, 2])
+    model = Model("max search")
+    x = model.variables(2, -2, 2)
+    y = network(x)
+    model.minimize(maximum(y[0], y[1] - 0.5))
+    problem = model.problem()
+    assert NetworkObjective.of(problem).c.shape == (2, 2)
+    grid = np.stack(np.meshgrid(np.linspace(-2, 2, 401), np.linspace(-2, 2, 401)), -1).reshape(-1, 2).T
+    for layer in network.steps:
+        grid = layer.weights @ grid + (0.0 if layer.bias is None else layer.bias[:, None])
+        grid = np.maximum(grid, 0.0) if layer.activation == "relu" else grid
+    least = np.maximum(grid[0], grid[1] - 0.5).min()
+    results = [minimize(p, MinimizeOptions()) for p in (problem, replace(problem, network_objective=None))]
+    for result in results:
+        assert result.status.name == "OPTIMAL"
+        assert result.lower_bound <= least + 1e-12
+        at = arb_network(network, result.x)
+        assert at[0].max(at[1] - 0.5) >= result.lower_bound
+    assert abs(results[0].lower_bound - results[1].lower_bound) <= 2e-6
 
 
 def test_network_objective_needs_distinct_variables():
@@ -356,10 +416,11 @@ def test_network_objective_round_trips_through_the_source():
     problem = model.problem()
     again = Problem.from_source(json.loads(json.dumps(problem.source, allow_nan=False)))
     objective, other = NetworkObjective.of(problem), NetworkObjective.of(again)
-    assert other.inputs == objective.inputs and other.c.tolist() == objective.c.tolist() and other.d == objective.d
+    assert other.inputs == objective.inputs and other.c.tolist() == objective.c.tolist()
+    assert other.d.tolist() == objective.d.tolist()
     assert json.dumps(again.source) == json.dumps(problem.source)
     lo, hi = random_box(rng, network.n_inputs)
-    assert lower_bound(other.network, lo, hi, other.c) == lower_bound(network, lo, hi, objective.c)
+    assert lower_bound(other.network, lo, hi, other.c[0]) == lower_bound(network, lo, hi, objective.c[0])
     broken = {**problem.source, "network_objective": {**problem.source["network_objective"], "c": "x"}}
     with pytest.raises(ProblemError, match="network objective"):
         NetworkObjective.of(Problem.from_source(broken))
