@@ -34,7 +34,7 @@ from ..core.result import Status
 from ..core.text import printable
 from ..workflow.cluster import slurm_job_script
 from .defaults import CPU_SLICE_S, CPU_SUBDOMAINS, EPS_ABS, EPS_REL, FEAS_TOL, GPU_SUBDOMAINS
-from .describe import search_lines, threshold_lines
+from .describe import search_lines
 from .load import BUILTINS, ERROR_BUILTINS
 from .problem import ProblemError
 
@@ -366,12 +366,7 @@ def _run_here(args: argparse.Namespace, problem) -> int:
     if args.json:
         print_search_json(result)
     else:
-        lines = search_lines(result, problem)
-        if args.maximize:  # the search minimized minus the output
-            upper = "-" if result.lower_bound is None else repr(-result.lower_bound)
-            lines.append(f"maximum      {'-' if result.value is None else repr(-result.value)} (certified <= {upper})")
-        lines.extend(threshold_lines(result, maximized=args.maximize))
-        print("\n".join(map(printable, lines)))  # the name is the file's
+        print("\n".join(map(printable, search_lines(result, problem))))  # the name is the file's
     return EXIT_LIMIT if result.status == Status.LIMIT else EXIT_DONE
 
 

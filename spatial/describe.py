@@ -49,14 +49,24 @@ def _answer_lines(result: Result) -> list[str]:
     ]
 
 
-def threshold_lines(result: Result, maximized: bool = False) -> list[str]:
+def _user_lines(result: Result) -> list[str]:
+    """A maximum in the user's sign (where the search minimized minus the user's f), and the answer
+    to a threshold question."""
+    lines = []
+    if result.maximized:
+        upper = "-" if result.lower_bound is None else repr(-result.lower_bound)
+        lines.append(f"maximum      {'-' if result.value is None else repr(-result.value)} (certified <= {upper})")
+    return lines + _threshold_lines(result)
+
+
+def _threshold_lines(result: Result) -> list[str]:
     """The answer to a threshold question (none without one): holds with its certificate, violated
-    at a verified point, or undecided; ``maximized``: the search minimized minus the user's f, so
-    the lines say f <= -C with the signs turned back."""
+    at a verified point, or undecided; a maximized problem's lines say f <= -C with the signs
+    turned back."""
     threshold = result.threshold
     if threshold is None:
         return []
-    sign, at_least, below = (-1.0, "<=", ">") if maximized else (1.0, ">=", "<")
+    sign, at_least, below = (-1.0, "<=", ">") if result.maximized else (1.0, ">=", "<")
     level = sign * threshold["prove_above"]
     bound = result.lower_bound
     certified = "-" if bound is None or not math.isfinite(bound) else repr(sign * bound)
@@ -74,13 +84,13 @@ def threshold_lines(result: Result, maximized: bool = False) -> list[str]:
 
 def result_lines(result: Result) -> list[str]:
     """The result of a run, a line for each of its parts: from the result alone (a run's explorers
-    may differ in device and subdomains; a threshold in the sign of the problem's objective)."""
+    may differ in device and subdomains)."""
     return [
         f"problem      {result.name} ({result.dimension} variables)",
         *_answer_lines(result),
-        *threshold_lines(result),
         f"nodes        {result.nodes:,} boxes bounded, {result.open_boxes:,} open, {result.elapsed_s:.2f} s "
         f"({result.nodes_per_s:,.0f} boxes/s)",
+        *_user_lines(result),
     ]
 
 
@@ -97,7 +107,7 @@ def search_lines(result: Result, problem: Problem) -> list[str]:
     ]
     if tape.n_eq:
         lines.append(f"feasibility  equalities within {result.feas_tol:g}")
-    return lines
+    return lines + _user_lines(result)
 
 
 def history_text(history: dict[str, list], i: int) -> str:

@@ -371,4 +371,5 @@ def onnx_problem(
     x = [model.variable(lo, hi) for lo, hi in pairs]
     value = network(x)[output]
     model.minimize(-value if maximize else value)
-    return model.problem(origin=str(path))
+    problem = model.problem(origin=str(path))
+    return replace(problem, maximized=True) if maximize else problem

@@ -47,7 +47,8 @@ class Problem:
     a built-in name); ``network_objective``, where the objective is exactly ``c . network(x) + d``
     (:func:`.model.network_objective_of`), is that objective's plain JSON (read by
     :meth:`.network.NetworkObjective.of`), which lets the search bound it through the network's layers;
-    ``source`` is derived: the JSON-ready description of all of it.
+    ``maximized``: the tape's objective is minus the user's (a maximum found as minus a minimum:
+    results are reported in the user's sign); ``source`` is derived: the JSON-ready description of all of it.
     """
 
     name: str
@@ -59,12 +60,15 @@ class Problem:
     names: tuple[str, ...] = ()
     origin: str = ""
     network_objective: dict | None = field(default=None, repr=False)
+    maximized: bool = False
     source: dict = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         where = f'problem "{self.name}"'
         if not isinstance(self.name, str) or not self.name:
             raise ProblemError("problem: the name must be a non-empty string")
+        if not isinstance(self.maximized, bool):
+            raise ProblemError(f"{where}: maximized must be true or false")
         if not isinstance(self.tape, Tape):
             raise ProblemError(f"{where}: tape must be a Tape, not {type(self.tape).__name__}")
         lower = _finite_vector(self.lower, where, "lower bounds")
@@ -126,6 +130,8 @@ class Problem:
             "x_optimum": None if self.x_optimum is None else self.x_optimum.tolist(),
             "origin": self.origin,
         }
+        if self.maximized:  # absent otherwise, as below
+            described["maximized"] = True
         if self.network_objective is not None:  # absent otherwise: older sources stay the same text
             described["network_objective"] = self.network_objective
         return described
@@ -151,6 +157,7 @@ class Problem:
                 x_optimum=source.get("x_optimum"),
                 names=tuple(source.get("names") or ()),
                 origin=str(source.get("origin", "")),
+                maximized=source.get("maximized", False),
                 network_objective=objective,
             )
         except ProblemError:

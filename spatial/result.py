@@ -59,6 +59,7 @@ def box_result(
             "eps_rel": options.eps_rel,
             "contract": options.contract,
             "threshold": threshold,
+            "maximized": problem.maximized,
         },
         fields=result_fields,
     )

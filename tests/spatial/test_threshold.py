@@ -17,12 +17,13 @@ from onnx import TensorProto, helper, numpy_helper
 from spatial_helpers import arb_outputs
 
 from pbbflow.cli.main import main
-from pbbflow.spatial import Model, evaluate_float
+from pbbflow.spatial import Model, evaluate_float, onnx_problem
 from pbbflow.spatial.bnb import minimize
 from pbbflow.spatial.bounds import evaluate_point, is_feasible
 from pbbflow.spatial.family import SpatialRun
 from pbbflow.spatial.load import load_problem
 from pbbflow.spatial.options import MinimizeOptions, prune_level
+from pbbflow.spatial.problem import Problem
 from pbbflow.storage.runstore import RunStore
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "spatial"
@@ -181,6 +182,29 @@ def test_prove_below_with_maximize_through_the_cli(capsys, tmp_path):
     assert line.startswith("violated at x = ") and line.endswith("> 2.5)") and 2 * x + 1 > 2.5
     assert main([*base, "--prove-below", "-1e-3", "--node-limit", "1", "--json"]) == 0  # decided at the root
     assert json.loads(capsys.readouterr().out)["threshold"]["holds"] is False
+
+
+def test_a_maximized_run_answers_in_the_users_sign_like_minimize(capsys, tmp_path):
+    """``--maximize --prove-below`` through ``--run`` and ``info``: the maximum and the threshold
+    read as in this process (f <= C, f = 3.0 > 2.5), from the store alone."""
+    net = str(affine_net(tmp_path))
+    base = ["minimize", net, "--domain", "-1:1", "--maximize", "--prove-below", "2.5"]
+    assert main([*base, "--gpus", "0"]) == 0
+    here = capsys.readouterr().out
+    store = tmp_path / "max.zarr"
+    assert main([*base, "--run", str(store), *LOCAL]) == 0
+    run = capsys.readouterr().out
+    assert main(["info", str(store)]) == 0
+    info = capsys.readouterr().out
+    for out in (here, run, info):
+        maximum = out.split("maximum      ")[1].split("\n")[0]
+        assert float(maximum.split()[0]) > 2.5 and "(certified <= " in maximum
+        assert "threshold    violated at x = " in out and out.split("threshold    ")[1].split("\n")[0].endswith(
+            "> 2.5)"
+        )
+    problem = onnx_problem(net, [(-1.0, 1.0)], maximize=True)
+    assert problem.source["maximized"] is True and Problem.from_source(problem.source).maximized
+    assert "maximized" not in onnx_problem(net, [(-1.0, 1.0)]).source  # older sources read the same
 
 
 @pytest.mark.parametrize(
