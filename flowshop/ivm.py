@@ -28,6 +28,9 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .bounds import (
     head_tail_minima,
@@ -53,7 +56,26 @@ UB = 5  # incumbent makespan: children with LB >= UB are pruned
 END_IS_TOTAL = 6  # 1 when the end position is n! (not representable as digits)
 IMPROVED = 7  # set to 1 when a leaf improved UB (``best`` holds the schedule)
 ROOT_PENDING = 8  # 1 while the root, decoded by an explorer starting at 0, waits to be counted
-N_SCALARS = 9
+# Written only by ``explore_steps_timed`` (benchmarks/cpu_phases.py); the plain build leaves them at 0.
+CLOCK = 9  # the cycle counter at the last phase boundary
+CHILDREN = 10  # children bounded by explore_steps (the sum of the rows' lengths)
+PRUNED = 11  # of those, pruned
+# Cycles spent per phase of a step, one column each from CYCLES on.  Together they cover the
+# whole loop of explore_steps, each ending where the next begins.
+PHASES = (
+    "bookkeeping",  # the end-of-interval and chunk checks at the top of a step
+    "descend",  # _descend: the child's front, back and remain
+    "leaf",  # a leaf's makespan and, when it improves, the schedule
+    "fill_row",  # _fill_row: the child's row of jobs
+    "parent_vectors",  # the parent's vectors as the bounds use them (max with the min heads/tails)
+    "bound",  # LB1 (or LB2) of every child, forward and backward
+    "choose",  # the MinMin (or MinBranch) direction
+    "prune",  # flagging the children with LB >= UB
+    "select",  # _select: the scan of M to the next unpruned cell, backtracking
+)
+BOOKKEEPING, DESCEND, LEAF, FILL_ROW, PARENT_VECTORS, BOUND, CHOOSE, PRUNE, SELECT = range(len(PHASES))
+CYCLES = 12
+N_SCALARS = CYCLES + len(PHASES)
 
 _jit = numba.njit(cache=True, nogil=True)
 
@@ -114,119 +136,6 @@ def _child_lb2(
 
 
 @_jit
-def _bound_and_prune(
-    row,
-    p,
-    min_heads,
-    min_tails,
-    pairs,
-    lags,
-    orders,
-    mode,
-    branch,
-    M,
-    dirs,
-    F,
-    B,
-    R,
-    ub,
-    lbf,
-    lbb,
-    front,
-    back,
-    remain,
-    rb,
-    fr,
-    child_front,
-    child_back,
-    child_remain,
-    scheduled,
-):
-    """Bound the children in ``row`` (the node's state is index ``row``), branch, prune.
-
-    The arrays after ``ub`` are scratch vectors (rb = remain + back, fr = front + remain),
-    passed one by one (see the module's performance note).  Direction: MinMin (the set
-    where the smallest LB occurs fewer times) or MinBranch (the set with fewer children
-    with LB < UB); ties go to the larger LB sum, then forward.  When every LB is >= UB
-    the choice is immaterial (all children are pruned either way).
-    """
-    n, m = p.shape
-    count = n - row
-    for k in range(m):  # the parent's vectors as the bounds use them (copies, not views)
-        front[k] = max(F[row, k], min_heads[k])
-        back[k] = max(B[row, k], min_tails[k])
-        remain[k] = R[row, k]
-        rb[k] = remain[k] + back[k]
-        fr[k] = front[k] + remain[k]
-    uses_lb2 = int(mode != LB1)
-    for j in range(n * uses_lb2):
-        scheduled[j] = 1
-    for c in range(count * uses_lb2):
-        scheduled[M[row, c]] = 0
-    do_forward = branch != BACKWARD
-    do_backward = branch != FORWARD
-    smallest = ub
-    for c in range(count):
-        j = M[row, c]
-        lbf[c] = ub
-        lbb[c] = ub
-        if mode == LB2:
-            if do_forward:
-                lbf[c] = _child_lb2(
-                    p, pairs, lags, orders, front, remain, back, j, 0, child_front, child_back, child_remain, scheduled
-                )
-            if do_backward:
-                lbb[c] = _child_lb2(
-                    p, pairs, lags, orders, front, remain, back, j, 1, child_front, child_back, child_remain, scheduled
-                )
-        else:
-            if do_forward:
-                lbf[c] = lb1_forward_child_body(front, rb, p, j)
-            if do_backward:
-                lbb[c] = lb1_backward_child_body(back, fr, p, j)
-        smallest = min(smallest, lbf[c], lbb[c])
-    key_f = 0
-    key_b = 0
-    sum_f = 0
-    sum_b = 0
-    for c in range(count):
-        if branch == MINMIN:
-            key_f += lbf[c] == smallest
-            key_b += lbb[c] == smallest
-        else:
-            key_f += lbf[c] < ub
-            key_b += lbb[c] < ub
-        sum_f += lbf[c]
-        sum_b += lbb[c]
-    dynamic_backward = (key_b < key_f) | ((key_b == key_f) & (sum_b > sum_f))
-    direction = int((branch == BACKWARD) | ((branch >= MINMIN) & dynamic_backward))
-    dirs[row] = direction
-    for c in range(count):
-        lb = lbf[c] if direction == 0 else lbb[c]
-        if mode == LB1_LB2 and lb < ub:
-            lb = max(
-                lb,
-                _child_lb2(
-                    p,
-                    pairs,
-                    lags,
-                    orders,
-                    front,
-                    remain,
-                    back,
-                    M[row, c],
-                    direction,
-                    child_front,
-                    child_back,
-                    child_remain,
-                    scheduled,
-                ),
-            )
-        if lb >= ub:
-            M[row, c] = ~M[row, c]
-
-
-@_jit
 def _select(M, V, level):
     """Advance (level, V) to the next unpruned cell in DFS order; returns (level, exhausted)."""
     n = M.shape[0]
@@ -266,6 +175,281 @@ def _decode(M, V, dirs, out):
         else:
             out[tail] = job
             tail -= 1
+
+
+@intrinsic
+def _cycle_counter(typingctx):
+    """The CPU's cycle counter (LLVM's ``readcyclecounter``: rdtsc on x86), as int64."""
+
+    def codegen(context, builder, signature, args):
+        counter = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.IntType(64), []), "llvm.readcyclecounter"
+        )
+        return builder.call(counter, [])
+
+    return numba.types.int64(), codegen
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _lap(sc, phase):
+    """Add the cycles since the last phase boundary to ``phase``; a new boundary starts here."""
+    now = _cycle_counter()
+    sc[CYCLES + phase] += now - sc[CLOCK]
+    sc[CLOCK] = now
+
+
+def _build(timed: bool):
+    """(_bound_and_prune, explore_steps), or with ``timed`` the twins that count cycles per phase.
+
+    ``timed`` is a closure constant: the plain build compiles without the laps and counters.
+    """
+
+    @_jit
+    def bound_and_prune(
+        row,
+        p,
+        min_heads,
+        min_tails,
+        pairs,
+        lags,
+        orders,
+        mode,
+        branch,
+        M,
+        dirs,
+        F,
+        B,
+        R,
+        ub,
+        lbf,
+        lbb,
+        front,
+        back,
+        remain,
+        rb,
+        fr,
+        child_front,
+        child_back,
+        child_remain,
+        scheduled,
+        sc,
+    ):
+        """Bound the children in ``row`` (the node's state is index ``row``), branch, prune.
+
+        The arrays after ``ub`` are scratch vectors (rb = remain + back, fr = front + remain),
+        passed one by one (see the module's performance note); ``sc`` is the IVM's scalars.
+        Direction: MinMin (the set where the smallest LB occurs fewer times) or MinBranch
+        (the set with fewer children with LB < UB); ties go to the larger LB sum, then
+        forward.  When every LB is >= UB the choice is immaterial (all children are pruned
+        either way).
+        """
+        n, m = p.shape
+        count = n - row
+        for k in range(m):  # the parent's vectors as the bounds use them (copies, not views)
+            front[k] = max(F[row, k], min_heads[k])
+            back[k] = max(B[row, k], min_tails[k])
+            remain[k] = R[row, k]
+            rb[k] = remain[k] + back[k]
+            fr[k] = front[k] + remain[k]
+        uses_lb2 = int(mode != LB1)
+        for j in range(n * uses_lb2):
+            scheduled[j] = 1
+        for c in range(count * uses_lb2):
+            scheduled[M[row, c]] = 0
+        if timed:
+            _lap(sc, PARENT_VECTORS)
+        do_forward = branch != BACKWARD
+        do_backward = branch != FORWARD
+        smallest = ub
+        for c in range(count):
+            j = M[row, c]
+            lbf[c] = ub
+            lbb[c] = ub
+            if mode == LB2:
+                if do_forward:
+                    lbf[c] = _child_lb2(
+                        p,
+                        pairs,
+                        lags,
+                        orders,
+                        front,
+                        remain,
+                        back,
+                        j,
+                        0,
+                        child_front,
+                        child_back,
+                        child_remain,
+                        scheduled,
+                    )
+                if do_backward:
+                    lbb[c] = _child_lb2(
+                        p,
+                        pairs,
+                        lags,
+                        orders,
+                        front,
+                        remain,
+                        back,
+                        j,
+                        1,
+                        child_front,
+                        child_back,
+                        child_remain,
+                        scheduled,
+                    )
+            else:
+                if do_forward:
+                    lbf[c] = lb1_forward_child_body(front, rb, p, j)
+                if do_backward:
+                    lbb[c] = lb1_backward_child_body(back, fr, p, j)
+            smallest = min(smallest, lbf[c], lbb[c])
+        if timed:
+            _lap(sc, BOUND)
+        key_f = 0
+        key_b = 0
+        sum_f = 0
+        sum_b = 0
+        for c in range(count):
+            if branch == MINMIN:
+                key_f += lbf[c] == smallest
+                key_b += lbb[c] == smallest
+            else:
+                key_f += lbf[c] < ub
+                key_b += lbb[c] < ub
+            sum_f += lbf[c]
+            sum_b += lbb[c]
+        dynamic_backward = (key_b < key_f) | ((key_b == key_f) & (sum_b > sum_f))
+        direction = int((branch == BACKWARD) | ((branch >= MINMIN) & dynamic_backward))
+        dirs[row] = direction
+        if timed:
+            _lap(sc, CHOOSE)
+        pruned = 0
+        for c in range(count):
+            lb = lbf[c] if direction == 0 else lbb[c]
+            if mode == LB1_LB2 and lb < ub:
+                lb = max(
+                    lb,
+                    _child_lb2(
+                        p,
+                        pairs,
+                        lags,
+                        orders,
+                        front,
+                        remain,
+                        back,
+                        M[row, c],
+                        direction,
+                        child_front,
+                        child_back,
+                        child_remain,
+                        scheduled,
+                    ),
+                )
+            if lb >= ub:
+                M[row, c] = ~M[row, c]
+                pruned += 1
+        if timed:
+            sc[CHILDREN] += count
+            sc[PRUNED] += pruned
+            _lap(sc, PRUNE)
+
+    @_jit
+    def explore_steps(p, bound_data, mode, branch, ivm, max_steps):
+        """Decompose nodes / reach leaves until the interval ends or about ``max_steps`` are done."""
+        M, V, dirs, F, B, R, end, sc, best, work, scheduled = ivm
+        lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain = work
+        min_heads, min_tails, pairs, lags, orders = bound_data
+        n, m = p.shape
+        if sc[DONE] == 1:
+            return
+        level = sc[LEVEL]
+        nodes = sc[NODES] + sc[ROOT_PENDING]  # a first step is taken below (V[level] = 0 at the root)
+        sc[ROOT_PENDING] = 0
+        leaves = sc[LEAVES]
+        bounded_end = sc[END_IS_TOTAL] == 0
+        steps = 0
+        if timed:
+            sc[CLOCK] = _cycle_counter()
+        while True:
+            if bounded_end and _at_or_after(V, end):
+                sc[DONE] = 1
+                break
+            # Stop only where the next node is not a first child (V[level] != 0): its
+            # ancestors then all have a smaller leftmost leaf, so resuming at the position
+            # re-decodes them without counting any node twice.  At most n more steps.
+            if steps >= max_steps and V[level] != 0:
+                break
+            steps += 1
+            if timed:
+                _lap(sc, BOOKKEEPING)
+            _descend(p, M[level, V[level]], dirs[level], level, F, B, R)
+            if timed:
+                _lap(sc, DESCEND)
+            if level == n - 1:
+                leaves += 1
+                cost = 0
+                for k in range(m):
+                    cost = max(cost, F[n, k] + B[n, k])
+                if cost < sc[UB]:
+                    sc[UB] = cost
+                    sc[IMPROVED] = 1
+                    _decode(M, V, dirs, best)
+                V[level] += 1
+                if timed:
+                    _lap(sc, LEAF)
+            else:
+                nodes += 1
+                _fill_row(M, V, level)
+                if timed:
+                    _lap(sc, FILL_ROW)
+                bound_and_prune(
+                    level + 1,
+                    p,
+                    min_heads,
+                    min_tails,
+                    pairs,
+                    lags,
+                    orders,
+                    mode,
+                    branch,
+                    M,
+                    dirs,
+                    F,
+                    B,
+                    R,
+                    sc[UB],
+                    lbf,
+                    lbb,
+                    front,
+                    back,
+                    remain,
+                    rb,
+                    fr,
+                    child_front,
+                    child_back,
+                    child_remain,
+                    scheduled,
+                    sc,
+                )
+                level += 1
+            level, exhausted = _select(M, V, level)
+            if timed:
+                _lap(sc, SELECT)
+            if exhausted:
+                sc[DONE] = 1
+                break
+        sc[LEVEL] = level
+        sc[NODES] = nodes
+        sc[LEAVES] = leaves
+
+    return bound_and_prune, explore_steps
+
+
+_bound_and_prune, explore_steps = _build(timed=False)
+# The instrumented twin (benchmarks/cpu_phases.py): the same steps, adding cycles per phase from
+# sc[CYCLES] on and the children bounded and pruned to sc[CHILDREN] and sc[PRUNED].
+explore_steps_timed = _build(timed=True)[1]
 
 
 @_jit
@@ -312,6 +496,7 @@ def set_root(p, bound_data, mode, branch, ub, ivm):
         child_back,
         child_remain,
         scheduled,
+        sc,
     )
 
 
@@ -374,88 +559,12 @@ def init_at(p, bound_data, mode, branch, ivm, start):
             child_back,
             child_remain,
             scheduled,
+            sc,
         )
     sc[LEVEL] = level
     if sc[DONE] == 1 or V[level] != 0:  # pruned cells moved it off 0, or nothing is left: count now
         sc[NODES] += sc[ROOT_PENDING]
         sc[ROOT_PENDING] = 0
-
-
-@_jit
-def explore_steps(p, bound_data, mode, branch, ivm, max_steps):
-    """Decompose nodes / reach leaves until the interval ends or about ``max_steps`` are done."""
-    M, V, dirs, F, B, R, end, sc, best, work, scheduled = ivm
-    lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain = work
-    min_heads, min_tails, pairs, lags, orders = bound_data
-    n, m = p.shape
-    if sc[DONE] == 1:
-        return
-    level = sc[LEVEL]
-    nodes = sc[NODES] + sc[ROOT_PENDING]  # a first step is taken below (V[level] = 0 at the root)
-    sc[ROOT_PENDING] = 0
-    leaves = sc[LEAVES]
-    bounded_end = sc[END_IS_TOTAL] == 0
-    steps = 0
-    while True:
-        if bounded_end and _at_or_after(V, end):
-            sc[DONE] = 1
-            break
-        # Stop only where the next node is not a first child (V[level] != 0): its
-        # ancestors then all have a smaller leftmost leaf, so resuming at the position
-        # re-decodes them without counting any node twice.  At most n more steps.
-        if steps >= max_steps and V[level] != 0:
-            break
-        steps += 1
-        _descend(p, M[level, V[level]], dirs[level], level, F, B, R)
-        if level == n - 1:
-            leaves += 1
-            cost = 0
-            for k in range(m):
-                cost = max(cost, F[n, k] + B[n, k])
-            if cost < sc[UB]:
-                sc[UB] = cost
-                sc[IMPROVED] = 1
-                _decode(M, V, dirs, best)
-            V[level] += 1
-        else:
-            nodes += 1
-            _fill_row(M, V, level)
-            _bound_and_prune(
-                level + 1,
-                p,
-                min_heads,
-                min_tails,
-                pairs,
-                lags,
-                orders,
-                mode,
-                branch,
-                M,
-                dirs,
-                F,
-                B,
-                R,
-                sc[UB],
-                lbf,
-                lbb,
-                front,
-                back,
-                remain,
-                rb,
-                fr,
-                child_front,
-                child_back,
-                child_remain,
-                scheduled,
-            )
-            level += 1
-        level, exhausted = _select(M, V, level)
-        if exhausted:
-            sc[DONE] = 1
-            break
-    sc[LEVEL] = level
-    sc[NODES] = nodes
-    sc[LEAVES] = leaves
 
 
 class Problem:
