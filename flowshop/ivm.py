@@ -27,6 +27,9 @@ call passed about 180 words of array fields on the stack (ta017: 4.5 % of the ti
 
 from __future__ import annotations
 
+import platform
+
+import llvmlite.binding as llvm
 import numba
 import numpy as np
 from llvmlite import ir
@@ -77,6 +80,14 @@ PHASES = (
 BOOKKEEPING, DESCEND, LEAF, FILL_ROW, PARENT_VECTORS, BOUND, CHOOSE, PRUNE, SELECT = range(len(PHASES))
 CYCLES = 12
 N_SCALARS = CYCLES + len(PHASES)
+
+# LLVM's x86 backend turns a cmov fed by a load in a loop into a compare and branch; in the
+# LB1 children's machine loops (running completion time against the parent's front) those
+# branches mispredict, and with them the explorer took 20 % longer (benchmarks/cpu_phases.py,
+# docs/performance.md).  LLVM has no per-function control, so this is set for the process: it
+# changes instruction selection only, never a result, and must precede the first compile.
+if platform.machine().lower() in ("x86_64", "amd64"):
+    llvm.set_option("", "--x86-cmov-converter=false")
 
 _jit = numba.njit(cache=True, nogil=True)
 _inline_jit = numba.njit(cache=True, nogil=True, inline="always")
