@@ -147,6 +147,7 @@ def _enter(p, bound_data, mode, branch, ub, ivm, level):
             child_remain,
             scheduled,
             sc,
+            False,
         )
 
 

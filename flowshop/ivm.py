@@ -210,161 +210,165 @@ def _lap(sc, phase):
     sc[CLOCK] = now
 
 
-def _build(timed: bool):
-    """(_bound_and_prune, explore_steps), or with ``timed`` the twins that count cycles per phase.
+@_inline_jit
+def _bound_and_prune(
+    row,
+    p,
+    min_heads,
+    min_tails,
+    pairs,
+    lags,
+    orders,
+    mode,
+    branch,
+    M,
+    dirs,
+    F,
+    B,
+    R,
+    ub,
+    lbf,
+    lbb,
+    front,
+    back,
+    remain,
+    rb,
+    fr,
+    child_front,
+    child_back,
+    child_remain,
+    scheduled,
+    sc,
+    timed,
+):
+    """Bound the children in ``row`` (the node's state is index ``row``), branch, prune.
 
-    ``timed`` is a closure constant: the plain build compiles without the laps and counters.
+    The arrays after ``ub`` are scratch vectors (rb = remain + back, fr = front + remain),
+    passed one by one (see the module's performance note); ``sc`` is the IVM's scalars.  With
+    ``timed`` (a constant in every caller: the body is inlined) it laps the cycle counter.
+    Direction: MinMin (the set where the smallest LB occurs fewer times) or MinBranch
+    (the set with fewer children with LB < UB); ties go to the larger LB sum, then
+    forward.  When every LB is >= UB the choice is immaterial (all children are pruned
+    either way).
     """
-
-    @_inline_jit
-    def bound_and_prune(
-        row,
-        p,
-        min_heads,
-        min_tails,
-        pairs,
-        lags,
-        orders,
-        mode,
-        branch,
-        M,
-        dirs,
-        F,
-        B,
-        R,
-        ub,
-        lbf,
-        lbb,
-        front,
-        back,
-        remain,
-        rb,
-        fr,
-        child_front,
-        child_back,
-        child_remain,
-        scheduled,
-        sc,
-    ):
-        """Bound the children in ``row`` (the node's state is index ``row``), branch, prune.
-
-        The arrays after ``ub`` are scratch vectors (rb = remain + back, fr = front + remain),
-        passed one by one (see the module's performance note); ``sc`` is the IVM's scalars.
-        Direction: MinMin (the set where the smallest LB occurs fewer times) or MinBranch
-        (the set with fewer children with LB < UB); ties go to the larger LB sum, then
-        forward.  When every LB is >= UB the choice is immaterial (all children are pruned
-        either way).
-        """
-        n, m = p.shape
-        count = n - row
-        for k in range(m):  # the parent's vectors as the bounds use them (copies, not views)
-            front[k] = max(F[row, k], min_heads[k])
-            back[k] = max(B[row, k], min_tails[k])
-            remain[k] = R[row, k]
-            rb[k] = remain[k] + back[k]
-            fr[k] = front[k] + remain[k]
-        uses_lb2 = int(mode != LB1)
-        for j in range(n * uses_lb2):
-            scheduled[j] = 1
-        for c in range(count * uses_lb2):
-            scheduled[M[row, c]] = 0
-        if timed:
-            _lap(sc, PARENT_VECTORS)
-        do_forward = branch != BACKWARD
-        do_backward = branch != FORWARD
-        smallest = ub
-        for c in range(count):
-            j = M[row, c]
-            lbf[c] = ub
-            lbb[c] = ub
-            if mode == LB2:
-                if do_forward:
-                    lbf[c] = _child_lb2(
-                        p,
-                        pairs,
-                        lags,
-                        orders,
-                        front,
-                        remain,
-                        back,
-                        j,
-                        0,
-                        child_front,
-                        child_back,
-                        child_remain,
-                        scheduled,
-                    )
-                if do_backward:
-                    lbb[c] = _child_lb2(
-                        p,
-                        pairs,
-                        lags,
-                        orders,
-                        front,
-                        remain,
-                        back,
-                        j,
-                        1,
-                        child_front,
-                        child_back,
-                        child_remain,
-                        scheduled,
-                    )
-            else:
-                if do_forward:
-                    lbf[c] = lb1_forward_child_body(front, rb, p, j)
-                if do_backward:
-                    lbb[c] = lb1_backward_child_body(back, fr, p, j)
-            smallest = min(smallest, lbf[c], lbb[c])
-        if timed:
-            _lap(sc, BOUND)
-        key_f = 0
-        key_b = 0
-        sum_f = 0
-        sum_b = 0
-        for c in range(count):
-            if branch == MINMIN:
-                key_f += lbf[c] == smallest
-                key_b += lbb[c] == smallest
-            else:
-                key_f += lbf[c] < ub
-                key_b += lbb[c] < ub
-            sum_f += lbf[c]
-            sum_b += lbb[c]
-        dynamic_backward = (key_b < key_f) | ((key_b == key_f) & (sum_b > sum_f))
-        direction = int((branch == BACKWARD) | ((branch >= MINMIN) & dynamic_backward))
-        dirs[row] = direction
-        if timed:
-            _lap(sc, CHOOSE)
-        pruned = 0
-        for c in range(count):
-            lb = lbf[c] if direction == 0 else lbb[c]
-            if mode == LB1_LB2 and lb < ub:
-                lb = max(
-                    lb,
-                    _child_lb2(
-                        p,
-                        pairs,
-                        lags,
-                        orders,
-                        front,
-                        remain,
-                        back,
-                        M[row, c],
-                        direction,
-                        child_front,
-                        child_back,
-                        child_remain,
-                        scheduled,
-                    ),
+    n, m = p.shape
+    count = n - row
+    for k in range(m):  # the parent's vectors as the bounds use them (copies, not views)
+        front[k] = max(F[row, k], min_heads[k])
+        back[k] = max(B[row, k], min_tails[k])
+        remain[k] = R[row, k]
+        rb[k] = remain[k] + back[k]
+        fr[k] = front[k] + remain[k]
+    uses_lb2 = int(mode != LB1)
+    for j in range(n * uses_lb2):
+        scheduled[j] = 1
+    for c in range(count * uses_lb2):
+        scheduled[M[row, c]] = 0
+    if timed:
+        _lap(sc, PARENT_VECTORS)
+    do_forward = branch != BACKWARD
+    do_backward = branch != FORWARD
+    smallest = ub
+    for c in range(count):
+        j = M[row, c]
+        lbf[c] = ub
+        lbb[c] = ub
+        if mode == LB2:
+            if do_forward:
+                lbf[c] = _child_lb2(
+                    p,
+                    pairs,
+                    lags,
+                    orders,
+                    front,
+                    remain,
+                    back,
+                    j,
+                    0,
+                    child_front,
+                    child_back,
+                    child_remain,
+                    scheduled,
                 )
-            if lb >= ub:
-                M[row, c] = ~M[row, c]
-                pruned += 1
-        if timed:
-            sc[CHILDREN] += count
-            sc[PRUNED] += pruned
-            _lap(sc, PRUNE)
+            if do_backward:
+                lbb[c] = _child_lb2(
+                    p,
+                    pairs,
+                    lags,
+                    orders,
+                    front,
+                    remain,
+                    back,
+                    j,
+                    1,
+                    child_front,
+                    child_back,
+                    child_remain,
+                    scheduled,
+                )
+        else:
+            if do_forward:
+                lbf[c] = lb1_forward_child_body(front, rb, p, j)
+            if do_backward:
+                lbb[c] = lb1_backward_child_body(back, fr, p, j)
+        smallest = min(smallest, lbf[c], lbb[c])
+    if timed:
+        _lap(sc, BOUND)
+    key_f = 0
+    key_b = 0
+    sum_f = 0
+    sum_b = 0
+    for c in range(count):
+        if branch == MINMIN:
+            key_f += lbf[c] == smallest
+            key_b += lbb[c] == smallest
+        else:
+            key_f += lbf[c] < ub
+            key_b += lbb[c] < ub
+        sum_f += lbf[c]
+        sum_b += lbb[c]
+    dynamic_backward = (key_b < key_f) | ((key_b == key_f) & (sum_b > sum_f))
+    direction = int((branch == BACKWARD) | ((branch >= MINMIN) & dynamic_backward))
+    dirs[row] = direction
+    if timed:
+        _lap(sc, CHOOSE)
+    pruned = 0
+    for c in range(count):
+        lb = lbf[c] if direction == 0 else lbb[c]
+        if mode == LB1_LB2 and lb < ub:
+            lb = max(
+                lb,
+                _child_lb2(
+                    p,
+                    pairs,
+                    lags,
+                    orders,
+                    front,
+                    remain,
+                    back,
+                    M[row, c],
+                    direction,
+                    child_front,
+                    child_back,
+                    child_remain,
+                    scheduled,
+                ),
+            )
+        if lb >= ub:
+            M[row, c] = ~M[row, c]
+            pruned += 1
+    if timed:
+        sc[CHILDREN] += count
+        sc[PRUNED] += pruned
+        _lap(sc, PRUNE)
+
+
+def _build(timed: bool):
+    """explore_steps, or with ``timed`` its twin that counts cycles per phase.
+
+    ``timed`` is a closure constant, the only one (numba's cache keys on the closure's contents):
+    the plain build compiles without the laps and counters.
+    """
 
     @_jit
     def explore_steps(p, bound_data, mode, branch, ivm, max_steps):
@@ -415,7 +419,7 @@ def _build(timed: bool):
                 _fill_row(M, V, level)
                 if timed:
                     _lap(sc, FILL_ROW)
-                bound_and_prune(
+                _bound_and_prune(
                     level + 1,
                     p,
                     min_heads,
@@ -443,6 +447,7 @@ def _build(timed: bool):
                     child_remain,
                     scheduled,
                     sc,
+                    timed,
                 )
                 level += 1
             level, exhausted = _select(M, V, level)
@@ -455,13 +460,13 @@ def _build(timed: bool):
         sc[NODES] = nodes
         sc[LEAVES] = leaves
 
-    return bound_and_prune, explore_steps
+    return explore_steps
 
 
-_bound_and_prune, explore_steps = _build(timed=False)
+explore_steps = _build(timed=False)
 # The instrumented twin (benchmarks/cpu_phases.py): the same steps, adding cycles per phase from
 # sc[CYCLES] on and the children bounded and pruned to sc[CHILDREN] and sc[PRUNED].
-explore_steps_timed = _build(timed=True)[1]
+explore_steps_timed = _build(timed=True)
 
 
 @_jit
@@ -509,6 +514,7 @@ def set_root(p, bound_data, mode, branch, ub, ivm):
         child_remain,
         scheduled,
         sc,
+        False,
     )
 
 
@@ -572,6 +578,7 @@ def init_at(p, bound_data, mode, branch, ivm, start):
             child_remain,
             scheduled,
             sc,
+            False,
         )
     sc[LEVEL] = level
     if sc[DONE] == 1 or V[level] != 0:  # pruned cells moved it off 0, or nothing is left: count now
