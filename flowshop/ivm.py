@@ -23,17 +23,28 @@ atomic references on its array arguments on every call when it creates array vie
 the bound bodies they call are ``inline="always"``.  This alone took ta017 from 2.3 to
 3.8 M nodes/s on one core.  The per-node helpers are inlined into ``explore_steps`` too: a
 call passed about 180 words of array fields on the stack (ta017: 4.5 % of the time).
+
+LLVM's x86 backend turns a cmov fed by a load in a loop into a compare and branch; in the
+LB1 children's machine loops (running completion time against the parent's front) those
+branches mispredict, and with them the explorer took 20 % longer (benchmarks/cpu_phases.py,
+docs/performance.md).  The conversion is a process-wide LLVM option, so :func:`compile_steps`
+turns it off only around the compile of ``explore_steps`` (an :class:`IVM` calls it for its
+types); every other numba function of the process, the spatial family's included, is
+compiled with LLVM's default.
 """
 
 from __future__ import annotations
 
+import contextlib
 import platform
+from collections.abc import Iterator
 
 import llvmlite.binding as llvm
 import numba
 import numpy as np
 from llvmlite import ir
 from numba.core import cgutils
+from numba.core.compiler_lock import global_compiler_lock
 from numba.extending import intrinsic
 
 from .bounds import (
@@ -80,14 +91,6 @@ PHASES = (
 BOOKKEEPING, DESCEND, LEAF, FILL_ROW, PARENT_VECTORS, BOUND, CHOOSE, PRUNE, SELECT = range(len(PHASES))
 CYCLES = 12
 N_SCALARS = CYCLES + len(PHASES)
-
-# LLVM's x86 backend turns a cmov fed by a load in a loop into a compare and branch; in the
-# LB1 children's machine loops (running completion time against the parent's front) those
-# branches mispredict, and with them the explorer took 20 % longer (benchmarks/cpu_phases.py,
-# docs/performance.md).  LLVM has no per-function control, so this is set for the process: it
-# changes instruction selection only, never a result, and must precede the first compile.
-if platform.machine().lower() in ("x86_64", "amd64"):
-    llvm.set_option("", "--x86-cmov-converter=false")
 
 _jit = numba.njit(cache=True, nogil=True)
 _inline_jit = numba.njit(cache=True, nogil=True, inline="always")
@@ -469,6 +472,33 @@ explore_steps = _build(timed=False)
 explore_steps_timed = _build(timed=True)
 
 
+@contextlib.contextmanager
+def _cmov_kept() -> Iterator[None]:
+    """LLVM's x86 cmov-to-branch conversion off for the numba compiles inside, back to LLVM's
+    default (on) after.  The option is the process's: numba's compiler lock, held throughout,
+    keeps other threads' compiles out meanwhile."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):  # an x86 backend option
+        yield
+        return
+    with global_compiler_lock:
+        llvm.set_option("", "--x86-cmov-converter=false")
+        try:
+            yield
+        finally:
+            llvm.set_option("", "--x86-cmov-converter=true")
+
+
+def compile_steps(steps: numba.core.dispatcher.Dispatcher, problem: Problem, arrays: tuple) -> None:
+    """Compile (or load from numba's cache) ``steps``, ``explore_steps`` or its timed twin, for
+    ``problem`` and an IVM's ``arrays``, with cmov kept (module docstring); its first call would
+    compile it with LLVM's default.  Machine code is made here, never later: numba's cache holds it."""
+    args = (problem.p, problem.bound_data, problem.mode, problem.branch, arrays, 0)
+    signature = tuple(steps.typeof_pyval(a) for a in args)
+    if signature not in steps.overloads:
+        with _cmov_kept():
+            steps.compile(signature)
+
+
 @_jit
 def set_root(p, bound_data, mode, branch, ub, ivm):
     """The root's state in row 0 of the IVM's arrays (V at 0), its children bounded and pruned under ``ub``."""
@@ -631,6 +661,7 @@ class IVM:
             tuple(work),
             np.zeros(n, np.int8),
         )
+        compile_steps(explore_steps, problem, self.arrays)
 
     def start(self, start_digits: np.ndarray, end_digits: np.ndarray | None, ub: int) -> None:
         """Begin the interval [start, end); ``end_digits`` None means end = n!."""
