@@ -146,6 +146,8 @@ def _enter(p, bound_data, mode, branch, ub, ivm, level):
             child_back,
             child_remain,
             scheduled,
+            sc,
+            False,
         )
 
 

@@ -21,13 +21,31 @@ atomic references on its array arguments on every call when it creates array vie
 (``F[row]``), unpacks a tuple of arrays, or calls a jitted function that is not inlined
 (inside a conditional expression in particular).  The per-node helpers avoid all three;
 the bound bodies they call are ``inline="always"``.  This alone took ta017 from 2.3 to
-3.8 M nodes/s on one core.
+3.8 M nodes/s on one core.  The per-node helpers are inlined into ``explore_steps`` too: a
+call passed about 180 words of array fields on the stack (ta017: 4.5 % of the time).
+
+LLVM's x86 backend turns a cmov fed by a load in a loop into a compare and branch; in the
+LB1 children's machine loops (running completion time against the parent's front) those
+branches mispredict, and with them the explorer took 20 % longer (benchmarks/cpu_phases.py,
+docs/performance.md).  The conversion is a process-wide LLVM option, so :func:`compile_steps`
+turns it off only around the compile of ``explore_steps`` (an :class:`IVM` calls it for its
+types); every other numba function of the process, the spatial family's included, is
+compiled with LLVM's default.
 """
 
 from __future__ import annotations
 
+import contextlib
+import platform
+from collections.abc import Iterator
+
+import llvmlite.binding as llvm
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import cgutils
+from numba.core.compiler_lock import global_compiler_lock
+from numba.extending import intrinsic
 
 from .bounds import (
     head_tail_minima,
@@ -53,9 +71,29 @@ UB = 5  # incumbent makespan: children with LB >= UB are pruned
 END_IS_TOTAL = 6  # 1 when the end position is n! (not representable as digits)
 IMPROVED = 7  # set to 1 when a leaf improved UB (``best`` holds the schedule)
 ROOT_PENDING = 8  # 1 while the root, decoded by an explorer starting at 0, waits to be counted
-N_SCALARS = 9
+# Written only by ``explore_steps_timed`` (benchmarks/cpu_phases.py); the plain build leaves them at 0.
+CLOCK = 9  # the cycle counter at the last phase boundary
+CHILDREN = 10  # children bounded by explore_steps (the sum of the rows' lengths)
+PRUNED = 11  # of those, pruned
+# Cycles spent per phase of a step, one column each from CYCLES on.  Together they cover the
+# whole loop of explore_steps, each ending where the next begins.
+PHASES = (
+    "bookkeeping",  # the end-of-interval and chunk checks at the top of a step
+    "descend",  # _descend: the child's front, back and remain
+    "leaf",  # a leaf's makespan and, when it improves, the schedule
+    "fill_row",  # _fill_row: the child's row of jobs
+    "parent_vectors",  # the parent's vectors as the bounds use them (max with the min heads/tails)
+    "bound",  # LB1 (or LB2) of every child, forward and backward
+    "choose",  # the MinMin (or MinBranch) direction
+    "prune",  # flagging the children with LB >= UB
+    "select",  # _select: the scan of M to the next unpruned cell, backtracking
+)
+BOOKKEEPING, DESCEND, LEAF, FILL_ROW, PARENT_VECTORS, BOUND, CHOOSE, PRUNE, SELECT = range(len(PHASES))
+CYCLES = 12
+N_SCALARS = CYCLES + len(PHASES)
 
 _jit = numba.njit(cache=True, nogil=True)
+_inline_jit = numba.njit(cache=True, nogil=True, inline="always")
 
 
 @_jit
@@ -63,7 +101,7 @@ def _job(cell: int) -> int:
     return cell if cell >= 0 else ~cell
 
 
-@_jit
+@_inline_jit
 def _descend(p, job, direction, level, F, B, R):
     """State level+1 = state level with ``job`` added in ``direction`` (no array views)."""
     m = p.shape[1]
@@ -82,16 +120,15 @@ def _descend(p, job, direction, level, F, B, R):
         R[level + 1, k] = R[level, k] - p[job, k]
 
 
-@_jit
+@_inline_jit
 def _fill_row(M, V, level):
     """Row level+1 = row level without the selected cell, flags cleared, order kept."""
     n = M.shape[0]
     selected = V[level]
-    c = 0
-    for v in range(n - level):
-        if v != selected:
-            M[level + 1, c] = _job(M[level, v])
-            c += 1
+    for v in range(selected):
+        M[level + 1, v] = _job(M[level, v])
+    for v in range(selected + 1, n - level):
+        M[level + 1, v - 1] = _job(M[level, v])
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -113,120 +150,7 @@ def _child_lb2(
     return lb
 
 
-@_jit
-def _bound_and_prune(
-    row,
-    p,
-    min_heads,
-    min_tails,
-    pairs,
-    lags,
-    orders,
-    mode,
-    branch,
-    M,
-    dirs,
-    F,
-    B,
-    R,
-    ub,
-    lbf,
-    lbb,
-    front,
-    back,
-    remain,
-    rb,
-    fr,
-    child_front,
-    child_back,
-    child_remain,
-    scheduled,
-):
-    """Bound the children in ``row`` (the node's state is index ``row``), branch, prune.
-
-    The arrays after ``ub`` are scratch vectors (rb = remain + back, fr = front + remain),
-    passed one by one (see the module's performance note).  Direction: MinMin (the set
-    where the smallest LB occurs fewer times) or MinBranch (the set with fewer children
-    with LB < UB); ties go to the larger LB sum, then forward.  When every LB is >= UB
-    the choice is immaterial (all children are pruned either way).
-    """
-    n, m = p.shape
-    count = n - row
-    for k in range(m):  # the parent's vectors as the bounds use them (copies, not views)
-        front[k] = max(F[row, k], min_heads[k])
-        back[k] = max(B[row, k], min_tails[k])
-        remain[k] = R[row, k]
-        rb[k] = remain[k] + back[k]
-        fr[k] = front[k] + remain[k]
-    uses_lb2 = int(mode != LB1)
-    for j in range(n * uses_lb2):
-        scheduled[j] = 1
-    for c in range(count * uses_lb2):
-        scheduled[M[row, c]] = 0
-    do_forward = branch != BACKWARD
-    do_backward = branch != FORWARD
-    smallest = ub
-    for c in range(count):
-        j = M[row, c]
-        lbf[c] = ub
-        lbb[c] = ub
-        if mode == LB2:
-            if do_forward:
-                lbf[c] = _child_lb2(
-                    p, pairs, lags, orders, front, remain, back, j, 0, child_front, child_back, child_remain, scheduled
-                )
-            if do_backward:
-                lbb[c] = _child_lb2(
-                    p, pairs, lags, orders, front, remain, back, j, 1, child_front, child_back, child_remain, scheduled
-                )
-        else:
-            if do_forward:
-                lbf[c] = lb1_forward_child_body(front, rb, p, j)
-            if do_backward:
-                lbb[c] = lb1_backward_child_body(back, fr, p, j)
-        smallest = min(smallest, lbf[c], lbb[c])
-    key_f = 0
-    key_b = 0
-    sum_f = 0
-    sum_b = 0
-    for c in range(count):
-        if branch == MINMIN:
-            key_f += lbf[c] == smallest
-            key_b += lbb[c] == smallest
-        else:
-            key_f += lbf[c] < ub
-            key_b += lbb[c] < ub
-        sum_f += lbf[c]
-        sum_b += lbb[c]
-    dynamic_backward = (key_b < key_f) | ((key_b == key_f) & (sum_b > sum_f))
-    direction = int((branch == BACKWARD) | ((branch >= MINMIN) & dynamic_backward))
-    dirs[row] = direction
-    for c in range(count):
-        lb = lbf[c] if direction == 0 else lbb[c]
-        if mode == LB1_LB2 and lb < ub:
-            lb = max(
-                lb,
-                _child_lb2(
-                    p,
-                    pairs,
-                    lags,
-                    orders,
-                    front,
-                    remain,
-                    back,
-                    M[row, c],
-                    direction,
-                    child_front,
-                    child_back,
-                    child_remain,
-                    scheduled,
-                ),
-            )
-        if lb >= ub:
-            M[row, c] = ~M[row, c]
-
-
-@_jit
+@_inline_jit
 def _select(M, V, level):
     """Advance (level, V) to the next unpruned cell in DFS order; returns (level, exhausted)."""
     n = M.shape[0]
@@ -266,6 +190,313 @@ def _decode(M, V, dirs, out):
         else:
             out[tail] = job
             tail -= 1
+
+
+@intrinsic
+def _cycle_counter(typingctx):
+    """The CPU's cycle counter (LLVM's ``readcyclecounter``: rdtsc on x86), as int64."""
+
+    def codegen(context, builder, signature, args):
+        counter = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.IntType(64), []), "llvm.readcyclecounter"
+        )
+        return builder.call(counter, [])
+
+    return numba.types.int64(), codegen
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _lap(sc, phase):
+    """Add the cycles since the last phase boundary to ``phase``; a new boundary starts here."""
+    now = _cycle_counter()
+    sc[CYCLES + phase] += now - sc[CLOCK]
+    sc[CLOCK] = now
+
+
+@_inline_jit
+def _bound_and_prune(
+    row,
+    p,
+    min_heads,
+    min_tails,
+    pairs,
+    lags,
+    orders,
+    mode,
+    branch,
+    M,
+    dirs,
+    F,
+    B,
+    R,
+    ub,
+    lbf,
+    lbb,
+    front,
+    back,
+    remain,
+    rb,
+    fr,
+    child_front,
+    child_back,
+    child_remain,
+    scheduled,
+    sc,
+    timed,
+):
+    """Bound the children in ``row`` (the node's state is index ``row``), branch, prune.
+
+    The arrays after ``ub`` are scratch vectors (rb = remain + back, fr = front + remain),
+    passed one by one (see the module's performance note); ``sc`` is the IVM's scalars.  With
+    ``timed`` (a constant in every caller: the body is inlined) it laps the cycle counter.
+    Direction: MinMin (the set where the smallest LB occurs fewer times) or MinBranch
+    (the set with fewer children with LB < UB); ties go to the larger LB sum, then
+    forward.  When every LB is >= UB the choice is immaterial (all children are pruned
+    either way).
+    """
+    n, m = p.shape
+    count = n - row
+    for k in range(m):  # the parent's vectors as the bounds use them (copies, not views)
+        front[k] = max(F[row, k], min_heads[k])
+        back[k] = max(B[row, k], min_tails[k])
+        remain[k] = R[row, k]
+        rb[k] = remain[k] + back[k]
+        fr[k] = front[k] + remain[k]
+    uses_lb2 = int(mode != LB1)
+    for j in range(n * uses_lb2):
+        scheduled[j] = 1
+    for c in range(count * uses_lb2):
+        scheduled[M[row, c]] = 0
+    if timed:
+        _lap(sc, PARENT_VECTORS)
+    do_forward = branch != BACKWARD
+    do_backward = branch != FORWARD
+    smallest = ub
+    for c in range(count):
+        j = M[row, c]
+        lbf[c] = ub
+        lbb[c] = ub
+        if mode == LB2:
+            if do_forward:
+                lbf[c] = _child_lb2(
+                    p,
+                    pairs,
+                    lags,
+                    orders,
+                    front,
+                    remain,
+                    back,
+                    j,
+                    0,
+                    child_front,
+                    child_back,
+                    child_remain,
+                    scheduled,
+                )
+            if do_backward:
+                lbb[c] = _child_lb2(
+                    p,
+                    pairs,
+                    lags,
+                    orders,
+                    front,
+                    remain,
+                    back,
+                    j,
+                    1,
+                    child_front,
+                    child_back,
+                    child_remain,
+                    scheduled,
+                )
+        else:
+            if do_forward:
+                lbf[c] = lb1_forward_child_body(front, rb, p, j)
+            if do_backward:
+                lbb[c] = lb1_backward_child_body(back, fr, p, j)
+        smallest = min(smallest, lbf[c], lbb[c])
+    if timed:
+        _lap(sc, BOUND)
+    key_f = 0
+    key_b = 0
+    sum_f = 0
+    sum_b = 0
+    for c in range(count):
+        if branch == MINMIN:
+            key_f += lbf[c] == smallest
+            key_b += lbb[c] == smallest
+        else:
+            key_f += lbf[c] < ub
+            key_b += lbb[c] < ub
+        sum_f += lbf[c]
+        sum_b += lbb[c]
+    dynamic_backward = (key_b < key_f) | ((key_b == key_f) & (sum_b > sum_f))
+    direction = int((branch == BACKWARD) | ((branch >= MINMIN) & dynamic_backward))
+    dirs[row] = direction
+    if timed:
+        _lap(sc, CHOOSE)
+    pruned = 0
+    for c in range(count):
+        lb = lbf[c] if direction == 0 else lbb[c]
+        if mode == LB1_LB2 and lb < ub:
+            lb = max(
+                lb,
+                _child_lb2(
+                    p,
+                    pairs,
+                    lags,
+                    orders,
+                    front,
+                    remain,
+                    back,
+                    M[row, c],
+                    direction,
+                    child_front,
+                    child_back,
+                    child_remain,
+                    scheduled,
+                ),
+            )
+        if lb >= ub:
+            M[row, c] = ~M[row, c]
+            pruned += 1
+    if timed:
+        sc[CHILDREN] += count
+        sc[PRUNED] += pruned
+        _lap(sc, PRUNE)
+
+
+def _build(timed: bool):
+    """explore_steps, or with ``timed`` its twin that counts cycles per phase.
+
+    ``timed`` is a closure constant, the only one (numba's cache keys on the closure's contents):
+    the plain build compiles without the laps and counters.
+    """
+
+    @_jit
+    def explore_steps(p, bound_data, mode, branch, ivm, max_steps):
+        """Decompose nodes / reach leaves until the interval ends or about ``max_steps`` are done."""
+        M, V, dirs, F, B, R, end, sc, best, work, scheduled = ivm
+        lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain = work
+        min_heads, min_tails, pairs, lags, orders = bound_data
+        n, m = p.shape
+        if sc[DONE] == 1:
+            return
+        level = sc[LEVEL]
+        nodes = sc[NODES] + sc[ROOT_PENDING]  # a first step is taken below (V[level] = 0 at the root)
+        sc[ROOT_PENDING] = 0
+        leaves = sc[LEAVES]
+        bounded_end = sc[END_IS_TOTAL] == 0
+        steps = 0
+        if timed:
+            sc[CLOCK] = _cycle_counter()
+        while True:
+            if bounded_end and _at_or_after(V, end):
+                sc[DONE] = 1
+                break
+            # Stop only where the next node is not a first child (V[level] != 0): its
+            # ancestors then all have a smaller leftmost leaf, so resuming at the position
+            # re-decodes them without counting any node twice.  At most n more steps.
+            if steps >= max_steps and V[level] != 0:
+                break
+            steps += 1
+            if timed:
+                _lap(sc, BOOKKEEPING)
+            _descend(p, M[level, V[level]], dirs[level], level, F, B, R)
+            if timed:
+                _lap(sc, DESCEND)
+            if level == n - 1:
+                leaves += 1
+                cost = 0
+                for k in range(m):
+                    cost = max(cost, F[n, k] + B[n, k])
+                if cost < sc[UB]:
+                    sc[UB] = cost
+                    sc[IMPROVED] = 1
+                    _decode(M, V, dirs, best)
+                V[level] += 1
+                if timed:
+                    _lap(sc, LEAF)
+            else:
+                nodes += 1
+                _fill_row(M, V, level)
+                if timed:
+                    _lap(sc, FILL_ROW)
+                _bound_and_prune(
+                    level + 1,
+                    p,
+                    min_heads,
+                    min_tails,
+                    pairs,
+                    lags,
+                    orders,
+                    mode,
+                    branch,
+                    M,
+                    dirs,
+                    F,
+                    B,
+                    R,
+                    sc[UB],
+                    lbf,
+                    lbb,
+                    front,
+                    back,
+                    remain,
+                    rb,
+                    fr,
+                    child_front,
+                    child_back,
+                    child_remain,
+                    scheduled,
+                    sc,
+                    timed,
+                )
+                level += 1
+            level, exhausted = _select(M, V, level)
+            if timed:
+                _lap(sc, SELECT)
+            if exhausted:
+                sc[DONE] = 1
+                break
+        sc[LEVEL] = level
+        sc[NODES] = nodes
+        sc[LEAVES] = leaves
+
+    return explore_steps
+
+
+explore_steps = _build(timed=False)
+# The instrumented twin (benchmarks/cpu_phases.py): the same steps, adding cycles per phase from
+# sc[CYCLES] on and the children bounded and pruned to sc[CHILDREN] and sc[PRUNED].
+explore_steps_timed = _build(timed=True)
+
+
+@contextlib.contextmanager
+def _cmov_kept() -> Iterator[None]:
+    """LLVM's x86 cmov-to-branch conversion off for the numba compiles inside, back to LLVM's
+    default (on) after.  The option is the process's: numba's compiler lock, held throughout,
+    keeps other threads' compiles out meanwhile."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):  # an x86 backend option
+        yield
+        return
+    with global_compiler_lock:
+        llvm.set_option("", "--x86-cmov-converter=false")
+        try:
+            yield
+        finally:
+            llvm.set_option("", "--x86-cmov-converter=true")
+
+
+def compile_steps(steps: numba.core.dispatcher.Dispatcher, problem: Problem, arrays: tuple) -> None:
+    """Compile (or load from numba's cache) ``steps``, ``explore_steps`` or its timed twin, for
+    ``problem`` and an IVM's ``arrays``, with cmov kept (module docstring); its first call would
+    compile it with LLVM's default.  Machine code is made here, never later: numba's cache holds it."""
+    args = (problem.p, problem.bound_data, problem.mode, problem.branch, arrays, 0)
+    signature = tuple(steps.typeof_pyval(a) for a in args)
+    if signature not in steps.overloads:
+        with _cmov_kept():
+            steps.compile(signature)
 
 
 @_jit
@@ -312,6 +543,8 @@ def set_root(p, bound_data, mode, branch, ub, ivm):
         child_back,
         child_remain,
         scheduled,
+        sc,
+        False,
     )
 
 
@@ -374,88 +607,13 @@ def init_at(p, bound_data, mode, branch, ivm, start):
             child_back,
             child_remain,
             scheduled,
+            sc,
+            False,
         )
     sc[LEVEL] = level
     if sc[DONE] == 1 or V[level] != 0:  # pruned cells moved it off 0, or nothing is left: count now
         sc[NODES] += sc[ROOT_PENDING]
         sc[ROOT_PENDING] = 0
-
-
-@_jit
-def explore_steps(p, bound_data, mode, branch, ivm, max_steps):
-    """Decompose nodes / reach leaves until the interval ends or about ``max_steps`` are done."""
-    M, V, dirs, F, B, R, end, sc, best, work, scheduled = ivm
-    lbf, lbb, front, back, remain, rb, fr, child_front, child_back, child_remain = work
-    min_heads, min_tails, pairs, lags, orders = bound_data
-    n, m = p.shape
-    if sc[DONE] == 1:
-        return
-    level = sc[LEVEL]
-    nodes = sc[NODES] + sc[ROOT_PENDING]  # a first step is taken below (V[level] = 0 at the root)
-    sc[ROOT_PENDING] = 0
-    leaves = sc[LEAVES]
-    bounded_end = sc[END_IS_TOTAL] == 0
-    steps = 0
-    while True:
-        if bounded_end and _at_or_after(V, end):
-            sc[DONE] = 1
-            break
-        # Stop only where the next node is not a first child (V[level] != 0): its
-        # ancestors then all have a smaller leftmost leaf, so resuming at the position
-        # re-decodes them without counting any node twice.  At most n more steps.
-        if steps >= max_steps and V[level] != 0:
-            break
-        steps += 1
-        _descend(p, M[level, V[level]], dirs[level], level, F, B, R)
-        if level == n - 1:
-            leaves += 1
-            cost = 0
-            for k in range(m):
-                cost = max(cost, F[n, k] + B[n, k])
-            if cost < sc[UB]:
-                sc[UB] = cost
-                sc[IMPROVED] = 1
-                _decode(M, V, dirs, best)
-            V[level] += 1
-        else:
-            nodes += 1
-            _fill_row(M, V, level)
-            _bound_and_prune(
-                level + 1,
-                p,
-                min_heads,
-                min_tails,
-                pairs,
-                lags,
-                orders,
-                mode,
-                branch,
-                M,
-                dirs,
-                F,
-                B,
-                R,
-                sc[UB],
-                lbf,
-                lbb,
-                front,
-                back,
-                remain,
-                rb,
-                fr,
-                child_front,
-                child_back,
-                child_remain,
-                scheduled,
-            )
-            level += 1
-        level, exhausted = _select(M, V, level)
-        if exhausted:
-            sc[DONE] = 1
-            break
-    sc[LEVEL] = level
-    sc[NODES] = nodes
-    sc[LEAVES] = leaves
 
 
 class Problem:
@@ -503,6 +661,7 @@ class IVM:
             tuple(work),
             np.zeros(n, np.int8),
         )
+        compile_steps(explore_steps, problem, self.arrays)
 
     def start(self, start_digits: np.ndarray, end_digits: np.ndarray | None, ub: int) -> None:
         """Begin the interval [start, end); ``end_digits`` None means end = n!."""

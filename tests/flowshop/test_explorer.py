@@ -1,8 +1,10 @@
 """The IVM explorer: brute-force oracle, fixed trees, interval ownership of nodes, budgets."""
 
 import itertools
+import platform
 import time
 
+import numba
 import numpy as np
 import pytest
 from gmpy2 import mpz
@@ -12,6 +14,7 @@ from pbbflow.flowshop.evaluation import brute_force_optimum, makespan
 from pbbflow.flowshop.explorer import explore
 from pbbflow.flowshop.factoradic import factorial
 from pbbflow.flowshop.intervals import WorkUnit
+from pbbflow.flowshop.ivm import IVM, Problem, _cmov_kept, explore_steps
 from pbbflow.flowshop.taillard import taillard_instance
 
 BOUNDS = tuple(BOUND_NAMES)  # every bound: a new one is tested as it is added
@@ -165,3 +168,37 @@ def test_a_stop_before_the_first_step_at_position_0_leaves_the_root_to_the_resum
     first = explore(p, WorkUnit.full(7), optimum, threads=threads, **budget)
     rest = explore(p, first.remaining, optimum)
     assert first.nodes + rest.nodes == whole.nodes == 100 and not rest.remaining
+
+
+@numba.njit
+def _completion(front, times):
+    """The LB1 machine loop's shape: a running completion time against a front."""
+    t = 0
+    for k in range(front.shape[0]):
+        t = max(t, front[k]) + times[k]
+    return t
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="an x86 backend option")
+def test_cmov_is_kept_inside_the_context_only():
+    """LLVM's cmov-to-branch conversion is off inside ``_cmov_kept`` and back on after: the
+    assembly of a loop like LB1's, generated with the option as it is at each point."""
+    values = np.arange(8, dtype=np.int32)
+    _completion(values, values)
+    library = _completion.overloads[_completion.signatures[0]].library
+    before = library.get_asm_str().count("cmov")
+    with _cmov_kept():
+        inside = library.get_asm_str().count("cmov")
+    assert inside > before == library.get_asm_str().count("cmov")
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_explore_steps_runs_the_code_its_ivm_compiled(read_only):
+    """An IVM compiles explore_steps for its types (with cmov kept); running adds no compile."""
+    p = np.random.default_rng(5).integers(1, 30, size=(6, 3)).astype(np.int32)
+    p.flags.writeable = not read_only
+    explorer = IVM(Problem(p, BOUND_NAMES["lb1"], BRANCH_NAMES["minmin"]))
+    compiled = set(explore_steps.overloads)
+    explorer.start(np.zeros(6, np.int32), None, NO_UB)
+    explorer.run(100)
+    assert explorer.done and set(explore_steps.overloads) == compiled
