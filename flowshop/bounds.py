@@ -27,7 +27,7 @@ import numba
 import numpy as np
 from numba import int32
 
-from .choices import BOUND_NAMES, DEFAULT_BOUND, LB1
+from .choices import DEFAULT_BOUND, LB1, bound_code
 
 _jit = numba.njit(cache=True, nogil=True)
 # Inlined into their callers at numba-IR level: a call that passes arrays to a compiled
@@ -180,7 +180,7 @@ def lower_bound(p: np.ndarray, sigma1, sigma2, bound: str = DEFAULT_BOUND) -> in
     ``lb1+lb2`` is the bound the explorer applies to a child that survives LB1, i.e. LB2.
     """
     front, remain, back = subproblem_vectors(p, sigma1, sigma2)
-    if BOUND_NAMES[bound] == LB1:
+    if bound_code(bound) == LB1:
         return int(lb1_body(front, remain, back))
     scheduled = np.zeros(p.shape[0], dtype=np.int8)
     scheduled[list(sigma1) + list(sigma2)] = 1

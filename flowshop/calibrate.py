@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .choices import BOUND_NAMES, BRANCH_NAMES, DEFAULT_BOUND, DEFAULT_BRANCH
+from .choices import DEFAULT_BOUND, DEFAULT_BRANCH, bound_code, branch_code
 from .estimate import _enter, _overlap, draw_cell, row_weights, work_rows
 from .factoradic import digits_to_int, factorial
 from .intervals import WorkUnit
@@ -203,7 +203,7 @@ class Calibrator:
     def __init__(
         self, p: np.ndarray, *, bound: str = DEFAULT_BOUND, branch: str = DEFAULT_BRANCH, alpha: float = 1.0
     ) -> None:
-        self.problem = Problem(p, BOUND_NAMES[bound], BRANCH_NAMES[branch])
+        self.problem = Problem(p, bound_code(bound), branch_code(branch))
         self.ivm = IVM(self.problem)
         self.alpha = float(alpha)
 

@@ -15,3 +15,26 @@ MINMIN = 2
 MINBRANCH = 3
 BRANCH_NAMES = {"forward": FORWARD, "backward": BACKWARD, "minmin": MINMIN, "minbranch": MINBRANCH}
 DEFAULT_BRANCH = "minmin"
+
+
+def bound_code(name: str) -> int:
+    """The code of the lower bound ``name``; ValueError naming the known ones otherwise."""
+    return _code(BOUND_NAMES, name, "bound")
+
+
+def branch_code(name: str) -> int:
+    """The code of the branching rule ``name``; ValueError naming the known ones otherwise."""
+    return _code(BRANCH_NAMES, name, "branching rule")
+
+
+def check_codes(bound: int, branch: int) -> None:
+    """ValueError unless ``bound`` and ``branch`` are known codes: numba code given another would
+    fall through its branches to some rule silently."""
+    if bound not in BOUND_NAMES.values() or branch not in BRANCH_NAMES.values():
+        raise ValueError(f"unknown bound code {bound!r} or branching code {branch!r}")
+
+
+def _code(names: dict[str, int], name: str, what: str) -> int:
+    if name not in names:
+        raise ValueError(f"unknown {what} {name!r} (one of {', '.join(names)})")
+    return names[name]

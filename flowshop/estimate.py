@@ -27,7 +27,7 @@ import numba
 import numpy as np
 
 from ..gpu.flowshop.factoradic import limbs_to_digits
-from .choices import BOUND_NAMES, BRANCH_NAMES, DEFAULT_BOUND, DEFAULT_BRANCH
+from .choices import DEFAULT_BOUND, DEFAULT_BRANCH, bound_code, branch_code
 from .intervals import WorkUnit
 from .ivm import IVM, Problem, _bound_and_prune, _descend, _fill_row, set_root
 from .packed import PackedUnit
@@ -320,7 +320,7 @@ class Prober:
     def __init__(
         self, p: np.ndarray, *, bound: str = DEFAULT_BOUND, branch: str = DEFAULT_BRANCH, alpha: float = ALPHA
     ) -> None:
-        self.problem = Problem(p, BOUND_NAMES[bound], BRANCH_NAMES[branch])
+        self.problem = Problem(p, bound_code(bound), branch_code(branch))
         self.ivm = IVM(self.problem)
         self.alpha = float(alpha)
 

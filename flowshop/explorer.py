@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from gmpy2 import mpz
 
-from .choices import BOUND_NAMES, BRANCH_NAMES, DEFAULT_BOUND, DEFAULT_BRANCH
+from .choices import DEFAULT_BOUND, DEFAULT_BRANCH, bound_code, branch_code
 from .factoradic import digits_to_int, factorial, int_to_digits
 from .intervals import Interval, WorkUnit, split_interval
 from .ivm import IMPROVED, IVM, LEAVES, NODES, UB, Problem
@@ -235,7 +235,7 @@ def explore(
     """
     if threads < 1:
         raise ValueError("threads must be >= 1")
-    problem = Problem(p, BOUND_NAMES[bound], BRANCH_NAMES[branch])
+    problem = Problem(p, bound_code(bound), branch_code(branch))
     if work.n != problem.n:
         raise ValueError(f"work unit is for n={work.n}, instance has n={problem.n}")
     started = time.monotonic()

@@ -54,7 +54,7 @@ from .bounds import (
     lb2_body,
     lb2_tables,
 )
-from .choices import BACKWARD, FORWARD, LB1, LB1_LB2, LB2, MINMIN
+from .choices import BACKWARD, FORWARD, LB1, LB1_LB2, LB2, MINMIN, check_codes
 
 # The IVM's scalar state: one int64 row per IVM, numbered once for both explorers (the CPU's
 # ``IVM.scalars``; a row of the GPU explorer's ``state``, gpu/flowshop/kernels.py).  The GPU's rows
@@ -620,6 +620,7 @@ class Problem:
     """Instance data shared (read-only) by all explorers: times, bound tables, options."""
 
     def __init__(self, p: np.ndarray, mode: int, branch: int) -> None:
+        check_codes(mode, branch)
         self.p = np.ascontiguousarray(p, dtype=np.int32)
         self.n, self.m = self.p.shape
         self.mode = mode

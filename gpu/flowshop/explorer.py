@@ -18,7 +18,7 @@ from numba import cuda
 
 from ...core.errors import GpuError
 from ...flowshop.bounds import head_tail_minima
-from ...flowshop.choices import BRANCH_NAMES, DEFAULT_BRANCH, GPU_BOUND
+from ...flowshop.choices import DEFAULT_BRANCH, GPU_BOUND, branch_code
 from ...flowshop.explorer import ExploreResult, Snapshot
 from ...flowshop.intervals import WorkUnit
 from ...flowshop.ivm import DEVICE_COLUMNS, DONE, INIT
@@ -93,7 +93,7 @@ class GpuExplorer:
             raise GpuError("ivms must be >= 1")
         self.n, self.m, self.k = n, m, ivms
         self.kernel = K.explore_kernel(n, m)
-        self.branch = BRANCH_NAMES[branch]
+        self.branch = branch_code(branch)
         heads, tails = head_tail_minima(p)
         self.p, self.heads, self.tails = cuda.to_device(p), cuda.to_device(heads), cuda.to_device(tails)
         self.M = cuda.device_array((ivms, n, n), np.int16)

@@ -202,3 +202,17 @@ def test_explore_steps_runs_the_code_its_ivm_compiled(read_only):
     explorer.start(np.zeros(6, np.int32), None, NO_UB)
     explorer.run(100)
     assert explorer.done and set(explore_steps.overloads) == compiled
+
+
+@pytest.mark.parametrize(("bound", "branch"), [("lb3", "minmin"), ("lb1", "sideways"), ("LB1", "minmin")])
+def test_unknown_bound_or_branching_names_are_refused(bound, branch):
+    p = next(random_instances(1, 1))
+    with pytest.raises(ValueError, match=r"unknown (bound|branching rule) '\w+' \(one of "):
+        explore(p, WorkUnit.full(p.shape[0]), 100_000, bound=bound, branch=branch)
+
+
+@pytest.mark.parametrize(("mode", "branch"), [(3, 2), (-1, 0), (0, 4), (0, -1)])
+def test_unknown_codes_are_refused_not_run_as_some_other_rule(mode, branch):
+    with pytest.raises(ValueError, match="unknown bound code"):
+        Problem(next(random_instances(2, 1)), mode, branch)
+    assert sorted(BOUND_NAMES.values()) == [0, 1, 2] and sorted(BRANCH_NAMES.values()) == [0, 1, 2, 3]
