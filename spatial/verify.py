@@ -1,0 +1,114 @@
+"""Deciding a VNN-LIB property of a network (:mod:`.vnnlib`) by threshold searches on the CPU.
+
+A region of the counterexample holds inputs ``x`` in its box whose outputs ``y = N(x)`` satisfy
+every atom ``c . y + d <= 0``. With the margin ``m(x) = max over atoms of (c . N(x) + d)``, the
+region holds a counterexample exactly when ``min m <= 0``, so each region is the threshold
+question "is m >= the smallest positive double everywhere?" (``MinimizeOptions.prove_above``):
+it holds (no counterexample: the property is ``unsat`` once every region holds) or is violated at
+a point whose margin's enclosure is <= 0. The margin is a max of affine forms of the outputs, so
+the search bounds it through the network's layers too (:mod:`.network_bounds`).
+
+Rounding: the box is the smallest box of doubles around the region's (rational) one, and a
+constant ``d`` that no double is becomes the double below it, so a margin that holds above 0 holds
+for the exact property. A point found below 0 is checked again against the exact property: the
+rational box, and the atoms over a rigorous enclosure of the outputs there (rational arithmetic).
+A point that passes is a counterexample (``sat``); one that does not (it lies within rounding of
+the property's edge) answers ``unknown``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+import numpy as np
+
+from .bnb import minimize
+from .model import Model, enclose, maximum
+from .network import Network
+from .network_bounds import output_bounds
+from .options import MinimizeOptions
+from .vnnlib import Atom, Property, Region
+
+POSITIVE = math.ulp(0.0)  # the smallest positive double: "m > 0" as "m >= POSITIVE"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``answer``: unsat (no counterexample), sat (``x`` is one, ``y`` the network's outputs there
+    as doubles), timeout, or unknown (a point within rounding of the property's edge)."""
+
+    answer: str
+    x: list[float] | None
+    y: list[float] | None
+    nodes: int
+    elapsed_s: float
+
+
+def verify(network: Network, prop: Property, options: MinimizeOptions | None = None) -> Verdict:
+    """Decide ``prop`` for ``network`` (the module doc); ``options.time_limit`` is the whole
+    question's, shared by its regions in order."""
+    if (prop.n_inputs, prop.n_outputs) != (network.n_inputs, network.n_outputs):
+        raise ValueError(
+            f"the property has {prop.n_inputs} inputs and {prop.n_outputs} outputs, the network "
+            f"{network.n_inputs} and {network.n_outputs}"
+        )
+    options = options or MinimizeOptions()
+    began = time.perf_counter()
+    nodes = 0
+    for region in prop.regions:
+        left = None if options.time_limit is None else options.time_limit - (time.perf_counter() - began)
+        if left is not None and left <= 0:
+            return Verdict("timeout", None, None, nodes, time.perf_counter() - began)
+        if not region.atoms:  # every input of the box is a counterexample
+            return _checked(network, region, [enclose(a)[1] for a in region.lower], nodes, began)
+        result = minimize(_margin_problem(network, region), replace(options, prove_above=POSITIVE, time_limit=left))
+        nodes += result.nodes
+        holds = result.threshold["holds"]
+        if holds is None:
+            return Verdict("timeout", None, None, nodes, time.perf_counter() - began)
+        if not holds:
+            return _checked(network, region, list(result.x), nodes, began)
+    return Verdict("unsat", None, None, nodes, time.perf_counter() - began)
+
+
+def _margin_problem(network: Network, region: Region):
+    """Minimize the region's margin over its box of doubles."""
+    model = Model("margin")
+    x = [model.variable(enclose(a)[0], enclose(b)[1]) for a, b in zip(region.lower, region.upper)]
+    y = network(x)
+    margins = [_affine(atom, y) for atom in region.atoms]
+    model.minimize(margins[0] if len(margins) == 1 else maximum(*margins))
+    return model.problem()
+
+
+def _affine(atom: Atom, y: list):
+    """``c . y + d`` with d rounded down where no double is it (a coefficient that no double is
+    stays an enclosure: sound, though the network bound then does not see the form)."""
+    total = enclose(atom.constant)[0]
+    for j, c in atom.coefficients.items():
+        lo, hi = enclose(c)
+        total = total + (lo if lo == hi else Fraction(c)) * y[j]
+    return total
+
+
+def _checked(network: Network, region: Region, x: list[float], nodes: int, began: float) -> Verdict:
+    """``sat`` where ``x`` satisfies the exact property (its rational box; every atom over a
+    rigorous enclosure of the outputs at x), else ``unknown``."""
+    seconds = time.perf_counter() - began
+    inside = all(a <= Fraction(v) <= b for a, v, b in zip(region.lower, x, region.upper))
+    point = np.array(x, dtype=np.float64)
+    lo, hi = output_bounds(network, point, point)
+    enclosure = [(Fraction(a), Fraction(b)) for a, b in zip(lo.tolist(), hi.tolist())]
+    satisfied = all(
+        sum((c * (enclosure[j][1] if c > 0 else enclosure[j][0]) for j, c in atom.coefficients.items()), Fraction(0))
+        + atom.constant
+        <= 0
+        for atom in region.atoms
+    )
+    if not (inside and satisfied):
+        return Verdict("unknown", x, None, nodes, seconds)
+    y = [float((a + b) / 2) for a, b in enclosure]
+    return Verdict("sat", x, y, nodes, seconds)

@@ -1,0 +1,125 @@
+"""Deciding VNN-LIB properties: against exact rational evaluation of ReLU networks on grids and at
+planted counterexamples. No unsat may have a counterexample; every sat point is checked exactly."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from pbbflow.spatial.network import Layer, Network
+from pbbflow.spatial.options import MinimizeOptions
+from pbbflow.spatial.verify import verify
+from pbbflow.spatial.vnnlib import parse_vnnlib
+
+OPTIONS = MinimizeOptions(time_limit=30.0)
+
+
+def exact_outputs(network: Network, x) -> list[Fraction]:
+    """The network at ``x`` in rational arithmetic on its stored doubles (ReLU and linear layers)."""
+    values = [Fraction(v) for v in x]
+    for layer in network.steps:
+        bias = [0.0] * layer.sizes[1] if layer.bias is None else layer.bias.tolist()
+        values = [
+            sum((Fraction(w) * v for w, v in zip(row, values)), Fraction(b))
+            for row, b in zip(layer.weights.tolist(), bias)
+        ]
+        if layer.activation == "relu":
+            values = [max(v, Fraction(0)) for v in values]
+    return values
+
+
+def relu_network(seed: int, widths) -> Network:
+    rng = np.random.default_rng(seed)
+    layers = [
+        Layer(rng.normal(0.0, np.sqrt(2.0 / a), (b, a)), rng.normal(0.0, 0.1, b), "relu")
+        for a, b in zip(widths[:-2], widths[1:-1])
+    ]
+    layers.append(Layer(rng.normal(0.0, 1.0, (widths[-1], widths[-2])), rng.normal(0.0, 0.1, widths[-1]), "linear"))
+    return Network(widths[0], tuple(layers))
+
+
+def vnnlib(n_in: int, n_out: int, box, condition: str) -> str:
+    lines = [f"(declare-const X_{i} Real)" for i in range(n_in)] + [f"(declare-const Y_{j} Real)" for j in range(n_out)]
+    for i, (lo, hi) in enumerate(box):
+        lines += [f"(assert (>= X_{i} {lo}))", f"(assert (<= X_{i} {hi}))"]
+    return "\n".join([*lines, f"(assert {condition})"])
+
+
+def satisfies(network: Network, prop, x) -> bool:
+    """Whether ``x`` is a counterexample of ``prop``, exactly."""
+    y = exact_outputs(network, x)
+    for region in prop.regions:
+        inside = all(a <= Fraction(v) <= b for a, v, b in zip(region.lower, x, region.upper))
+        if inside and all(sum(c * y[j] for j, c in a.coefficients.items()) + a.constant <= 0 for a in region.atoms):
+            return True
+    return False
+
+
+def test_a_linear_network_on_both_sides_of_its_maximum():
+    """y0 = x0 + 2 x1 - 0.5 on [-1, 1]^2 has the maximum 2.5 at (1, 1)."""
+    network = Network(2, (Layer(np.array([[1.0, 2.0], [-1.0, 1.0]]), np.array([-0.5, 0.0]), "linear"),))
+    box = [(-1, 1), (-1, 1)]
+    above = verify(network, parse_vnnlib(vnnlib(2, 2, box, "(>= Y_0 2.6)")), OPTIONS)
+    assert above.answer == "unsat"
+    below = verify(network, parse_vnnlib(vnnlib(2, 2, box, "(>= Y_0 2.4)")), OPTIONS)
+    assert below.answer == "sat" and satisfies(network, parse_vnnlib(vnnlib(2, 2, box, "(>= Y_0 2.4)")), below.x)
+    assert below.y[0] >= 2.4
+    at = verify(network, parse_vnnlib(vnnlib(2, 2, box, "(>= Y_0 2.5)")), MinimizeOptions(time_limit=5.0))
+    assert at.answer != "unsat"  # (1, 1) is a counterexample
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_output_zero_largest_against_an_exact_grid(seed):
+    """'Y_0 is the largest' on a small box of a 2-8-8-3 ReLU network: unsat only where no grid
+    point is a counterexample; sat only at a point that is one exactly."""
+    network = relu_network(seed, [2, 8, 8, 3])
+    rng = np.random.default_rng(50 + seed)
+    centre = rng.uniform(-1.0, 1.0, 2)
+    box = [(round(c - 0.25, 3), round(c + 0.25, 3)) for c in centre]
+    prop = parse_vnnlib(vnnlib(2, 3, box, "(and (>= Y_0 Y_1) (>= Y_0 Y_2))"))
+    verdict = verify(network, prop, OPTIONS)
+    grid = [
+        [Fraction(a) + (Fraction(b) - Fraction(a)) * Fraction(k, 20) for (a, b), k in zip(box, ks)]
+        for ks in itertools.product(range(21), repeat=2)
+    ]
+    found = [x for x in grid if satisfies(network, prop, x)]
+    if verdict.answer == "unsat":
+        assert not found
+    else:
+        assert verdict.answer == "sat" and satisfies(network, prop, verdict.x)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_planted_counterexamples_are_found(seed):
+    """A level just below the exact output at a planted point: never unsat, and a checked point."""
+    network = relu_network(100 + seed, [3, 10, 10, 2])
+    rng = np.random.default_rng(seed)
+    planted = [Fraction(round(v, 4)) for v in rng.uniform(-1.0, 1.0, 3)]
+    level = exact_outputs(network, planted)[1] - Fraction(1, 10**6)
+    box = [(p - Fraction(1, 10), p + Fraction(1, 10)) for p in planted]
+    text = vnnlib(3, 2, [(float(a), float(b)) for a, b in box], f"(>= Y_1 {float(level)!r})")
+    prop = parse_vnnlib(text)
+    verdict = verify(network, prop, OPTIONS)
+    assert verdict.answer == "sat" and satisfies(network, prop, verdict.x)
+
+
+def test_regions_are_tried_in_turn_and_a_later_one_answers():
+    network = Network(1, (Layer(np.array([[1.0], [-1.0]]), None, "linear"),))
+    text = """(declare-const X_0 Real)
+(declare-const Y_0 Real)
+(declare-const Y_1 Real)
+(assert (or (and (>= X_0 0) (<= X_0 1) (>= Y_0 2)) (and (>= X_0 3) (<= X_0 4) (>= Y_0 3.5))))"""
+    verdict = verify(network, parse_vnnlib(text), OPTIONS)
+    assert verdict.answer == "sat" and 3.5 <= verdict.x[0] <= 4
+
+
+def test_a_region_without_output_atoms_is_sat_at_once_and_sizes_must_match():
+    network = Network(1, (Layer(np.array([[2.0]]), None, "linear"),))
+    text = "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(assert (and (>= X_0 0.1) (<= X_0 0.3)))"
+    verdict = verify(network, parse_vnnlib(text), OPTIONS)
+    assert verdict.answer == "sat" and Fraction("0.1") <= Fraction(verdict.x[0]) <= Fraction("0.3")
+    with pytest.raises(ValueError, match="the property has 1 inputs and 1 outputs, the network 2 and 1"):
+        verify(Network(2, (Layer(np.ones((1, 2)), None, "linear"),)), parse_vnnlib(text))
