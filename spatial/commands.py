@@ -1,19 +1,22 @@
-"""``pbbflow minimize``: prove a continuous problem's global minimum by spatial branch-and-bound.
+"""``pbbflow minimize``: prove a continuous problem's global minimum by spatial branch-and-bound;
+``pbbflow verify``: decide a VNN-LIB property of an ONNX network.
 
-Exit codes as ``solve``: 0 finished (``optimal``, ``infeasible``, or a threshold question
-``decided``), 3 stopped at a limit or by a signal, 2 bad input (one line), 1 internal error.
+Exit codes as ``solve``: 0 finished (``optimal``, ``infeasible``, a threshold question
+``decided``, a property ``unsat`` or ``sat``), 3 stopped at a limit or by a signal (a property's
+``timeout``, or ``unknown``), 2 bad input (one line), 1 internal error.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from ..cli.arguments import RunHelp, add_run_options, non_negative_int, positive_int
+from ..cli.arguments import RunHelp, add_run_options, non_negative_int, parse_duration, positive_int
 from ..cli.progress import ProgressBar
 from ..cli.runs import (
     EXIT_DONE,
@@ -186,6 +189,78 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     m.add_argument("--serial", action="store_true", help="bound subdomains on one CPU thread (implies --gpus 0)")
     add_run_options(m, MINIMIZE_RUNS)
     m.set_defaults(handler=run)
+    v = commands.add_parser(
+        "verify", help="decide a VNN-LIB property of an ONNX network: unsat (it holds), sat (a counterexample)"
+    )
+    v.add_argument("network", help="the network (.onnx)")
+    v.add_argument("property", help="the property (.vnnlib): its asserts state a counterexample")
+    v.add_argument(
+        "--time-limit", type=parse_duration, default=None, metavar="DURATION", help="stop undecided after this long"
+    )
+    v.add_argument("--result", type=Path, default=None, metavar="FILE", help="also write VNN-COMP's result format")
+    v.add_argument("--json", action="store_true", help="print the answer as JSON")
+    v.add_argument("--quiet", action="store_true", help="no compile notice")
+    v.set_defaults(handler=verify_command)
+
+
+def verify_command(args: argparse.Namespace) -> int:
+    """Read the network and the property, decide it on the CPU, print the answer (and write the
+    result file); ProblemError reaches the caller (exit 2)."""
+    from .onnx_network import read_onnx
+    from .vnnlib import read_vnnlib
+
+    network = read_onnx(args.network)
+    prop = read_vnnlib(args.property)
+    if (prop.n_inputs, prop.n_outputs) != (network.n_inputs, network.n_outputs):
+        raise ProblemError(
+            f"{Path(args.property).name} has {prop.n_inputs} inputs and {prop.n_outputs} outputs; "
+            f"{Path(args.network).name} {network.n_inputs} and {network.n_outputs}"
+        )
+    with starting():
+        from .bnb import load_code
+        from .options import MinimizeOptions
+        from .verify import margin_problem, verify
+    options = MinimizeOptions(time_limit=args.time_limit)
+    with StopSignals():
+        if prop.regions and prop.regions[0].atoms:
+            _load(args, load_code, margin_problem(network, prop.regions[0]), options, gpu=False)
+        verdict = verify(network, prop, options)
+    if args.result is not None:
+        args.result.write_text(vnncomp_result(verdict))
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "answer": verdict.answer,
+                    "x": verdict.x,
+                    "y": verdict.y,
+                    "nodes": verdict.nodes,
+                    "elapsed_s": round(verdict.elapsed_s, 6),
+                    "regions": len(prop.regions),
+                }
+            )
+        )
+    else:
+        lines = [
+            f"property     {Path(args.property).name} on {Path(args.network).name} ({prop.n_inputs} inputs, "
+            f"{prop.n_outputs} outputs, {len(prop.regions)} region{'' if len(prop.regions) == 1 else 's'})",
+            f"answer       {verdict.answer}",
+        ]
+        if verdict.x is not None:
+            lines.append(f"x            {' '.join(repr(v) for v in verdict.x)}")
+        if verdict.y is not None:
+            lines.append(f"y            {' '.join(repr(v) for v in verdict.y)}")
+        lines.append(f"nodes        {verdict.nodes:,} boxes, {verdict.elapsed_s:.2f} s on the CPU")
+        print("\n".join(map(printable, lines)))
+    return EXIT_DONE if verdict.answer in ("sat", "unsat") else EXIT_LIMIT
+
+
+def vnncomp_result(verdict) -> str:
+    """VNN-COMP's result text: the answer, and for sat the counterexample's inputs and outputs."""
+    if verdict.answer != "sat":
+        return verdict.answer + "\n"
+    pairs = [f"(X_{i} {v!r})" for i, v in enumerate(verdict.x)] + [f"(Y_{j} {v!r})" for j, v in enumerate(verdict.y)]
+    return "sat\n(" + "\n".join(pairs) + ")\n"
 
 
 def add_run_settings(group: argparse._ArgumentGroup, *, any_family: bool) -> None:

@@ -64,7 +64,7 @@ def verify(network: Network, prop: Property, options: MinimizeOptions | None = N
             return Verdict("timeout", None, None, nodes, time.perf_counter() - began)
         if not region.atoms:  # every input of the box is a counterexample
             return _checked(network, region, [enclose(a)[1] for a in region.lower], nodes, began)
-        result = minimize(_margin_problem(network, region), replace(options, prove_above=POSITIVE, time_limit=left))
+        result = minimize(margin_problem(network, region), replace(options, prove_above=POSITIVE, time_limit=left))
         nodes += result.nodes
         holds = result.threshold["holds"]
         if holds is None:
@@ -74,7 +74,7 @@ def verify(network: Network, prop: Property, options: MinimizeOptions | None = N
     return Verdict("unsat", None, None, nodes, time.perf_counter() - began)
 
 
-def _margin_problem(network: Network, region: Region):
+def margin_problem(network: Network, region: Region):
     """Minimize the region's margin over its box of doubles."""
     model = Model("margin")
     x = [model.variable(enclose(a)[0], enclose(b)[1]) for a, b in zip(region.lower, region.upper)]

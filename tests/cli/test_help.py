@@ -24,6 +24,7 @@ COMMANDS = {
     "info": cli._info,
     "plot": cli._plot,
     "minimize": minimize.run,
+    "verify": minimize.verify_command,
 }
 CLI_MODULES = ("pbbflow.cli", flowshop_cli.__name__, minimize.__name__)  # the commands' modules
 FLOWSHOP_ONLY = {"--ub", "--branch", "--ivms", "--format", "--orientation", "--seed"}
@@ -46,6 +47,7 @@ FORBIDDEN = {  # command -> options it must not list, and words its help must no
     "solve": (SPATIAL_ONLY, SPATIAL_WORDS),
     "heuristic": (SPATIAL_ONLY | RUN_ONLY | {"--ivms", "--bound", "--branch", "--ub"}, SPATIAL_WORDS),
     "minimize": (FLOWSHOP_ONLY, FLOWSHOP_WORDS),
+    "verify": (FLOWSHOP_ONLY | SPATIAL_ONLY | RUN_ONLY | {"--bound"}, FLOWSHOP_WORDS),
     "resume": ((FLOWSHOP_ONLY - {"--ivms"}) | SPATIAL_ONLY | {"--bound", "--overwrite"}, None),
     "info": (FLOWSHOP_ONLY | SPATIAL_ONLY | RUN_ONLY | {"--time-limit", "--bound"}, None),
     "plot": (FLOWSHOP_ONLY | SPATIAL_ONLY | RUN_ONLY | {"--time-limit", "--bound", "--json"}, None),

@@ -4,7 +4,10 @@ planted counterexamples. No unsat may have a counterexample; every sat point is 
 from __future__ import annotations
 
 import itertools
+import json
+import re
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -123,3 +126,70 @@ def test_a_region_without_output_atoms_is_sat_at_once_and_sizes_must_match():
     assert verdict.answer == "sat" and Fraction("0.1") <= Fraction(verdict.x[0]) <= Fraction("0.3")
     with pytest.raises(ValueError, match="the property has 1 inputs and 1 outputs, the network 2 and 1"):
         verify(Network(2, (Layer(np.ones((1, 2)), None, "linear"),)), parse_vnnlib(text))
+
+
+def _affine_onnx(tmp_path) -> str:
+    """y = 2 x + 1 on one input (over [-1, 1] its maximum is 3 at x = 1), as an ONNX file."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    weights = [numpy_helper.from_array(np.array([[2.0]]), "W"), numpy_helper.from_array(np.array([1.0]), "b")]
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "W", "b"], ["y"], transB=1)],
+        "affine",
+        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [1, 1])],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [1, 1])],
+        weights,
+    )
+    path = tmp_path / "affine.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return str(path)
+
+
+def test_the_command_answers_writes_vnncomp_results_and_exits_0_or_3(tmp_path, capsys):
+    from pbbflow.cli.main import main
+
+    net = _affine_onnx(tmp_path)
+    prop = tmp_path / "p.vnnlib"
+    result = tmp_path / "r.txt"
+    base = "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(assert (>= X_0 -1))\n(assert (<= X_0 1))\n"
+    prop.write_text(base + "(assert (>= Y_0 3.5))")
+    assert main(["verify", net, str(prop), "--result", str(result), "--quiet"]) == 0
+    assert "answer       unsat" in capsys.readouterr().out and result.read_text() == "unsat\n"
+    prop.write_text(base + "(assert (>= Y_0 2.5))")
+    assert main(["verify", net, str(prop), "--result", str(result), "--json", "--quiet"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["answer"] == "sat" and 2 * answer["x"][0] + 1 >= 2.5 and answer["y"][0] >= 2.5
+    lines = result.read_text().splitlines()
+    assert (
+        lines[0] == "sat" and lines[1].startswith("((X_0 ") and lines[2].startswith("(Y_0 ") and lines[2].endswith("))")
+    )
+    assert float(lines[1].split()[1].rstrip(")")) == answer["x"][0]
+    acas = Path(__file__).resolve().parents[2] / "benchmarks" / "networks" / "acas-shaped-5-6x50-5-relu.onnx"
+    declare = [f"(declare-const X_{i} Real)" for i in range(5)] + [f"(declare-const Y_{j} Real)" for j in range(5)]
+    box = [f"(assert (>= X_{i} 0.05))\n(assert (<= X_{i} 0.15))" for i in range(5)]
+    prop.write_text("\n".join([*declare, *box, "(assert (and (>= Y_0 Y_1) (>= Y_0 Y_2) (>= Y_0 Y_3) (>= Y_0 Y_4)))"]))
+    assert main(["verify", str(acas), str(prop), "--quiet", "--time-limit", "0.5"]) == 3  # open at 30 s
+    assert "answer       timeout" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(assert (< X_0 1))", r"p\.vnnlib:3: '<' is not in"),
+        (
+            "(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n"
+            "(assert (and (>= X_0 0) (<= X_0 1) (>= X_1 0) (<= X_1 1)))",
+            "p.vnnlib has 2 inputs and 1 outputs; affine.onnx 1 and 1",
+        ),
+    ],
+)
+def test_command_user_errors_are_one_line_exit_2(tmp_path, capsys, text, message):
+    from pbbflow.cli.main import main
+
+    net = _affine_onnx(tmp_path)
+    prop = tmp_path / "p.vnnlib"
+    prop.write_text(text)
+    assert main(["verify", net, str(prop)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err) and err.count("\n") == 1 and "Traceback" not in err
