@@ -221,10 +221,10 @@ def verify_command(args: argparse.Namespace) -> int:
         from .options import MinimizeOptions
         from .verify import margin_problem, verify
     options = MinimizeOptions(time_limit=args.time_limit)
-    with StopSignals():
+    with StopSignals() as signals:
         if prop.regions and prop.regions[0].atoms:
             _load(args, load_code, margin_problem(network, prop.regions[0]), options, gpu=False)
-        verdict = verify(network, prop, options)
+        verdict = verify(network, prop, options, should_stop=signals.stop.is_set)
     if args.result is not None:
         args.result.write_text(vnncomp_result(verdict))
     if args.json:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
@@ -47,9 +48,14 @@ class Verdict:
     elapsed_s: float
 
 
-def verify(network: Network, prop: Property, options: MinimizeOptions | None = None) -> Verdict:
+def verify(
+    network: Network,
+    prop: Property,
+    options: MinimizeOptions | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> Verdict:
     """Decide ``prop`` for ``network`` (the module doc); ``options.time_limit`` is the whole
-    question's, shared by its regions in order."""
+    question's, shared by its regions in order; ``should_stop()`` true stops it undecided (timeout)."""
     if (prop.n_inputs, prop.n_outputs) != (network.n_inputs, network.n_outputs):
         raise ValueError(
             f"the property has {prop.n_inputs} inputs and {prop.n_outputs} outputs, the network "
@@ -60,11 +66,12 @@ def verify(network: Network, prop: Property, options: MinimizeOptions | None = N
     nodes = 0
     for region in prop.regions:
         left = None if options.time_limit is None else options.time_limit - (time.perf_counter() - began)
-        if left is not None and left <= 0:
+        if (left is not None and left <= 0) or (should_stop is not None and should_stop()):
             return Verdict("timeout", None, None, nodes, time.perf_counter() - began)
         if not region.atoms:  # every input of the box is a counterexample
             return _checked(network, region, [enclose(a)[1] for a in region.lower], nodes, began)
-        result = minimize(margin_problem(network, region), replace(options, prove_above=POSITIVE, time_limit=left))
+        limited = replace(options, prove_above=POSITIVE, time_limit=left)
+        result = minimize(margin_problem(network, region), limited, should_stop=should_stop)
         nodes += result.nodes
         holds = result.threshold["holds"]
         if holds is None:

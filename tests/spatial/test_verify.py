@@ -124,6 +124,8 @@ def test_a_region_without_output_atoms_is_sat_at_once_and_sizes_must_match():
     text = "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(assert (and (>= X_0 0.1) (<= X_0 0.3)))"
     verdict = verify(network, parse_vnnlib(text), OPTIONS)
     assert verdict.answer == "sat" and Fraction("0.1") <= Fraction(verdict.x[0]) <= Fraction("0.3")
+    stopped = verify(network, parse_vnnlib(text.replace("(>= X_0 0.1)", "(>= X_0 0.1) (>= Y_0 9)")), None, lambda: True)
+    assert stopped.answer == "timeout"
     with pytest.raises(ValueError, match="the property has 1 inputs and 1 outputs, the network 2 and 1"):
         verify(Network(2, (Layer(np.ones((1, 2)), None, "linear"),)), parse_vnnlib(text))
 
