@@ -42,7 +42,6 @@ from .boxes import BoxSet, bisect_many
 from .contract import contract_boxes
 from .defaults import LOCAL_EVERY_SUBDOMAINS
 from .first import first_candidates, local_starts
-from .floateval import evaluate_float
 from .lagrangian import LAGRANGIANS, LagrangianBound, lagrangian_bound, multipliers
 from .local import _LocalSolver
 from .network import NetworkObjective
@@ -535,7 +534,7 @@ class Exploration(ExplorationBase):
         ub = self.ub
         tie = ub + max(options.eps_abs, options.eps_rel * abs(ub))
         if first:
-            value = float(evaluate_float(tape, x)[0])
+            value = self.incumbent.value  # x's, or that of a point it was pulled to
         else:
             point = evaluate_point(tape, x)
             value = point.f_hi
