@@ -402,7 +402,8 @@ class Exploration(ExplorationBase):
         """Contract boxes (those proved to hold no point with f <= :attr:`cut_value` go: pruned there,
         or infeasible without one), bound them, offer their best points, and keep each shrunk to the
         hull of its subdomains below the prune level (the rest holds nothing below that level).
-        The bounds, or None when contraction left no box."""
+        A constrained problem's boxes are bounded on its Lagrangians first, on f only where still
+        below the level. f's bounds of the boxes it bounded, or None when it bounded none."""
         options, tape = self.options, self.problem.tape
         self.nodes += len(lo)
         if options.contract:
@@ -414,22 +415,28 @@ class Exploration(ExplorationBase):
         if not len(lo):
             return None
         level = self.level
-        found = bound_boxes(
-            tape,
-            lo,
-            hi,
-            self.n_per_dim,
-            self._mode,
-            options.feas_tol,
-            options.parallel,
-            threshold=np.full(len(lo), level),
-        )
-        self.incumbent.offer_many(found.best_point)
-        lb, hull_lo, hull_hi = found.lb, found.hull_lo, found.hull_hi
-        if self._network is not None:
-            lb = self._with_network(lo, hi, lb)
-        if self._lagrangians:
+        lb = np.full(len(lo), -math.inf)
+        hull_lo, hull_hi = np.full(lo.shape, np.nan), np.full(lo.shape, np.nan)
+        if self._lagrangians:  # first: near an optimum L's bound prunes most, and f's is then not needed
             lb, hull_lo, hull_hi = self._with_lagrangians(lo, hi, level, lb, hull_lo, hull_hi)
+        below = np.flatnonzero(lb < level)
+        found = None
+        if len(below):
+            found = bound_boxes(
+                tape,
+                lo[below],
+                hi[below],
+                self.n_per_dim,
+                self._mode,
+                options.feas_tol,
+                options.parallel,
+                threshold=np.full(len(below), level),
+            )
+            self.incumbent.offer_many(found.best_point)
+            by_f = found.lb if self._network is None else self._with_network(lo[below], hi[below], found.lb)
+            lb[below] = np.maximum(lb[below], by_f)
+            hull_lo[below] = np.fmax(hull_lo[below], found.hull_lo)
+            hull_hi[below] = np.fmin(hull_hi[below], found.hull_hi)
         rows = np.flatnonzero(lb < math.inf)  # +inf: proved infeasible; -inf: unbounded so far, kept
         lb, box_lo, box_hi = lb[rows], lo[rows], hi[rows]
         hull = np.all(np.isfinite(hull_lo[rows]), axis=1)[:, None]
