@@ -402,8 +402,9 @@ class Exploration(ExplorationBase):
         """Contract boxes (those proved to hold no point with f <= :attr:`cut_value` go: pruned there,
         or infeasible without one), bound them, offer their best points, and keep each shrunk to the
         hull of its subdomains below the prune level (the rest holds nothing below that level).
-        A constrained problem's boxes are bounded on its Lagrangians first, on f only where still
-        below the level. f's bounds of the boxes it bounded, or None when it bounded none."""
+        A constrained problem's boxes are bounded on its Lagrangians first (subdomains), then on f
+        over the whole box where still below the level. f's bounds of the boxes it bounded, or None
+        when it bounded none."""
         options, tape = self.options, self.problem.tape
         self.nodes += len(lo)
         if options.contract:
@@ -417,8 +418,10 @@ class Exploration(ExplorationBase):
         level = self.level
         lb = np.full(len(lo), -math.inf)
         hull_lo, hull_hi = np.full(lo.shape, np.nan), np.full(lo.shape, np.nan)
+        n_f = self.n_per_dim
         if self._lagrangians:  # first: near an optimum L's bound prunes most, and f's is then not needed
             lb, hull_lo, hull_hi = self._with_lagrangians(lo, hi, level, lb, hull_lo, hull_hi)
+            n_f = 1  # L's subdomains gave the fine bound and hull: f's bound is a fallback over the box
         below = np.flatnonzero(lb < level)
         found = None
         if len(below):
@@ -426,7 +429,7 @@ class Exploration(ExplorationBase):
                 tape,
                 lo[below],
                 hi[below],
-                self.n_per_dim,
+                n_f,
                 self._mode,
                 options.feas_tol,
                 options.parallel,
