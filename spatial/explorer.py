@@ -37,12 +37,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.progress import Progress
-from .bounds import BoxBounds, bound_boxes
+from .bounds import BoxBounds, bound_boxes, evaluate_point, is_feasible
 from .boxes import BoxSet, bisect_many
 from .contract import contract_boxes
 from .defaults import LOCAL_EVERY_SUBDOMAINS
 from .first import first_candidates, local_starts
-from .lagrangian import LagrangianBound, lagrangian_bound, multipliers
+from .lagrangian import LAGRANGIANS, LagrangianBound, lagrangian_bound, multipliers
 from .local import _LocalSolver
 from .network import NetworkObjective
 from .network_bounds import NetworkBounds
@@ -333,7 +333,7 @@ class Exploration(ExplorationBase):
         self._open = _OpenBoxes(options.max_open, d)
         self._batch = max(1, BATCH_SUBDOMAINS // (2 * self.n_per_dim**d))
         self._next_local = LOCAL_EVERY_SUBDOMAINS
-        self._lagrangian: LagrangianBound | None = None
+        self._lagrangians: list[tuple[float, np.ndarray, LagrangianBound]] = []  # (f, point, L): _add_multipliers_at
         self._ub_elsewhere = math.inf
         self._objective = NetworkObjective.of(problem)
         self._network = None if self._objective is None else NetworkBounds(self._objective.network)
@@ -402,7 +402,9 @@ class Exploration(ExplorationBase):
         """Contract boxes (those proved to hold no point with f <= :attr:`cut_value` go: pruned there,
         or infeasible without one), bound them, offer their best points, and keep each shrunk to the
         hull of its subdomains below the prune level (the rest holds nothing below that level).
-        The bounds, or None when contraction left no box."""
+        A constrained problem's boxes are bounded on its Lagrangians first (subdomains), then on f
+        over the whole box where still below the level. f's bounds of the boxes it bounded, or None
+        when it bounded none."""
         options, tape = self.options, self.problem.tape
         self.nodes += len(lo)
         if options.contract:
@@ -414,22 +416,30 @@ class Exploration(ExplorationBase):
         if not len(lo):
             return None
         level = self.level
-        found = bound_boxes(
-            tape,
-            lo,
-            hi,
-            self.n_per_dim,
-            self._mode,
-            options.feas_tol,
-            options.parallel,
-            threshold=np.full(len(lo), level),
-        )
-        self.incumbent.offer_many(found.best_point)
-        lb, hull_lo, hull_hi = found.lb, found.hull_lo, found.hull_hi
-        if self._network is not None:
-            lb = self._with_network(lo, hi, lb)
-        if self._lagrangian is not None:
-            lb, hull_lo, hull_hi = self._with_lagrangian(lo, hi, level, lb, hull_lo, hull_hi)
+        lb = np.full(len(lo), -math.inf)
+        hull_lo, hull_hi = np.full(lo.shape, np.nan), np.full(lo.shape, np.nan)
+        n_f = self.n_per_dim
+        if self._lagrangians:  # first: near an optimum L's bound prunes most, and f's is then not needed
+            lb, hull_lo, hull_hi = self._with_lagrangians(lo, hi, level, lb, hull_lo, hull_hi)
+            n_f = 1  # L's subdomains gave the fine bound and hull: f's bound is a fallback over the box
+        below = np.flatnonzero(lb < level)
+        found = None
+        if len(below):
+            found = bound_boxes(
+                tape,
+                lo[below],
+                hi[below],
+                n_f,
+                self._mode,
+                options.feas_tol,
+                options.parallel,
+                threshold=np.full(len(below), level),
+            )
+            self.incumbent.offer_many(found.best_point)
+            by_f = found.lb if self._network is None else self._with_network(lo[below], hi[below], found.lb)
+            lb[below] = np.maximum(lb[below], by_f)
+            hull_lo[below] = np.fmax(hull_lo[below], found.hull_lo)
+            hull_hi[below] = np.fmin(hull_hi[below], found.hull_hi)
         rows = np.flatnonzero(lb < math.inf)  # +inf: proved infeasible; -inf: unbounded so far, kept
         lb, box_lo, box_hi = lb[rows], lo[rows], hi[rows]
         hull = np.all(np.isfinite(hull_lo[rows]), axis=1)[:, None]
@@ -459,26 +469,43 @@ class Exploration(ExplorationBase):
             raised[b] = max(lb[b], self._network.objective_bound(self._objective, lo[b], hi[b]))
         return raised
 
-    def _with_lagrangian(self, lo, hi, level, lb, hull_lo, hull_hi):
-        """The bounds and hulls of f sharpened by L's (both are valid: the larger bound, the
-        intersection of the hulls; a box whose L-hull is empty has nothing below the level)."""
-        bound_l, options = self._lagrangian, self.options
+    def _with_lagrangians(self, lo, hi, level, lb, hull_lo, hull_hi):
+        """The bounds and hulls of f sharpened, on the boxes below ``level``, by the Lagrangian of
+        the point nearest each box's centre (relative to the domain): multipliers are local, each
+        set sharp only near its own point."""
+        points = np.array([point for _, point, _ in self._lagrangians])
+        centre = 0.5 * (lo + hi)
+        nearest = np.argmin(np.linalg.norm((centre[:, None, :] - points[None, :, :]) / self._scale, axis=2), axis=1)
+        for k, (_, _, bound_l) in enumerate(self._lagrangians):
+            rows = np.flatnonzero((nearest == k) & (lb < level))
+            if len(rows):
+                lb, hull_lo, hull_hi = self._with_lagrangian(bound_l, rows, lo, hi, level, lb, hull_lo, hull_hi)
+        return lb, hull_lo, hull_hi
+
+    def _with_lagrangian(self, bound_l, rows, lo, hi, level, lb, hull_lo, hull_hi):
+        """The bounds and hulls of f sharpened on ``rows`` by ``bound_l``'s (both are valid: the
+        larger bound, the intersection of the hulls; a box whose L-hull is empty has nothing below
+        the level)."""
+        options = self.options
         threshold = math.nextafter(level + bound_l.slack, math.inf)
         by_l = bound_boxes(
             bound_l.tape,
-            lo,
-            hi,
+            lo[rows],
+            hi[rows],
             self.n_per_dim,
             self._mode,
             options.feas_tol,
             options.parallel,
-            threshold=np.full(len(lo), threshold),
+            threshold=np.full(len(rows), threshold),
         )
         lb_l = np.where(by_l.lb < np.inf, np.nextafter(by_l.lb - bound_l.slack, -np.inf), np.inf)  # rounded down
-        lb = np.maximum(lb, lb_l)
-        none_below = np.isnan(by_l.hull_lo[:, 0]) & (lb < math.inf)
-        lb = np.where(none_below, np.maximum(lb, level), lb)  # every subdomain's L-bound is at or above it
-        return lb, np.fmax(hull_lo, by_l.hull_lo), np.fmin(hull_hi, by_l.hull_hi)
+        raised = np.maximum(lb[rows], lb_l)
+        none_below = np.isnan(by_l.hull_lo[:, 0]) & (raised < math.inf)
+        lb, hull_lo, hull_hi = lb.copy(), hull_lo.copy(), hull_hi.copy()
+        lb[rows] = np.where(none_below, np.maximum(raised, level), raised)  # every subdomain's L-bound is >= it
+        hull_lo[rows] = np.fmax(hull_lo[rows], by_l.hull_lo)
+        hull_hi[rows] = np.fmin(hull_hi[rows], by_l.hull_hi)
+        return lb, hull_lo, hull_hi
 
     def _keep(self, lb: np.ndarray, lo: np.ndarray, hi: np.ndarray, diving: bool) -> None:
         """Open the boxes (in order) whose bounds are below the prune level; settle the others."""
@@ -488,10 +515,44 @@ class Exploration(ExplorationBase):
         for b in np.flatnonzero(~above):
             self._open.push(float(lb[b]), lo[b], hi[b], diving)
 
+    def _solve_locally(self, start: np.ndarray) -> None:
+        """A local solve (:meth:`ExplorationBase._solve_locally`); a local optimum that does not improve
+        the incumbent but ties it (another optimum of a symmetric problem) brings its multipliers too."""
+        before = self.incumbent.value
+        super()._solve_locally(start)
+        found = self.local.found
+        if found is not None and self.incumbent.value == before:
+            self._add_multipliers_at(found, first=False)
+
     def _use_multipliers_at(self, x: np.ndarray) -> None:
-        """A constrained problem bounds with the Lagrangian of the multipliers at ``x`` from now on."""
-        tape = self.problem.tape
-        if tape.n_ineq or tape.n_eq:
-            weights = multipliers(tape, x)
-            if weights is not None:
-                self._lagrangian = lagrangian_bound(tape, *weights, self.options.feas_tol)
+        """A constrained problem bounds with the Lagrangian of the multipliers at ``x`` (the new
+        incumbent's local optimum) first from now on."""
+        self._add_multipliers_at(x, first=True)
+
+    def _add_multipliers_at(self, x: np.ndarray, first: bool) -> None:
+        """Bound with the Lagrangian of the multipliers at ``x`` too: first (``x`` is the new
+        incumbent's local optimum), or after the others when ``x`` verifies and ties the best
+        value known (another optimum). Up to ``LAGRANGIANS`` are kept, of points that tie, with
+        distinct multipliers: a problem with symmetric optima has one set per optimum, each sharp
+        only near its own. Any weights give a valid bound; these are the ones that prune."""
+        tape, options = self.problem.tape, self.options
+        if not (tape.n_ineq or tape.n_eq):
+            return
+        ub = self.ub
+        tie = ub + max(options.eps_abs, options.eps_rel * abs(ub))
+        if first:
+            value = self.incumbent.value  # x's, or that of a point it was pulled to
+        else:
+            point = evaluate_point(tape, x)
+            value = point.f_hi
+            if not (is_feasible(point, options.feas_tol) and value <= tie):
+                return
+        weights = multipliers(tape, x)
+        if weights is None:
+            return
+        bound_l = lagrangian_bound(tape, *weights, options.feas_tol)
+        if not first and any(b.same_weights(bound_l) for _, _, b in self._lagrangians):
+            return
+        kept = [(v, p, b) for v, p, b in self._lagrangians if v <= tie and not b.same_weights(bound_l)]
+        entry = (value, np.array(x, dtype=np.float64), bound_l)
+        self._lagrangians = ([entry, *kept] if first else [*kept, entry])[:LAGRANGIANS]

@@ -19,15 +19,25 @@ from .floateval import evaluate_float_gradients
 from .tape import BINARY, Op, Tape, TapeBuilder
 
 ACTIVE = 1e-6  # inequalities within this of 0 at the point take part in the multiplier estimate
+# Lagrangians an explorer bounds with at once: the multipliers of the latest few distinct points
+# (G13's four symmetric optima have two sets, each sharp only near its own optima).
+LAGRANGIANS = 4
+SAME_WEIGHTS = 1e-2  # weights within this share of the largest are one set (the same KKT point, nearby)
 
 
 @dataclass(frozen=True)
 class LagrangianBound:
-    """L's tape (outputs: L, then the problem's g and h, so subdomains drop as for f) and the slack
-    to subtract from its lower bounds (rounded up)."""
+    """L's tape (outputs: L, then the problem's g and h, so subdomains drop as for f), the slack
+    to subtract from its lower bounds (rounded up) and its weights (mu, then lam)."""
 
     tape: Tape
     slack: float
+    weights: np.ndarray
+
+    def same_weights(self, other: LagrangianBound) -> bool:
+        """Whether ``other``'s weights are this one's up to ``SAME_WEIGHTS`` of the largest."""
+        scale = max(np.abs(self.weights).max(initial=0.0), np.abs(other.weights).max(initial=0.0))
+        return bool(np.abs(self.weights - other.weights).max(initial=0.0) <= SAME_WEIGHTS * scale)
 
 
 def multipliers(tape: Tape, x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -90,4 +100,5 @@ def lagrangian_bound(tape: Tape, mu: np.ndarray, lam: np.ndarray, feas_tol: floa
             total, [slots[s] for s in tape.inequalities.tolist()], [slots[s] for s in tape.equalities.tolist()]
         ),
         slack=slack,
+        weights=np.concatenate([mu, lam]),
     )

@@ -42,6 +42,7 @@ class _LocalSolver:
         self._ineq, self._eq = slice(1, 1 + n_ineq), slice(1 + n_ineq, None)
         self._key: bytes | None = None  # the last point evaluated, its outputs and their Jacobian
         self._values = self._jacobian = None
+        self.found: np.ndarray | None = None  # the last solve's local optimum (before any pull), None if none
 
     def _at(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The outputs (f, g..., h...) at ``x`` and their Jacobian, evaluated once per point."""
@@ -133,17 +134,18 @@ class _LocalSolver:
 
     def run(self, start: np.ndarray) -> np.ndarray | None:
         """A local solve from ``start``, pulled inside the inequalities until its point verifies;
-        the local optimum found (before any pull) when it improved the incumbent, else None."""
+        the local optimum found (before any pull) when it improved the incumbent, else None
+        (:attr:`found` holds it either way)."""
         began = time.perf_counter()
         self.count += 1
         point = np.asarray(start, dtype=np.float64)
-        optimum = None
+        optimum = self.found = None
         try:
             for margin in INWARD_MARGINS if self.problem.tape.n_ineq else INWARD_MARGINS[:1]:
                 found = self._solve(point, margin)
                 if found is None:
                     return None
-                optimum = found if optimum is None else optimum
+                optimum = self.found = found if optimum is None else optimum
                 if self.incumbent.offer(found):
                     return optimum
                 restored = self._restored(found, margin) if margin > 0 else None

@@ -468,9 +468,9 @@ def test_an_offered_point_is_checked_and_brings_the_lagrangian_bound():
     exploration = Exploration(problem, SLOW, BoxSet.root(problem))
     assert not exploration.offer(np.array([50.0, 50.0]))  # infeasible
     assert not exploration.offer(np.array([math.nan, 1.0]))
-    assert exploration._lagrangian is None and exploration.incumbent.x is None
+    assert not exploration._lagrangians and exploration.incumbent.x is None
     x = minimize(problem, MinimizeOptions()).x
-    assert exploration.offer(np.array(x)) and exploration._lagrangian is not None
+    assert exploration.offer(np.array(x)) and exploration._lagrangians
     assert not exploration.offer(np.array(x))  # no improvement
     assert exploration.level < problem.optimum + 1e-3
 

@@ -190,12 +190,12 @@ def test_an_explorer_bounds_with_the_multipliers_of_the_runs_incumbent():
     problem = circle_problem()
     run = SpatialRun.new(problem, OPTIONS, subdomains=OPTIONS.subdomains)
     engine = make_engine(run.engine_options(), gpu=False, threads=1)
-    assert engine.exploration._lagrangian is None
+    assert not engine.exploration._lagrangians
     point = [-1 / math.sqrt(2)] * 2
     value = float(np.sum(point))
     engine.offer(value, point)
     assert engine.exploration.incumbent.value == pytest.approx(-math.sqrt(2))
-    assert engine.exploration._lagrangian is not None
+    assert engine.exploration._lagrangians
     engine.offer(value + 1.0, [1.0, 0.0])  # no better: ignored
     assert engine.exploration.incumbent.value == pytest.approx(-math.sqrt(2))
     engine.load(BoxSet.root(problem).to_bytes())
