@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import flint
 import numpy as np
@@ -286,3 +287,21 @@ def long_tape(n_vars: int = 2, links: int = 600, n_ineq: int = 69):
     step = len(links_at) // n_ineq
     inequalities = [builder.binary(Op.ADD, links_at[k * step], builder.const(-3.0)) for k in range(n_ineq)]
     return builder.build(slot, inequalities)
+
+
+def affine_net(tmp_path) -> Path:
+    """y = 2 x + 1 on one input, as an ONNX file in ``tmp_path``: over [-1, 1] its maximum is 3 at x = 1."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    weights = [numpy_helper.from_array(np.array([[2.0]]), "W"), numpy_helper.from_array(np.array([1.0]), "b")]
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "W", "b"], ["y"], transB=1)],
+        "affine",
+        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [1, 1])],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [1, 1])],
+        weights,
+    )
+    path = tmp_path / "affine.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path

@@ -11,10 +11,8 @@ from pathlib import Path
 
 import flint
 import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
-from spatial_helpers import arb_outputs
+from spatial_helpers import affine_net, arb_outputs
 
 from pbbflow.cli.main import main
 from pbbflow.spatial import Model, evaluate_float, onnx_problem
@@ -147,21 +145,6 @@ def test_the_prune_level_of_a_threshold():
     for bad in (math.inf, math.nan, True, "1"):
         with pytest.raises(ValueError, match="prove_above must be a finite number"):
             MinimizeOptions(prove_above=bad)
-
-
-def affine_net(tmp_path) -> Path:
-    """y = 2 x + 1 on one input: over [-1, 1] its maximum is 3 at x = 1."""
-    weights = [numpy_helper.from_array(np.array([[2.0]]), "W"), numpy_helper.from_array(np.array([1.0]), "b")]
-    graph = helper.make_graph(
-        [helper.make_node("Gemm", ["x", "W", "b"], ["y"], transB=1)],
-        "affine",
-        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [1, 1])],
-        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [1, 1])],
-        weights,
-    )
-    path = tmp_path / "affine.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
-    return path
 
 
 def test_prove_below_with_maximize_through_the_cli(capsys, tmp_path):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from spatial_helpers import affine_net
 
 from pbbflow.spatial.network import Layer, Network
 from pbbflow.spatial.options import MinimizeOptions
@@ -130,28 +131,11 @@ def test_a_region_without_output_atoms_is_sat_at_once_and_sizes_must_match():
         verify(Network(2, (Layer(np.ones((1, 2)), None, "linear"),)), parse_vnnlib(text))
 
 
-def _affine_onnx(tmp_path) -> str:
-    """y = 2 x + 1 on one input (over [-1, 1] its maximum is 3 at x = 1), as an ONNX file."""
-    onnx = pytest.importorskip("onnx")
-    from onnx import TensorProto, helper, numpy_helper
-
-    weights = [numpy_helper.from_array(np.array([[2.0]]), "W"), numpy_helper.from_array(np.array([1.0]), "b")]
-    graph = helper.make_graph(
-        [helper.make_node("Gemm", ["x", "W", "b"], ["y"], transB=1)],
-        "affine",
-        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [1, 1])],
-        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [1, 1])],
-        weights,
-    )
-    path = tmp_path / "affine.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
-    return str(path)
-
-
 def test_the_command_answers_writes_vnncomp_results_and_exits_0_or_3(tmp_path, capsys):
     from pbbflow.cli.main import main
 
-    net = _affine_onnx(tmp_path)
+    pytest.importorskip("onnx")
+    net = str(affine_net(tmp_path))
     prop = tmp_path / "p.vnnlib"
     result = tmp_path / "r.txt"
     base = "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(assert (>= X_0 -1))\n(assert (<= X_0 1))\n"
@@ -189,7 +173,8 @@ def test_the_command_answers_writes_vnncomp_results_and_exits_0_or_3(tmp_path, c
 def test_command_user_errors_are_one_line_exit_2(tmp_path, capsys, text, message):
     from pbbflow.cli.main import main
 
-    net = _affine_onnx(tmp_path)
+    pytest.importorskip("onnx")
+    net = str(affine_net(tmp_path))
     prop = tmp_path / "p.vnnlib"
     prop.write_text(text)
     assert main(["verify", net, str(prop)]) == 2
