@@ -44,7 +44,7 @@ from .explorer import Exploration
 from .local import _LocalSolver
 from .network import NetworkObjective
 from .network_bounds import NetworkBounds
-from .options import BOUNDS, MinimizeOptions, _Incumbent
+from .options import BOUNDS, MinimizeOptions, _Incumbent, subdomains_per_box
 from .problem import Problem
 from .result import box_result
 
@@ -204,7 +204,7 @@ def run_to_end(
         report.unsplittable,
         report.lower_bound,
         report.total_nodes,
-        exploration.n_per_dim**problem.dimension,
+        subdomains_per_box(options, problem.dimension),
         began,
         report.open_boxes + report.unsplittable,
         _left(exploration),

@@ -549,6 +549,7 @@ def _bound_work_items(
     n_ineq,
     edges,
     n_per_dim,
+    n_subdomains,
     mode,
     feas_tol,
     threshold,
@@ -559,10 +560,9 @@ def _bound_work_items(
     chunk_cells,
 ):
     """Bound work items thread, thread + n_threads, ... (item = a box and a chunk of LANES of its
-    subdomains) with this thread's own scratch."""
+    first ``n_subdomains`` subdomains) with this thread's own scratch."""
     n_boxes, n_chunks = chunk_best.shape
     n_vars = edges.shape[1]
-    n_subdomains = n_per_dim**n_vars
     size = len(op)
     varying = _varying_slots(op, arg0, arg1)
     scratch_lo = np.empty((size, LANES))
@@ -635,6 +635,7 @@ def _bound_work_items_parallel(
     n_ineq,
     edges,
     n_per_dim,
+    n_subdomains,
     mode,
     feas_tol,
     threshold,
@@ -658,6 +659,7 @@ def _bound_work_items_parallel(
             n_ineq,
             edges,
             n_per_dim,
+            n_subdomains,
             mode,
             feas_tol,
             threshold,
@@ -747,23 +749,82 @@ def bound_boxes(
     feas_tol: float = 1e-6,
     parallel: bool = True,
     threshold: np.ndarray | None = None,
+    sides: np.ndarray | None = None,
 ) -> BoxBounds:
     """Subdomain lower bounds of f on B boxes ``[box_lo[b], box_hi[b]]`` (float64 (B, d), finite),
-    each split into ``n_per_dim ** d`` uniform subdomains bounded by ``mode`` (see :class:`Mode`).
+    each split into ``n_per_dim ** d`` uniform subdomains bounded by ``mode`` (see :class:`Mode`);
+    with ``sides`` (int (B, k), k <= d distinct sides per box, as :func:`.boxes.widest_sides`
+    gives), into ``n_per_dim ** k``: n pieces along those sides, the others whole.
     ``threshold`` (B,) (default +inf): ``hull_lo/hull_hi`` are the hull of the kept subdomains
     whose lower bound is below it; the rest of the box holds no feasible point below it."""
     box_lo, box_hi, threshold = checked_request(tape, box_lo, box_hi, n_per_dim, mode, threshold)
-    n_boxes = box_lo.shape[0]
-    edges = subdomain_edges(box_lo, box_hi, n_per_dim)
-    n_chunks = -(-(n_per_dim**tape.n_vars) // LANES)
+    n_boxes, d = box_lo.shape
+    found = BoxBounds(
+        lb=np.empty(n_boxes),
+        best_point=np.full((n_boxes, d), np.nan),
+        n_kept=np.zeros(n_boxes, dtype=np.int64),
+        n_fallback=np.zeros(n_boxes, dtype=np.int64),
+        hull_lo=np.full((n_boxes, d), np.nan),
+        hull_hi=np.full((n_boxes, d), np.nan),
+    )
+    if sides is None:
+        _bound_split(tape, box_lo, box_hi, n_per_dim, np.arange(d), d, mode, feas_tol, parallel, threshold, found)
+        return found
+    sides = np.asarray(sides, dtype=np.int64)
+    k = sides.shape[1] if sides.ndim == 2 else 0
+    if sides.shape != (n_boxes, k) or not 1 <= k <= d or np.any((sides < 0) | (sides >= d)):
+        raise ValueError(f"sides must be a (B, k) array of sides 0 .. {d - 1} with 1 <= k <= {d}")
+    sides = np.sort(sides, axis=1)
+    if np.any(sides[:, 1:] == sides[:, :-1]):
+        raise ValueError("sides must name distinct sides of each box")
+    keys, group = np.unique(sides, axis=0, return_inverse=True)
+    for g, key in enumerate(keys):
+        rows = np.flatnonzero(group.ravel() == g)
+        order = split_order(key, d)
+        part = BoxBounds(**{name: getattr(found, name)[rows] for name in BoxBounds.__dataclass_fields__})
+        _bound_split(
+            tape, box_lo[rows], box_hi[rows], n_per_dim, order, k, mode, feas_tol, parallel, threshold[rows], part
+        )
+        for name in BoxBounds.__dataclass_fields__:
+            getattr(found, name)[rows] = getattr(part, name)
+    return found
+
+
+def split_order(sides: np.ndarray, d: int) -> np.ndarray:
+    """The variables in the order the kernels see them when ``sides`` are cut: those sides, then the others."""
+    return np.concatenate([sides, np.setdiff1d(np.arange(d), sides)]).astype(np.int64)
+
+
+def split_edges(box_lo: np.ndarray, box_hi: np.ndarray, n_per_dim: int, order: np.ndarray, k: int) -> np.ndarray:
+    """Edges (B, d, n_per_dim + 1) of boxes cut into ``n_per_dim`` pieces along their sides
+    ``order[:k]``, in the kernels' order of variables (``order``): those of :func:`subdomain_edges`
+    for the first k, one piece [lo, hi] for the others (only their cell 0 is ever read)."""
+    edges = subdomain_edges(box_lo[:, order], box_hi[:, order], n_per_dim)
+    edges[:, k:, 1:] = box_hi[:, order[k:], None]
+    return edges
+
+
+def _bound_split(tape, box_lo, box_hi, n_per_dim, order, k, mode, feas_tol, parallel, threshold, found) -> None:
+    """Bound boxes cut into ``n_per_dim`` pieces along sides ``order[:k]`` (the others whole) into
+    ``found`` (filled as :func:`bound_boxes` returns it). The kernels cut sides 0 .. k - 1 of the
+    variables in ``order``: the tape reads variable ``order[j]`` as its j-th (VAR's index
+    renumbered), the edges of sides k .. d - 1 make one piece, and the results come back in the
+    problem's order of variables."""
+    n_boxes, d = box_lo.shape
+    position = np.argsort(order)  # variable v is the kernels' position[v]
+    is_var = tape.op == _VAR
+    arg0 = np.where(is_var, position[np.where(is_var, tape.arg0, 0)], tape.arg0).astype(np.int32)
+    edges = split_edges(box_lo, box_hi, n_per_dim, order, k)
+    n_subdomains = n_per_dim**k
+    n_chunks = -(-n_subdomains // LANES)
     chunk_best = np.empty((n_boxes, n_chunks))
     chunk_subdomain = np.empty((n_boxes, n_chunks), dtype=np.int64)
     chunk_kept = np.empty((n_boxes, n_chunks), dtype=np.int64)
     chunk_fallbacks = np.empty((n_boxes, n_chunks), dtype=np.int64)
-    chunk_cells = np.empty((n_boxes, n_chunks, 2, tape.n_vars), dtype=np.int64)
+    chunk_cells = np.empty((n_boxes, n_chunks, 2, d), dtype=np.int64)
     arguments = (
         tape.op,
-        tape.arg0,
+        arg0,
         tape.arg1,
         tape.const_lo,
         tape.const_hi,
@@ -771,6 +832,7 @@ def bound_boxes(
         tape.n_ineq,
         edges,
         int(n_per_dim),
+        int(n_subdomains),
         int(mode),
         float(feas_tol),
         threshold,
@@ -784,12 +846,7 @@ def bound_boxes(
         _bound_work_items_parallel(numba.get_num_threads(), *arguments)
     else:
         _bound_work_items(0, 1, *arguments)
-    lb = np.empty(n_boxes)
-    best_point = np.full((n_boxes, tape.n_vars), np.nan)
-    n_kept = np.zeros(n_boxes, dtype=np.int64)
-    n_fallback = np.zeros(n_boxes, dtype=np.int64)
-    hull_lo = np.full((n_boxes, tape.n_vars), np.nan)
-    hull_hi = np.full((n_boxes, tape.n_vars), np.nan)
+    best_point, hull_lo, hull_hi = (np.full((n_boxes, d), np.nan) for _ in range(3))
     _reduce_chunks(
         edges,
         int(n_per_dim),
@@ -798,16 +855,16 @@ def bound_boxes(
         chunk_kept,
         chunk_fallbacks,
         chunk_cells,
-        lb,
+        found.lb,
         best_point,
-        n_kept,
-        n_fallback,
+        found.n_kept,
+        found.n_fallback,
         hull_lo,
         hull_hi,
     )
-    return BoxBounds(
-        lb=lb, best_point=best_point, n_kept=n_kept, n_fallback=n_fallback, hull_lo=hull_lo, hull_hi=hull_hi
-    )
+    found.best_point[:, order] = best_point
+    found.hull_lo[:, order] = hull_lo
+    found.hull_hi[:, order] = hull_hi
 
 
 # ---------------------------------------------------------------- points

@@ -36,12 +36,25 @@ def bisect(lo: np.ndarray, hi: np.ndarray, scale: np.ndarray) -> tuple[np.ndarra
     return (halves_lo, halves_hi) if split[0] else None
 
 
+def relative_widths(lo: np.ndarray, hi: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """The sides of boxes (k x d) relative to ``scale`` (0 where ``scale`` is 0): what the
+    branching rule (:func:`bisect_many`) and the subdomain split (:func:`widest_sides`) compare."""
+    positive = scale > 0
+    return np.where(positive, (hi - lo) / np.where(positive, scale, 1.0), 0.0)
+
+
+def widest_sides(lo: np.ndarray, hi: np.ndarray, scale: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` sides of each box (k x d, k <= d) widest relative to ``scale``, the first of equal
+    ones, in increasing order (an int64 array, one row per box)."""
+    order = np.argsort(-relative_widths(lo, hi, scale), axis=1, kind="stable")
+    return np.sort(order[:, :k], axis=1).astype(np.int64)
+
+
 def bisect_many(lo: np.ndarray, hi: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The boxes (k x d) that can be split in floating point, each cut in two across its widest side
     relative to ``scale`` that can (the first of equal ones): the halves' lo and hi (the lower then
     the upper half of each box, in order), and which boxes were split."""
-    positive = scale > 0
-    widths = np.where(positive, (hi - lo) / np.where(positive, scale, 1.0), 0.0)
+    widths = relative_widths(lo, hi, scale)
     middle = lo + 0.5 * (hi - lo)
     splittable = (widths > 0) & (lo < middle) & (middle < hi)
     split = splittable.any(axis=1)

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..core.progress import Progress
 from .bounds import BoxBounds, bound_boxes, evaluate_point, is_feasible
-from .boxes import BoxSet, bisect_many
+from .boxes import BoxSet, bisect_many, widest_sides
 from .contract import contract_boxes
 from .defaults import LOCAL_EVERY_SUBDOMAINS
 from .first import first_candidates, local_starts
@@ -53,6 +53,7 @@ from .options import (
     _Incumbent,
     prune_level,
     prune_terms,
+    split_shape,
     subdomains_per_dim,
 )
 from .problem import Problem
@@ -219,7 +220,8 @@ class ExplorationBase:
                 self._solve_locally(root_point)
             return
         problem = self.problem
-        points = first_candidates(problem.lower, problem.upper, self.n_per_dim)
+        n_grid = subdomains_per_dim(self.options.subdomains, problem.dimension)
+        points = first_candidates(problem.lower, problem.upper, n_grid)
         values = self.incumbent.offer_many(points)
         if self.local is None:
             return
@@ -321,7 +323,8 @@ class Exploration(ExplorationBase):
             raise ValueError(f"boxes of dimension {boxes.d} for a problem of dimension {d}")
         self.problem, self.options = problem, options
         self.began = time.perf_counter()
-        self.n_per_dim = subdomains_per_dim(options.subdomains, d)
+        self.n_per_dim, self._split_axes = split_shape(options, d)  # n pieces along k sides of each box
+        self._subdomains = self.n_per_dim**self._split_axes
         self.incumbent = _Incumbent(problem, options.feas_tol)
         self.local = _LocalSolver(problem, self.incumbent) if options.local_solves else None
         self.nodes = 0
@@ -331,7 +334,7 @@ class Exploration(ExplorationBase):
         self._scale = problem.upper - problem.lower
         self._mode = int(BOUNDS[options.bound])
         self._open = _OpenBoxes(options.max_open, d)
-        self._batch = max(1, BATCH_SUBDOMAINS // (2 * self.n_per_dim**d))
+        self._batch = max(1, BATCH_SUBDOMAINS // (2 * self._subdomains))
         self._next_local = LOCAL_EVERY_SUBDOMAINS
         self._lagrangians: list[tuple[float, np.ndarray, LagrangianBound]] = []  # (f, point, L): _add_multipliers_at
         self._ub_elsewhere = math.inf
@@ -390,7 +393,7 @@ class Exploration(ExplorationBase):
         if not len(children_lo):
             return
         found = self._bound(children_lo, children_hi, diving)
-        subdomains = self.nodes * self.n_per_dim**self.problem.dimension
+        subdomains = self.nodes * self._subdomains
         if found is None or self.local is None or subdomains < self._next_local:
             return
         self._next_local += LOCAL_EVERY_SUBDOMAINS
@@ -418,10 +421,10 @@ class Exploration(ExplorationBase):
         level = self.level
         lb = np.full(len(lo), -math.inf)
         hull_lo, hull_hi = np.full(lo.shape, np.nan), np.full(lo.shape, np.nan)
-        n_f = self.n_per_dim
+        n_f, sides = self.n_per_dim, self._sides(lo, hi)
         if self._lagrangians:  # first: near an optimum L's bound prunes most, and f's is then not needed
-            lb, hull_lo, hull_hi = self._with_lagrangians(lo, hi, level, lb, hull_lo, hull_hi)
-            n_f = 1  # L's subdomains gave the fine bound and hull: f's bound is a fallback over the box
+            lb, hull_lo, hull_hi = self._with_lagrangians(lo, hi, sides, level, lb, hull_lo, hull_hi)
+            n_f, sides = 1, None  # L's subdomains gave the fine bound and hull: f's bound is a fallback over the box
         below = np.flatnonzero(lb < level)
         found = None
         if len(below):
@@ -434,6 +437,7 @@ class Exploration(ExplorationBase):
                 options.feas_tol,
                 options.parallel,
                 threshold=np.full(len(below), level),
+                sides=None if sides is None else sides[below],
             )
             self.incumbent.offer_many(found.best_point)
             by_f = found.lb if self._network is None else self._with_network(lo[below], hi[below], found.lb)
@@ -469,7 +473,13 @@ class Exploration(ExplorationBase):
             raised[b] = max(lb[b], self._network.objective_bound(self._objective, lo[b], hi[b]))
         return raised
 
-    def _with_lagrangians(self, lo, hi, level, lb, hull_lo, hull_hi):
+    def _sides(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray | None:
+        """The sides of each box to cut into subdomains (None: all of them, :func:`.options.split_shape`)."""
+        if self._split_axes == self.problem.dimension:
+            return None
+        return widest_sides(lo, hi, self._scale, self._split_axes)
+
+    def _with_lagrangians(self, lo, hi, sides, level, lb, hull_lo, hull_hi):
         """The bounds and hulls of f sharpened, on the boxes below ``level``, by the Lagrangian of
         the point nearest each box's centre (relative to the domain): multipliers are local, each
         set sharp only near its own point."""
@@ -479,10 +489,10 @@ class Exploration(ExplorationBase):
         for k, (_, _, bound_l) in enumerate(self._lagrangians):
             rows = np.flatnonzero((nearest == k) & (lb < level))
             if len(rows):
-                lb, hull_lo, hull_hi = self._with_lagrangian(bound_l, rows, lo, hi, level, lb, hull_lo, hull_hi)
+                lb, hull_lo, hull_hi = self._with_lagrangian(bound_l, rows, lo, hi, sides, level, lb, hull_lo, hull_hi)
         return lb, hull_lo, hull_hi
 
-    def _with_lagrangian(self, bound_l, rows, lo, hi, level, lb, hull_lo, hull_hi):
+    def _with_lagrangian(self, bound_l, rows, lo, hi, sides, level, lb, hull_lo, hull_hi):
         """The bounds and hulls of f sharpened on ``rows`` by ``bound_l``'s (both are valid: the
         larger bound, the intersection of the hulls; a box whose L-hull is empty has nothing below
         the level)."""
@@ -497,6 +507,7 @@ class Exploration(ExplorationBase):
             options.feas_tol,
             options.parallel,
             threshold=np.full(len(rows), threshold),
+            sides=None if sides is None else sides[rows],
         )
         lb_l = np.where(by_l.lb < np.inf, np.nextafter(by_l.lb - bound_l.slack, -np.inf), np.inf)  # rounded down
         raised = np.maximum(lb[rows], lb_l)

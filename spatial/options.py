@@ -26,6 +26,9 @@ class MinimizeOptions:
     eps_rel: float = EPS_REL
     feas_tol: float = FEAS_TOL
     subdomains: int = CPU_SUBDOMAINS  # per box: N = the largest integer with N^d <= this (defaults.py says why)
+    # 0: every side of a box cut into N (N^d subdomains); k >= 1, on the CPU only: the k sides of each
+    # box widest relative to the domain, into N each with N^k <= subdomains (split_shape)
+    split_axes: int = 0
     bound: str = "both"
     time_limit: float | None = None
     node_limit: int | None = None
@@ -46,6 +49,8 @@ class MinimizeOptions:
                 raise ValueError(f"{name} must be a finite number >= 0, not {value!r}")
         if self.subdomains < 1 or self.max_open < 1:
             raise ValueError("subdomains and max_open must be at least 1")
+        if isinstance(self.split_axes, bool) or not isinstance(self.split_axes, int) or self.split_axes < 0:
+            raise ValueError(f"split_axes must be an integer >= 0 (0: every side), not {self.split_axes!r}")
         if self.time_limit is not None and not self.time_limit > 0:
             raise ValueError("time_limit must be > 0 seconds")
         if self.node_limit is not None and self.node_limit < 1:
@@ -134,6 +139,28 @@ def subdomains_per_dim(budget: int, d: int) -> int:
     while (n + 1) ** d <= budget:
         n += 1
     return n
+
+
+def split_shape(options: MinimizeOptions, d: int) -> tuple[int, int]:
+    """``(n, k)``: each box of a d-dimensional problem is cut into n pieces along k of its sides, so
+    into n^k subdomains (k = d: all sides, the uniform split; else ``options.split_axes``)."""
+    k = d if options.split_axes == 0 else min(options.split_axes, d)
+    return subdomains_per_dim(options.subdomains, k), k
+
+
+def subdomains_per_box(options: MinimizeOptions, d: int) -> int:
+    """The subdomains each box is bounded on (:func:`split_shape`)."""
+    n, k = split_shape(options, d)
+    return n**k
+
+
+def check_uniform_split(options: MinimizeOptions) -> None:
+    """ValueError unless ``options`` split every side (what the GPU's kernels do): ``split_axes`` is a
+    rule of the CPU's explorer only."""
+    if options.split_axes != 0:
+        raise ValueError(
+            f"split_axes = {options.split_axes}: the GPU splits every side of a box; split_axes is for the CPU only"
+        )
 
 
 class _Incumbent:

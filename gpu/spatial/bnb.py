@@ -39,7 +39,14 @@ from ...spatial.defaults import CPU_SLICE_S, CPU_SUBDOMAINS, GPU_LOCAL_EVERY_SUB
 from ...spatial.explorer import Exploration, ExplorationBase
 from ...spatial.lagrangian import lagrangian_bound, multipliers
 from ...spatial.local import _LocalSolver
-from ...spatial.options import BOUNDS, MinimizeOptions, _Incumbent, prune_terms, subdomains_per_dim
+from ...spatial.options import (
+    BOUNDS,
+    MinimizeOptions,
+    _Incumbent,
+    check_uniform_split,
+    prune_terms,
+    subdomains_per_dim,
+)
 from ...spatial.problem import Problem
 from . import phase
 from .contract import contract_boxes_device
@@ -199,6 +206,7 @@ class GpuExploration(ExplorationBase):
         capacity: int = CAPACITY,
     ):
         options = options or MinimizeOptions()
+        check_uniform_split(options)
         d = problem.dimension
         if boxes is not None and boxes.d != d:
             raise ValueError(f"boxes of dimension {boxes.d} for a problem of dimension {d}")
@@ -537,6 +545,7 @@ def minimize_auto(
     counters (:meth:`GpuExploration.take_over`), run to the end (backend ``gpu``, nodes of both).
     ``load_gpu`` (e.g. ``load_code``) runs before the GPU's part, its time not the search's."""
     options = options or MinimizeOptions()
+    check_uniform_split(options)  # before the CPU's slice, not at the hand-over
     cpu_options = cpu_options or replace(options, subdomains=CPU_SUBDOMAINS, parallel=False)
     began = time.perf_counter()
     cpu = Exploration(problem, cpu_options)

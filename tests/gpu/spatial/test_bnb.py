@@ -125,6 +125,16 @@ def test_a_host_reserve_takes_the_overflow_and_loses_no_box():
     _assert_same_answer(gpu, minimize(problem, options), options)
 
 
+def test_a_split_of_some_sides_is_refused_before_anything_runs():
+    """split_axes is the CPU's rule: the GPU's exploration and minimize_auto refuse it (the latter
+    before its CPU slice), rather than split every side silently."""
+    options = replace(SMALL, split_axes=1)
+    with pytest.raises(ValueError, match="CPU only"):
+        GpuExploration(_problem("B6-booth"), options)
+    with pytest.raises(ValueError, match="CPU only"):
+        minimize_auto(_problem("B6-booth"), options, load_gpu=pytest.fail)
+
+
 def test_a_limit_leaves_a_certified_bound_and_the_open_boxes():
     problem = _problem("C3-g11-cec2006-g11")
     options = MinimizeOptions(subdomains=4, contract=False, node_limit=9)
