@@ -114,10 +114,12 @@ def main() -> None:
     parser.add_argument("--split-axes", type=int, nargs="+", default=[0], help="0: uniform N^d (the default)")
     parser.add_argument("--time-limit", type=float, default=30.0)
     parser.add_argument("--min-dimension", type=int, default=1, help="only problems of at least this many variables")
+    parser.add_argument("--only", nargs="+", help="only problems whose name holds one of these")
     parser.add_argument("--out", type=Path, help="also write the JSON here after every problem")
     args = parser.parse_args()
     rows = []
-    for problem in (p for p in problems(args.set) if p.dimension >= args.min_dimension):
+    chosen = [p for p in problems(args.set) if p.dimension >= args.min_dimension]
+    for problem in (p for p in chosen if not args.only or any(part in p.name for part in args.only)):
         for budget in args.budgets:
             for axes in args.split_axes:
                 if axes >= problem.dimension:  # every side: the uniform split, run as split_axes 0

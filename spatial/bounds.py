@@ -717,10 +717,17 @@ def _reduce_chunks(
 
 
 def checked_request(
-    tape: Tape, box_lo: np.ndarray, box_hi: np.ndarray, n_per_dim: int, mode: int, threshold: np.ndarray | None
+    tape: Tape,
+    box_lo: np.ndarray,
+    box_hi: np.ndarray,
+    n_per_dim: int,
+    mode: int,
+    threshold: np.ndarray | None,
+    sides_cut: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The boxes and thresholds of a :func:`bound_boxes` request as contiguous float64 arrays
-    (threshold +inf by default); ValueError for anything malformed."""
+    (threshold +inf by default), each box cut into ``n_per_dim`` along ``sides_cut`` sides (None:
+    all of them); ValueError for anything malformed."""
     box_lo = np.ascontiguousarray(box_lo, dtype=np.float64)
     box_hi = np.ascontiguousarray(box_hi, dtype=np.float64)
     if box_lo.ndim != 2 or box_lo.shape != box_hi.shape or box_lo.shape[1] != tape.n_vars:
@@ -729,7 +736,7 @@ def checked_request(
         raise ValueError("boxes must be finite with lo <= hi")
     if int(mode) not in (Mode.NIE, Mode.MVF, Mode.BOTH):
         raise ValueError(f"mode must be 1 (NIE), 2 (MVF) or 3 (both), not {mode}")
-    if n_per_dim < 1 or n_per_dim**tape.n_vars > MAX_SUBDOMAINS:
+    if n_per_dim < 1 or n_per_dim ** (tape.n_vars if sides_cut is None else sides_cut) > MAX_SUBDOMAINS:
         raise ValueError(f"n_per_dim = {n_per_dim} gives no or too many subdomains")
     n_boxes = box_lo.shape[0]
     if threshold is None:
@@ -757,7 +764,9 @@ def bound_boxes(
     gives), into ``n_per_dim ** k``: n pieces along those sides, the others whole.
     ``threshold`` (B,) (default +inf): ``hull_lo/hull_hi`` are the hull of the kept subdomains
     whose lower bound is below it; the rest of the box holds no feasible point below it."""
-    box_lo, box_hi, threshold = checked_request(tape, box_lo, box_hi, n_per_dim, mode, threshold)
+    sides = None if sides is None else np.asarray(sides, dtype=np.int64)
+    cut = None if sides is None or sides.ndim != 2 else sides.shape[1]
+    box_lo, box_hi, threshold = checked_request(tape, box_lo, box_hi, n_per_dim, mode, threshold, cut)
     n_boxes, d = box_lo.shape
     found = BoxBounds(
         lb=np.empty(n_boxes),
@@ -770,8 +779,7 @@ def bound_boxes(
     if sides is None:
         _bound_split(tape, box_lo, box_hi, n_per_dim, np.arange(d), d, mode, feas_tol, parallel, threshold, found)
         return found
-    sides = np.asarray(sides, dtype=np.int64)
-    k = sides.shape[1] if sides.ndim == 2 else 0
+    k = cut or 0
     if sides.shape != (n_boxes, k) or not 1 <= k <= d or np.any((sides < 0) | (sides >= d)):
         raise ValueError(f"sides must be a (B, k) array of sides 0 .. {d - 1} with 1 <= k <= {d}")
     sides = np.sort(sides, axis=1)

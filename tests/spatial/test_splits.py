@@ -155,6 +155,15 @@ def test_sides_that_name_no_side_or_one_twice_are_refused():
             bound_boxes(tape, lo, hi, 2, sides=np.array(sides))
 
 
+def test_many_pieces_along_one_side_of_many_are_allowed():
+    """256 pieces along one side of 6 is 256 subdomains, not 256^6 (beyond the kernels' limit)."""
+    tape = network_like(6).problem().tape
+    lo, hi = np.zeros((1, 6)), np.ones((1, 6))
+    found = bound_boxes(tape, lo, hi, 256, parallel=False, sides=np.array([[4]]), threshold=np.array([np.inf]))
+    alone = bound_boxes(tape, *pieces(lo[0], hi[0], 256, np.array([4])), 1, parallel=False)
+    assert found.lb[0] == pytest.approx(alone.lb.min(), rel=1e-12, abs=1e-12) and found.n_kept[0] == 256
+
+
 @pytest.mark.parametrize("value", [-1, True, 1.5, "2"])
 def test_split_axes_must_be_a_count(value):
     with pytest.raises(ValueError, match="split_axes"):
