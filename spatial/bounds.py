@@ -809,7 +809,7 @@ def split_edges(box_lo: np.ndarray, box_hi: np.ndarray, n_per_dim: int, order: n
     for the first k, one piece [lo, hi] for the others (only their cell 0 is ever read)."""
     edges = subdomain_edges(box_lo[:, order], box_hi[:, order], n_per_dim)
     edges[:, k:, 1:] = box_hi[:, order[k:], None]
-    return edges
+    return np.ascontiguousarray(edges)  # a[:, order] may come back in another layout: one compiled signature
 
 
 def _bound_split(tape, box_lo, box_hi, n_per_dim, order, k, mode, feas_tol, parallel, threshold, found) -> None:
