@@ -284,7 +284,16 @@ def test_a_kind_is_registered_once():
 def test_a_third_familys_command_comes_after_the_built_ins_and_writes_its_run(toy_family, tmp_path, capsys):
     """The toy's ``toy-start`` is listed last in the help; the store it writes is one ``info`` reads."""
     (subparsers,) = [a for a in build_parser()._actions if a.dest == "command"]
-    assert list(subparsers.choices) == ["solve", "heuristic", "plot", "resume", "info", "minimize", "verify", "toy-start"]
+    assert list(subparsers.choices) == [
+        "solve",
+        "heuristic",
+        "plot",
+        "resume",
+        "info",
+        "minimize",
+        "verify",
+        "toy-start",
+    ]
     path = tmp_path / "toy.zarr"
     assert main(["toy-start", "7", str(path)]) == 0 and capsys.readouterr().out == f"{path}\n"
     assert main(["info", str(path), "--json"]) == 0
