@@ -485,7 +485,8 @@ class Exploration(ExplorationBase):
         set sharp only near its own point."""
         points = np.array([point for _, point, _ in self._lagrangians])
         centre = 0.5 * (lo + hi)
-        nearest = np.argmin(np.linalg.norm((centre[:, None, :] - points[None, :, :]) / self._scale, axis=2), axis=1)
+        scale = np.where(self._scale > 0, self._scale, 1.0)  # a fixed variable (lo = hi) is no distance
+        nearest = np.argmin(np.linalg.norm((centre[:, None, :] - points[None, :, :]) / scale, axis=2), axis=1)
         for k, (_, _, bound_l) in enumerate(self._lagrangians):
             rows = np.flatnonzero((nearest == k) & (lb < level))
             if len(rows):

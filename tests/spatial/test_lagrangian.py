@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -154,3 +155,25 @@ def test_the_equality_benchmarks_are_proved_within_their_node_counts(name):
     result = minimize(problem, MinimizeOptions(parallel=False, node_limit=20000))
     assert result.status == "optimal" and result.lower_bound <= problem.optimum
     assert abs(result.objective - problem.optimum) <= 1e-6
+
+
+def test_a_fixed_variable_does_not_spoil_the_choice_of_lagrangian():
+    """A variable with lo = hi (the domain's width 0) is no distance between a box and a
+    Lagrangian's point: the search proves the same minimum as the problem without it, and no
+    0 / 0 reaches the user as a warning."""
+
+    def problem(fixed: bool):
+        m = Model("fixed" if fixed else "free")
+        x = m.variable(-2, 2)
+        y = m.variable(1, 1) if fixed else 1.0
+        z = m.variable(-2, 2)
+        m.minimize(x * x * x + z * z - x * z)
+        m.subject_to(x * x + z * z + y == 2)
+        return m.problem()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with_fixed = minimize(problem(True), MinimizeOptions(parallel=False))
+    without = minimize(problem(False), MinimizeOptions(parallel=False))
+    assert with_fixed.status == without.status == "optimal"
+    assert with_fixed.lower_bound <= without.objective + 1e-9 and without.lower_bound <= with_fixed.objective + 1e-9
