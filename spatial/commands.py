@@ -9,6 +9,7 @@ Exit codes as ``solve``: 0 finished (``optimal``, ``infeasible``, a threshold qu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
@@ -33,6 +34,7 @@ from ..cli.signals import StopSignals, starting
 from ..cli.startup import Startup
 from ..core.compiling import CodeLoad, compiled_line
 from ..core.defaults import CHECKPOINT_EVERY_S
+from ..core.files import create_file
 from ..core.result import Status
 from ..core.text import printable
 from ..workflow.cluster import slurm_job_script
@@ -221,12 +223,14 @@ def verify_command(args: argparse.Namespace) -> int:
         from .options import MinimizeOptions
         from .verify import margin_problem, verify
     options = MinimizeOptions(time_limit=args.time_limit)
-    with StopSignals() as signals:
-        if prop.regions and prop.regions[0].atoms:
-            _load(args, load_code, margin_problem(network, prop.regions[0]), options, gpu=False)
-        verdict = verify(network, prop, options, should_stop=signals.stop.is_set)
-    if args.result is not None:
-        args.result.write_text(vnncomp_result(verdict))
+    with contextlib.ExitStack() as stack:
+        result_file = None if args.result is None else stack.enter_context(_result_file(args.result))
+        with StopSignals() as signals:
+            if prop.regions and prop.regions[0].atoms:
+                _load(args, load_code, margin_problem(network, prop.regions[0]), options, gpu=False)
+            verdict = verify(network, prop, options, should_stop=signals.stop.is_set)
+        if result_file is not None:
+            result_file.write(vnncomp_result(verdict).encode())
     if args.json:
         print(
             json.dumps(
@@ -253,6 +257,15 @@ def verify_command(args: argparse.Namespace) -> int:
         lines.append(f"nodes        {verdict.nodes:,} boxes, {verdict.elapsed_s:.2f} s on the CPU")
         print("\n".join(map(printable, lines)))
     return EXIT_DONE if verdict.answer in ("sat", "unsat") else EXIT_LIMIT
+
+
+def _result_file(path: Path):
+    """``--result``'s file, opened before the search (never through a link, a FIFO never blocks);
+    ProblemError (exit 2) where it cannot be written."""
+    try:
+        return create_file(path)
+    except OSError as error:
+        raise ProblemError(f"--result {path}: cannot write it ({error.strerror or error})") from None
 
 
 def vnncomp_result(verdict) -> str:

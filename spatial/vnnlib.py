@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+from ..core.files import FileRefused, read_text
 from .problem import ProblemError
 
 MAX_REGIONS = 10_000  # disjuncts after distributing and over or
@@ -69,9 +70,9 @@ def read_vnnlib(path: str | Path) -> Property:
     anything outside the subset (the module doc)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ProblemError(f"{path.name}: cannot read it ({error.__class__.__name__})") from None
+        text = read_text(path, kind="a VNN-LIB file")  # a regular file of bounded size: a FIFO never blocks
+    except FileRefused as error:
+        raise ProblemError(f"{path.name}: cannot read it ({error.reason})") from None
     return parse_vnnlib(text, path.name)
 
 

@@ -180,3 +180,20 @@ def test_command_user_errors_are_one_line_exit_2(tmp_path, capsys, text, message
     assert main(["verify", net, str(prop)]) == 2
     err = capsys.readouterr().err
     assert re.search(message, err) and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_result_file_that_cannot_be_written_is_refused_before_the_search(tmp_path, capsys):
+    from pbbflow.cli.main import main
+
+    pytest.importorskip("onnx")
+    net = str(affine_net(tmp_path))
+    prop = tmp_path / "p.vnnlib"
+    prop.write_text("(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(assert (>= X_0 -1))\n(assert (<= X_0 1))")
+    target = tmp_path / "elsewhere.txt"
+    link = tmp_path / "r.txt"
+    link.symlink_to(target)
+    assert main(["verify", net, str(prop), "--result", str(link), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "--result" in err and "cannot write it" in err and err.count("\n") == 1 and not target.exists()
+    assert main(["verify", net, str(prop), "--result", str(tmp_path / "no" / "r.txt"), "--quiet"]) == 2
+    assert "cannot write it" in capsys.readouterr().err

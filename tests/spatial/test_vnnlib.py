@@ -3,6 +3,7 @@ evaluator of the text as oracle), and each construct outside the subset refused 
 
 from __future__ import annotations
 
+import os
 import random
 from fractions import Fraction
 
@@ -175,3 +176,14 @@ def test_a_file_that_cannot_be_read_is_one_line(tmp_path):
     path = tmp_path / "p.vnnlib"
     path.write_text(ONE_OUTPUT_ABOVE)
     assert read_vnnlib(path) == parse_vnnlib(ONE_OUTPUT_ABOVE)
+
+
+def test_a_fifo_or_a_folder_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "p.vnnlib"
+    os.mkfifo(fifo)
+    with pytest.raises(ProblemError, match=r"^p\.vnnlib: cannot read it \(.*not a regular file"):
+        read_vnnlib(fifo)
+    folder = tmp_path / "p.d"
+    folder.mkdir()
+    with pytest.raises(ProblemError, match=r"^p\.d: cannot read it \(is a directory, not a VNN-LIB file\)"):
+        read_vnnlib(folder)
