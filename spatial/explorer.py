@@ -57,6 +57,7 @@ from .options import (
     subdomains_per_dim,
 )
 from .problem import Problem
+from .second_order import second_order_bounds
 
 
 @dataclass(frozen=True)
@@ -420,6 +421,8 @@ class Exploration(ExplorationBase):
             return None
         level = self.level
         lb = np.full(len(lo), -math.inf)
+        if options.second_order:  # whole boxes near a minimizer go here, before any subdomain is bounded
+            lb = second_order_bounds(tape, lo, hi, self._expansion_points(lo, hi))
         hull_lo, hull_hi = np.full(lo.shape, np.nan), np.full(lo.shape, np.nan)
         n_f, sides = self.n_per_dim, self._sides(lo, hi)
         if self._lagrangians:  # first: near an optimum L's bound prunes most, and f's is then not needed
@@ -454,6 +457,13 @@ class Exploration(ExplorationBase):
             self.settled_lb = min(self.settled_lb, level)  # cut subdomains: feasible ones have lb >= level
         self._keep(lb[~empty], cut_lo[~empty], cut_hi[~empty], diving)
         return found
+
+    def _expansion_points(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """The points each box's second-order bound expands f at (B, 2, d): the incumbent's point
+        moved into the box (NaN without one) and the box's centre."""
+        x = self.incumbent.x
+        nearest = np.full(lo.shape, np.nan) if x is None else np.clip(x, lo, hi)
+        return np.stack([nearest, np.clip(0.5 * (lo + hi), lo, hi)], axis=1)
 
     def _emptied_bound(self, lo: np.ndarray, hi: np.ndarray, cut: float) -> float:
         """The bound of boxes that contraction at ``cut`` emptied: ``cut``; or, with a threshold below
@@ -499,6 +509,14 @@ class Exploration(ExplorationBase):
         the level)."""
         options = self.options
         threshold = math.nextafter(level + bound_l.slack, math.inf)
+        if options.second_order:
+            so = second_order_bounds(bound_l.tape, lo[rows], hi[rows], self._expansion_points(lo[rows], hi[rows]))
+            so = np.nextafter(so - bound_l.slack, -np.inf)
+            lb = lb.copy()
+            lb[rows] = np.maximum(lb[rows], so)
+            rows = rows[lb[rows] < level]
+            if not len(rows):
+                return lb, hull_lo, hull_hi
         by_l = bound_boxes(
             bound_l.tape,
             lo[rows],

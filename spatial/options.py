@@ -37,6 +37,8 @@ class MinimizeOptions:
     local_solves: bool = True
     contract: bool = True  # narrow each box by constraint propagation (FBBT) before bounding it
     first_incumbents: bool = True  # try the centre and a grid before the first split (spatial/first.py)
+    # on the CPU, bound each whole box also by f's second-order form (spatial/second_order.py); the GPU has no such bound
+    second_order: bool = True
     # a threshold question instead of the optimum: is f >= prove_above at every feasible point? (prune_level)
     prove_above: float | None = None
 

@@ -146,9 +146,12 @@ def test_an_unbounded_objective_is_never_optimal():
 
 
 def test_a_huge_domain_is_not_called_infeasible():
-    """x^2 + y^2 - xy on [-1e300, 1e300]^2: the bounds overflow to -inf there; the box is kept."""
+    """x^2 + y^2 - xy on [-1e300, 1e300]^2: the subdomain bounds overflow to -inf there; the box is
+    kept. The second-order bound (a constant Hessian, convex) proves the minimum 0 at once."""
     m = Model("huge")
     x, y = m.variable(-1e300, 1e300), m.variable(-1e300, 1e300)
     m.minimize(x**2 + y**2 - x * y)
-    result = minimize(m.problem(), MinimizeOptions(node_limit=200))
+    result = minimize(m.problem(), MinimizeOptions(node_limit=200, second_order=False))
     assert result.status == "limit" and result.lower_bound <= 0.0
+    result = minimize(m.problem(), MinimizeOptions(node_limit=200))
+    assert result.status == "optimal" and result.lower_bound <= 0.0 <= result.objective

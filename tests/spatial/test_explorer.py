@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import FrozenInstanceError
+from dataclasses import FrozenInstanceError, replace
 
 import numpy as np
 import pytest
@@ -67,7 +67,7 @@ MINIMIZERS = {
     "peaks": [(0.228, -1.626)],
 }
 # Small budgets and no local solves: many nodes, an incumbent that improves slowly (the oracle bites).
-SLOW = MinimizeOptions(subdomains=4, contract=False, local_solves=False)
+SLOW = MinimizeOptions(subdomains=4, contract=False, local_solves=False, second_order=False)  # many boxes
 SEARCHED = ["B2-six-hump-camel", "C1-g06-cec2006-g06-floudas-pardalos", "peaks"]
 
 
@@ -245,7 +245,11 @@ def test_minimize_is_an_uninterrupted_exploration_and_chunks_change_nothing():
     rng = np.random.default_rng(3)
     for stem in SEARCHED:
         problem, oracle = _problem(stem), _oracle(stem)
-        for options in (SLOW, MinimizeOptions(subdomains=16, max_open=4)):  # the second dives
+        for options in (
+            SLOW,
+            replace(SLOW, second_order=True),
+            MinimizeOptions(subdomains=16, max_open=4),
+        ):  # the last dives
             result = minimize(problem, options)
             whole = Exploration(problem, options)
             report = whole.run()
@@ -448,7 +452,7 @@ def test_settle_closes_the_boxes_a_better_value_prunes_and_keeps_the_bound():
 
 def test_give_share_of_one_box_bisects_it_and_remaining_holds_the_dive():
     problem = _problem("B2-six-hump-camel")
-    options = MinimizeOptions(subdomains=4, contract=False, local_solves=False, max_open=2)
+    options = MinimizeOptions(subdomains=4, contract=False, local_solves=False, second_order=False, max_open=2)
     exploration = Exploration(problem, options, BoxSet.root(problem))
     assert len(exploration.remaining()) == 1 and exploration.nodes == 0
     given = exploration.give_share()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import flint
@@ -103,12 +104,16 @@ def test_a_threshold_at_an_optimum_attained_at_a_point_of_doubles_holds_and_is_n
     result = minimize(problem, MinimizeOptions(prove_above=2.0))
     assert result.status == "decided" and result.threshold["holds"] is True and result.lower_bound >= 2.0
     assert result.value is None or result.value >= 2.0
-    model = Model("dip")  # x^2 - 2x: the minimum -1 at x = 1, which no interval bound reaches from below
+    model = Model("dip")  # x^2 - 2x: the minimum -1 at x = 1, which no subdomain bound reaches from below
     x = model.variable(-3, 3)
     model.minimize(x * x - 2 * x)
-    undecidable = minimize(model.problem(), MinimizeOptions(prove_above=-1.0, node_limit=300))
+    options = MinimizeOptions(prove_above=-1.0, node_limit=300, second_order=False)
+    undecidable = minimize(model.problem(), options)
     assert undecidable.threshold["holds"] is None and undecidable.status == "limit"
     assert undecidable.value >= -1.0 and undecidable.lower_bound < -1.0
+    # the second-order bound at the verified point x = 1 (f = -1, f' = 0 exactly, f'' = 2) reaches it
+    decided = minimize(model.problem(), replace(options, second_order=True))
+    assert decided.status == "decided" and decided.threshold["holds"] is True and decided.lower_bound == -1.0
 
 
 def test_an_infeasible_problem_holds_vacuously(capsys, tmp_path):

@@ -3,6 +3,9 @@
 Under numba's CUDA simulator (CI) the kernels run in Python with libdevice's exact stand-ins, so
 the GPU bounds equal the CPU's and small problems are proved with the CPU's certified answers; on
 a GPU (``PBBFLOW_TEST_GPU=1``) the same tests run on the device.
+
+The CPU side runs with ``second_order=False``: the GPU has no second-order bound, and the two
+must bound by the same rules to be compared.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ DOCUMENTS = {
         "optimum": 0.0,
     },
 }
-SMALL = MinimizeOptions(subdomains=4, contract=False)
+SMALL = MinimizeOptions(second_order=False, subdomains=4, contract=False)
 BUKIN = str(Path(__file__).resolve().parents[3] / "benchmarks" / "problems" / "bukin-6.json")
 
 
@@ -94,7 +97,7 @@ def _assert_same_answer(gpu, cpu, options: MinimizeOptions) -> None:
 )
 def test_small_problems_get_the_cpus_certified_answers(stem, contract):
     problem = _problem(stem)
-    options = MinimizeOptions(subdomains=4, contract=contract)
+    options = MinimizeOptions(second_order=False, subdomains=4, contract=contract)
     gpu = minimize_gpu(problem, options, phase_subdomains=64, capacity=64)
     cpu = minimize(problem, options)
     _assert_same_answer(gpu, cpu, options)
@@ -107,7 +110,7 @@ def test_first_incumbents_prove_a_root_bound_at_the_optimum_at_the_root():
     (spatial/first.py) close it at the root on the device as on the CPU, where without them the
     CPU's first incumbent is a local minimum and its search splits 87 boxes."""
     problem = load_problem(str(Path(__file__).resolve().parents[3] / "benchmarks" / "problems" / "ackley-2.json"))
-    options = MinimizeOptions(subdomains=16, parallel=False)
+    options = MinimizeOptions(second_order=False, subdomains=16, parallel=False)
     gpu = minimize_gpu(problem, options, phase_subdomains=64, capacity=64)
     cpu = minimize(problem, options)
     before = minimize(problem, replace(options, first_incumbents=False))
@@ -119,7 +122,7 @@ def test_first_incumbents_prove_a_root_bound_at_the_optimum_at_the_root():
 def test_a_host_reserve_takes_the_overflow_and_loses_no_box():
     """Lists of 4 boxes and one box per phase: the open boxes spill to the host and come back."""
     problem = _problem("C3-g11-cec2006-g11")
-    options = MinimizeOptions(subdomains=4)
+    options = MinimizeOptions(second_order=False, subdomains=4)
     gpu = minimize_gpu(problem, options, phase_subdomains=4, capacity=4)
     assert gpu.reserve_spills > 0
     _assert_same_answer(gpu, minimize(problem, options), options)
@@ -137,7 +140,7 @@ def test_a_split_of_some_sides_is_refused_before_anything_runs():
 
 def test_a_limit_leaves_a_certified_bound_and_the_open_boxes():
     problem = _problem("C3-g11-cec2006-g11")
-    options = MinimizeOptions(subdomains=4, contract=False, node_limit=9)
+    options = MinimizeOptions(second_order=False, subdomains=4, contract=False, node_limit=9)
     result = minimize_gpu(problem, options, phase_subdomains=16, capacity=64)
     assert result.status == "limit" and result.open_boxes > 0 and 9 <= result.nodes <= 9 + 8
     assert result.lower_bound <= problem.optimum
@@ -225,7 +228,7 @@ def test_bukin6_candidates_keep_the_residual_and_the_gpu_proves_it():
     phase.offer_candidates(dtape, len(points), cuda.to_device(points), 1e-6, candidate, real)
     expected = [evaluate_point(problem.tape, point).f_hi for point in points]
     assert candidate.copy_to_host().tolist() == expected and max(expected) < 1e-6
-    options = MinimizeOptions(subdomains=16, time_limit=120.0)
+    options = MinimizeOptions(second_order=False, subdomains=16, time_limit=120.0)
     result = minimize_gpu(problem, options, phase_subdomains=64, capacity=256)
     assert result.status == "optimal" and result.lower_bound <= 0.0 < result.objective < 1e-6, result
 
@@ -350,7 +353,7 @@ def no_cuda(monkeypatch):
 
 def test_a_small_problem_is_answered_by_the_cpu_slice_without_cuda(no_cuda):
     problem = _problem("B6-booth")
-    result = minimize_auto(problem, MinimizeOptions(subdomains=16), load_gpu=gpu_bnb.load_code)
+    result = minimize_auto(problem, MinimizeOptions(second_order=False, subdomains=16), load_gpu=gpu_bnb.load_code)
     assert result.status == "optimal" and result.to_dict()["backend"] == "cpu" and result.subdomains == 64
     assert result.lower_bound <= problem.optimum <= result.objective <= problem.optimum + 1e-6
 
@@ -370,7 +373,7 @@ def test_what_outlasts_the_slice_is_handed_to_the_gpu_and_proved_there(monkeypat
     """A slice of 0 s: the CPU bounds the root and hands every open box, its incumbent and counters
     to the device, which ends at the CPU's optimum; nodes count both parts."""
     problem = _problem("C9-st-e01-globallib")
-    options = MinimizeOptions(subdomains=4, contract=contract, local_solves=False)
+    options = MinimizeOptions(second_order=False, subdomains=4, contract=contract, local_solves=False)
     parts, take_over, bound_children = {}, GpuExploration.take_over, GpuExploration._bound_children
 
     def spy_take_over(self, other):
@@ -406,7 +409,7 @@ def test_what_outlasts_the_slice_is_handed_to_the_gpu_and_proved_there(monkeypat
 
 def test_a_node_limit_counts_both_parts():
     problem = _problem("C3-g11-cec2006-g11")
-    options = MinimizeOptions(subdomains=4, contract=False, local_solves=False, node_limit=9)
+    options = MinimizeOptions(second_order=False, subdomains=4, contract=False, local_solves=False, node_limit=9)
     result = minimize_auto(problem, options, replace(options, parallel=False), slice_s=0.0, phase_subdomains=16)
     assert result.status == "limit" and result.to_dict()["backend"] == "gpu"
     assert 9 <= result.nodes <= 9 + 8 and result.open_boxes > 0 and result.lower_bound <= problem.optimum

@@ -4,6 +4,9 @@ starts from a ``BoxSet`` node for node with the CPU's ``Exploration``, the engin
 
 Under numba's CUDA simulator (CI) the device bounds equal the CPU's, so runs are compared to the
 node; on a GPU (``PBBFLOW_TEST_GPU=1``) only the certified answers are.
+
+The CPU side runs with ``second_order=False``: the GPU has no second-order bound, and the two
+must bound by the same rules to be compared.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ MINIMIZERS = {
     "B2-six-hump-camel": [(0.08984201290140914, -0.7126564027485676), (-0.08984201290140914, 0.7126564027485676)],
 }
 # Small budgets and no local solves: many nodes, an incumbent that improves slowly (the oracle bites).
-SLOW = MinimizeOptions(subdomains=4, contract=False, local_solves=False)
+SLOW = MinimizeOptions(second_order=False, subdomains=4, contract=False, local_solves=False)
 PHASE = 64  # subdomains per phase: 16 boxes of 4
 
 
@@ -160,7 +163,7 @@ def test_a_start_from_boxes_is_the_cpus_exploration_node_for_node(monkeypatch, s
     value and bound under the simulator, the same certified answer on a GPU."""
     monkeypatch.setattr(explorer, "BATCH_SUBDOMAINS", 8)  # 2 children of 4 subdomains: one box per step
     problem = _problem(stem)
-    options = MinimizeOptions(subdomains=4, contract=contract, local_solves=False)
+    options = MinimizeOptions(second_order=False, subdomains=4, contract=contract, local_solves=False)
     source = Exploration(problem, options)
     source.run(node_limit=before)
     start = source.remaining()
@@ -264,7 +267,7 @@ def test_more_boxes_than_the_lists_hold_wait_on_the_host_and_come_back():
     """A start from more boxes than the device's lists hold (8): the upper half by bound waits in
     the host reserve; remaining() holds them all; the search proves what the CPU's proves."""
     problem = _problem("B2-six-hump-camel")
-    options = MinimizeOptions(subdomains=4, local_solves=False)
+    options = MinimizeOptions(second_order=False, subdomains=4, local_solves=False)
     source = Exploration(problem, options)
     source.run(node_limit=300)
     start = source.remaining()
@@ -298,7 +301,7 @@ def test_a_gpu_worker_explores_on_the_device_through_the_engine():
     bytes and loaded again, to the end: the best value sent up once per improvement, the settled
     bound and the open boxes' bounds at or below the optimum."""
     problem = _problem("C9-st-e01-globallib")
-    options = MinimizeOptions(subdomains=4, contract=False)
+    options = MinimizeOptions(second_order=False, subdomains=4, contract=False)
     engine = make_engine(
         SpatialRun.new(problem, options, subdomains=options.subdomains).engine_options(), gpu=True, threads=1
     )
