@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 
+from ..workflow.fastexit import collecting_none
 from .signals import SIGNALS, guard_starts, starting
 
 
@@ -12,7 +13,7 @@ def main() -> int:
     (and so does one while the command loads its code: ``signals.starting``), and one after the
     command has finished is ignored."""
     guard_starts()
-    with starting():
+    with collecting_none(), starting():
         from .main import main as run_command
 
     code = run_command()

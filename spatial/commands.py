@@ -38,6 +38,7 @@ from ..core.files import create_file
 from ..core.result import Status
 from ..core.text import printable
 from ..workflow.cluster import slurm_job_script
+from ..workflow.fastexit import collecting_none
 from .defaults import CPU_SLICE_S, CPU_SUBDOMAINS, EPS_ABS, EPS_REL, FEAS_TOL, GPU_SUBDOMAINS
 from .describe import search_lines
 from .load import BUILTINS, ERROR_BUILTINS
@@ -426,7 +427,7 @@ def _run_on_cluster(args: argparse.Namespace, problem) -> int:
 def _run_here(args: argparse.Namespace, problem) -> int:
     """Minimize ``problem`` in this process, on the CPU or one GPU; with the GPU chosen by default
     (no ``--gpus``), on the CPU first (``minimize_auto``)."""
-    with starting():  # numba and the engine load here, not with the parser
+    with collecting_none(), starting():  # numba and the engine load here, not with the parser
         gpus = _gpus_for(args, problem)
         if gpus:
             from ..gpu.spatial.bnb import load_code, minimize_auto
@@ -464,7 +465,8 @@ def _load(args: argparse.Namespace, load_code, problem, options, *, gpu: bool) -
     from .bnb import FIRST_RUN, code_cached
 
     notice = None if gpu or code_cached(options) else first_run_notice(args, FIRST_RUN)
-    seconds, compiled = load_code(problem, options)
+    with collecting_none():  # numba's first use and its cache, scipy: objects kept to the end
+        seconds, compiled = load_code(problem, options)
     if notice is not None:
         notice.finish()
     elif gpu and not args.quiet:  # numba-cuda compiles the kernels in every process

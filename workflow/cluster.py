@@ -9,7 +9,6 @@ this module: the command line's parser reads its settings (``CONNECT_SECONDS``),
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -19,7 +18,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -271,6 +269,8 @@ def dashboard_link(client: Client) -> str | None:
         return None
     if link is None or _page is None:
         return link
+    import urllib.request  # here: with http.client and ssl, 30 ms a command that opens no cluster never pays
+
     page = _page.url(link)
     try:  # the page answers only where it was registered before the dashboard started
         with urllib.request.urlopen(page, timeout=10) as response:
@@ -357,6 +357,8 @@ def _local_cpu_cluster(workers: int | None, threads_per_worker: int | None, dash
 
 async def _identity(address: str, timeout: float) -> dict:
     """What the server at ``address`` says it is (Dask's ``identity`` call), all within ``timeout``."""
+    import asyncio  # here: the command line imports this module, and minimize needs no event loop
+
     from distributed.comm import connect
     from distributed.security import Security
 
@@ -375,6 +377,8 @@ def _connect(scheduler: str, timeout: float) -> Client:
     """A Client of the Dask scheduler at ``scheduler``; ClusterError (one line) when nothing answers
     there as a Dask scheduler within ``timeout`` seconds (a dead port, a silent listener such as a
     dashboard port, another service)."""
+    import asyncio
+
     from distributed import Client
 
     if "://" not in scheduler and not re.fullmatch(r"[\w.\-]+:\d+", scheduler):

@@ -152,11 +152,11 @@ print(json.dumps({{"code": code, "out": out.getvalue(), "loaded": [m for m in {h
 """
 
 
-def _probe(code: str) -> dict:
+def _probe(code: str, heavy: tuple[str, ...] = HEAVY) -> dict:
     """Run ``code`` in a fresh Python; its exit code and stdout (where it sets them) and which of
-    ``HEAVY`` it loaded."""
+    ``heavy`` it loaded."""
     done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(code=code, heavy=HEAVY)],
+        [sys.executable, "-c", PROBE.format(code=code, heavy=heavy)],
         capture_output=True,
         text=True,
         check=True,
@@ -184,3 +184,18 @@ def test_help_loads_neither_dask_nor_numba(command):
     assert probe["code"] == 0
     assert probe["out"].startswith(f"usage: {' '.join(argv[:-1])} ")
     assert probe["loaded"] == []
+
+
+def test_minimize_in_this_process_loads_no_cluster_and_no_event_loop():
+    """``pbbflow minimize --serial`` opens no cluster: it loads neither Dask nor asyncio, nor the
+    dashboard link's urllib.request (with http.client and ssl)."""
+    argv = ["pbbflow", "minimize", "peaks", "--serial", "--json"]
+    probe = _probe(
+        f"sys.argv = {argv!r}\n"
+        "from pbbflow.cli import main  # the console script's entry point\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    code = main()",
+        heavy=("distributed", "dask", "asyncio", "urllib.request", "ssl", "numba"),
+    )
+    assert probe["code"] == 0 and json.loads(probe["out"])["status"] == "optimal"
+    assert probe["loaded"] == ["numba"]

@@ -218,3 +218,35 @@ def test_a_search_in_this_process_draws_its_bounds_on_the_bar(monkeypatch):
     lines = [line.rstrip() for line in stream.getvalue().split("\r")[1:]]
     line = r"LB \S+  UB \S+  [\d,]+ open +[\d.]+ (?:[kMG] )?boxes/s  0:00:\d\d  1 explorers"
     assert lines and all(re.fullmatch(line, text) for text in lines)
+
+
+def test_elapsed_s_is_the_searchs_own_as_the_apis(capsys, monkeypatch):
+    """The command loads the code (collector off) before ``minimize`` starts its clock, runs the
+    search with the collector on, as the API's caller does, and prints the search's own ``elapsed_s``:
+    nothing of the command's path is added to it."""
+    import gc
+
+    from pbbflow.spatial import bnb
+
+    events, results = [], []
+    load_code, minimize = bnb.load_code, bnb.minimize
+
+    def loading(problem, options=None):
+        events.append(("load_code", gc.isenabled()))
+        return load_code(problem, options)
+
+    def searching(problem, options=None, **kwargs):
+        events.append(("minimize", gc.isenabled()))
+        results.append(minimize(problem, options, **kwargs))
+        return results[-1]
+
+    monkeypatch.setattr(bnb, "load_code", loading)
+    monkeypatch.setattr(bnb, "minimize", searching)
+    enabled = gc.isenabled()
+    try:
+        assert main(["minimize", "peaks", "--serial", "--json"]) == 0
+    finally:
+        gc.unfreeze()  # the command froze what it loaded: this test process keeps collecting it
+    out = json.loads(capsys.readouterr().out)
+    assert events == [("load_code", False), ("minimize", enabled)]
+    assert out["elapsed_s"] == results[0].elapsed_s and out["nodes"] == results[0].nodes

@@ -138,6 +138,25 @@ def test_process_age():
     assert 0 < float(out) < 30
 
 
+def test_collecting_none_pauses_the_collector_then_freezes_what_the_block_made(tmp_path):
+    code = """
+        import gc
+        from pbbflow.workflow.fastexit import collecting_none
+        with collecting_none():
+            during = gc.isenabled()
+            kept = [[i] for i in range(1000)]
+        print(during, gc.isenabled(), gc.get_freeze_count() >= 1000, gc.is_tracked(kept))
+        gc.disable()
+        try:
+            with collecting_none():
+                raise ValueError
+        except ValueError:
+            pass
+        print(gc.isenabled())  # a collector that was off stays off, an error or not
+    """
+    assert python(code, tmp_path, tmp_path) == "False True True True\nFalse\n"
+
+
 def test_the_fast_exit_keeps_the_other_exit_hooks_and_the_output(tmp_path):
     code = """
         import atexit
