@@ -42,7 +42,7 @@ from .boxes import BoxSet, bisect_many, widest_sides
 from .contract import contract_boxes
 from .defaults import LOCAL_EVERY_SUBDOMAINS
 from .first import first_candidates, local_starts
-from .lagrangian import LAGRANGIANS, LagrangianBound, lagrangian_bound, multipliers
+from .lagrangian import LAGRANGIANS, LagrangianBound, distance_scale, lagrangian_bound, multipliers, nearest
 from .local import _LocalSolver
 from .network import NetworkObjective
 from .network_bounds import NetworkBounds
@@ -166,9 +166,10 @@ class ExplorationBase:
     """What the explorations share, on the CPU (:class:`Exploration`) and the GPU
     (``gpu.spatial.bnb.GpuExploration``): the value they prune with, their certified bound, offers,
     shares and the run loop. A subclass sets ``problem``, ``options``, ``began``, ``incumbent``,
-    ``local``, ``n_per_dim``, ``nodes``, ``settled_lb``, ``unsplittable``, ``unsplittable_lb``, ``_scale``
-    and ``_ub_elsewhere`` and holds the open boxes (``remaining``, ``replace``, ``settle``, ``_lowest``,
-    ``_open_count``, ``_count_below``), its step (``_step``) and ``_use_multipliers_at``."""
+    ``local``, ``n_per_dim``, ``nodes``, ``settled_lb``, ``unsplittable``, ``unsplittable_lb``, ``_scale``,
+    ``_lagrangians`` (empty) and ``_ub_elsewhere`` and holds the open boxes (``remaining``, ``replace``,
+    ``settle``, ``_lowest``, ``_open_count``, ``_count_below``) and its step (``_step``), which bounds
+    each box below the level with the Lagrangian of ``_lagrangians`` nearest it (:func:`.lagrangian.nearest`)."""
 
     @property
     def ub(self) -> float:
@@ -232,10 +233,48 @@ class ExplorationBase:
             self._solve_locally(start)
 
     def _solve_locally(self, start: np.ndarray) -> None:
-        """A local solve; one that improves the incumbent brings the multipliers at its optimum."""
+        """A local solve; one that improves the incumbent brings the multipliers at its optimum, one
+        whose local optimum ties the incumbent (another optimum of a symmetric problem) brings its
+        multipliers too."""
+        before = self.incumbent.value
         optimum = self.local.run(start)
         if optimum is not None:
             self._use_multipliers_at(optimum)
+        elif self.local.found is not None and self.incumbent.value == before:
+            self._add_multipliers_at(self.local.found, first=False)
+
+    def _use_multipliers_at(self, x: np.ndarray) -> None:
+        """A constrained problem bounds with the Lagrangian of the multipliers at ``x`` (the new
+        incumbent's local optimum) first from now on."""
+        self._add_multipliers_at(x, first=True)
+
+    def _add_multipliers_at(self, x: np.ndarray, first: bool) -> None:
+        """Bound with the Lagrangian of the multipliers at ``x`` too: first (``x`` is the new
+        incumbent's local optimum), or after the others when ``x`` verifies and ties the best
+        value known (another optimum). Up to ``LAGRANGIANS`` are kept, of points that tie, with
+        distinct multipliers: a problem with symmetric optima has one set per optimum, each sharp
+        only near its own. Any weights give a valid bound; these are the ones that prune."""
+        tape, options = self.problem.tape, self.options
+        if not (tape.n_ineq or tape.n_eq):
+            return
+        ub = self.ub
+        tie = ub + max(options.eps_abs, options.eps_rel * abs(ub))
+        if first:
+            value = self.incumbent.value  # x's, or that of a point it was pulled to
+        else:
+            point = evaluate_point(tape, x)
+            value = point.f_hi
+            if not (is_feasible(point, options.feas_tol) and value <= tie):
+                return
+        weights = multipliers(tape, x)
+        if weights is None:
+            return
+        bound_l = lagrangian_bound(tape, *weights, options.feas_tol)
+        if not first and any(b.same_weights(bound_l) for _, _, b in self._lagrangians):
+            return
+        kept = [(v, p, b) for v, p, b in self._lagrangians if v <= tie and not b.same_weights(bound_l)]
+        entry = (value, np.array(x, dtype=np.float64), bound_l)
+        self._lagrangians = ([entry, *kept] if first else [*kept, entry])[:LAGRANGIANS]
 
     def give_share(self) -> BoxSet:
         """About half the open boxes, removed from this exploration (:meth:`.BoxSet.split`: a single
@@ -333,6 +372,7 @@ class Exploration(ExplorationBase):
         self.unsplittable = 0  # boxes too small to split in floating point, dropped from the open boxes
         self.unsplittable_lb = math.inf
         self._scale = problem.upper - problem.lower
+        self._distance_scale = distance_scale(problem.lower, problem.upper)
         self._mode = int(BOUNDS[options.bound])
         self._open = _OpenBoxes(options.max_open, d)
         self._batch = max(1, BATCH_SUBDOMAINS // (2 * self._subdomains))
@@ -494,11 +534,9 @@ class Exploration(ExplorationBase):
         the point nearest each box's centre (relative to the domain): multipliers are local, each
         set sharp only near its own point."""
         points = np.array([point for _, point, _ in self._lagrangians])
-        centre = 0.5 * (lo + hi)
-        scale = np.where(self._scale > 0, self._scale, 1.0)  # a fixed variable (lo = hi) is no distance
-        nearest = np.argmin(np.linalg.norm((centre[:, None, :] - points[None, :, :]) / scale, axis=2), axis=1)
+        closest = nearest(lo, hi, points, self._distance_scale)
         for k, (_, _, bound_l) in enumerate(self._lagrangians):
-            rows = np.flatnonzero((nearest == k) & (lb < level))
+            rows = np.flatnonzero((closest == k) & (lb < level))
             if len(rows):
                 lb, hull_lo, hull_hi = self._with_lagrangian(bound_l, rows, lo, hi, sides, level, lb, hull_lo, hull_hi)
         return lb, hull_lo, hull_hi
@@ -544,45 +582,3 @@ class Exploration(ExplorationBase):
         self.settled_lb = min(self.settled_lb, lb[above].min(initial=math.inf))
         for b in np.flatnonzero(~above):
             self._open.push(float(lb[b]), lo[b], hi[b], diving)
-
-    def _solve_locally(self, start: np.ndarray) -> None:
-        """A local solve (:meth:`ExplorationBase._solve_locally`); a local optimum that does not improve
-        the incumbent but ties it (another optimum of a symmetric problem) brings its multipliers too."""
-        before = self.incumbent.value
-        super()._solve_locally(start)
-        found = self.local.found
-        if found is not None and self.incumbent.value == before:
-            self._add_multipliers_at(found, first=False)
-
-    def _use_multipliers_at(self, x: np.ndarray) -> None:
-        """A constrained problem bounds with the Lagrangian of the multipliers at ``x`` (the new
-        incumbent's local optimum) first from now on."""
-        self._add_multipliers_at(x, first=True)
-
-    def _add_multipliers_at(self, x: np.ndarray, first: bool) -> None:
-        """Bound with the Lagrangian of the multipliers at ``x`` too: first (``x`` is the new
-        incumbent's local optimum), or after the others when ``x`` verifies and ties the best
-        value known (another optimum). Up to ``LAGRANGIANS`` are kept, of points that tie, with
-        distinct multipliers: a problem with symmetric optima has one set per optimum, each sharp
-        only near its own. Any weights give a valid bound; these are the ones that prune."""
-        tape, options = self.problem.tape, self.options
-        if not (tape.n_ineq or tape.n_eq):
-            return
-        ub = self.ub
-        tie = ub + max(options.eps_abs, options.eps_rel * abs(ub))
-        if first:
-            value = self.incumbent.value  # x's, or that of a point it was pulled to
-        else:
-            point = evaluate_point(tape, x)
-            value = point.f_hi
-            if not (is_feasible(point, options.feas_tol) and value <= tie):
-                return
-        weights = multipliers(tape, x)
-        if weights is None:
-            return
-        bound_l = lagrangian_bound(tape, *weights, options.feas_tol)
-        if not first and any(b.same_weights(bound_l) for _, _, b in self._lagrangians):
-            return
-        kept = [(v, p, b) for v, p, b in self._lagrangians if v <= tie and not b.same_weights(bound_l)]
-        entry = (value, np.array(x, dtype=np.float64), bound_l)
-        self._lagrangians = ([entry, *kept] if first else [*kept, entry])[:LAGRANGIANS]

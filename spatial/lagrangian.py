@@ -40,6 +40,22 @@ class LagrangianBound:
         return bool(np.abs(self.weights - other.weights).max(initial=0.0) <= SAME_WEIGHTS * scale)
 
 
+def distance_scale(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """The widths in which a box's distance to a Lagrangian's point is measured: the domain's, 1
+    for a fixed variable (lo = hi is no distance, and no 0 / 0)."""
+    width = upper - lower
+    return np.where(width > 0, width, 1.0)
+
+
+def nearest(lo: np.ndarray, hi: np.ndarray, points: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """For each box (rows of ``lo``, ``hi``), the index of the point of ``points`` (k, d) nearest its
+    centre in the Euclidean norm relative to ``scale`` (:func:`distance_scale`), the first on ties:
+    multipliers are local, each set sharp only near its own point (``gpu.spatial.phase`` computes
+    the same on the device)."""
+    centre = 0.5 * (lo + hi)
+    return np.argmin(np.linalg.norm((centre[:, None, :] - points[None, :, :]) / scale, axis=2), axis=1)
+
+
 def multipliers(tape: Tape, x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """Weights (mu >= 0 for the inequalities, lam for the equalities) that make the gradient of L
     smallest at ``x`` in least squares, over the equalities and the inequalities active there;

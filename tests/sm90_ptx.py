@@ -55,15 +55,22 @@ def _kernels() -> dict:
             f"(int64, {A2}, {A2}, {A1}, float64, int64, int64, {A1}, float64, float64, "
             f"{A1}, {I1}, {A2}, {A2}, {A1}, {A2}, {A2})",
         ),
-        "fill_levels": (spatial_phase.levels_kernel(), f"(int64, {A1}, float64, float64, float64, {A1}, {A1})"),
+        "fill_levels": (
+            spatial_phase.levels_kernel(),
+            f"(int64, {A1}, float64, float64, {B1}, {A2}, {A2}, {A2}, int64, {A1}, {A1}, {A1}, {A1}, {B2}, {B1})",
+        ),
+        "take_lagrangian": (
+            spatial_phase.lagrangian_kernel(),
+            f"(int64, {B1}, {A1}, {A2}, {A2}, float64, {A1}, {A1}, {A2}, {A2}, {B1})",
+        ),
         "offer_candidates": (
             spatial_phase.candidate_kernel(),
             f"({TAPE}, {B1}, int64, {A2}, float64, {A1}, {A1}, {A3})",
         ),
         "keep": (
             spatial_phase.keep_kernel(),
-            f"(int64, {A2}, {A2}, {B1}, {A1}, {A2}, {A2}, {A1}, boolean, {A1}, {A2}, {A2}, "
-            f"float64, float64, float64, {A1}, {I1}, {A1}, {A2}, {A2}, {A1})",
+            f"(int64, {A2}, {A2}, {B1}, {A1}, {A2}, {A2}, {A1}, boolean, {B1}, {A1}, {A2}, {A2}, "
+            f"float64, float64, {A1}, {I1}, {A1}, {A2}, {A2}, {A1})",
         ),
         "claim": (spatial_phase.claim, f"(int64, {A1}, {A1}, {A1}, {I1})"),
     }

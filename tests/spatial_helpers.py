@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -273,6 +274,46 @@ def circle_problem() -> Problem:
     m.subject_to(x - y - 1 <= 0)
     m.subject_to(x**2 + y**2 - 1 == 0)
     return m.problem()
+
+
+def two_optima_problem() -> Problem:
+    """min x y z on the unit sphere with y = 2 z: two optima (x, y, z) = (-1/sqrt 3, +-2c, +-c),
+    c = sqrt(2 / 15), value -4 / (15 sqrt 3), whose multipliers of y - 2 z have opposite signs
+    (the symmetry (y, z) -> (-y, -z) keeps f and the sphere and negates y - 2 z)."""
+    m = Model("two optima")
+    x, y, z = m.variable(-1.2, 1.2), m.variable(-1.1, 1.3), m.variable(-1.3, 1.1)
+    m.minimize(x * y * z)
+    m.subject_to(x**2 + y**2 + z**2 == 1)
+    m.subject_to(y - 2 * z == 0)
+    return m.problem(optimum=-4 / (15 * math.sqrt(3)))
+
+
+def two_optima_curve(count: int) -> np.ndarray:
+    """Points of :func:`two_optima_problem`'s feasible curve (x, 2z, z) with x^2 + 5 z^2 = 1."""
+    t = np.linspace(0.0, 2 * np.pi, count, endpoint=False)
+    x, z = np.cos(t), np.sin(t) / math.sqrt(5)
+    return np.stack([x, 2 * z, z], axis=1)
+
+
+def check_below_the_curve(
+    exploration, points: np.ndarray, values: np.ndarray, node_limit: int, stops: int | None = None
+) -> int:
+    """Run ``exploration`` (CPU or GPU) ``node_limit`` boxes at a time to its end, or ``stops`` times:
+    at every stop each point of ``points`` (feasible, objective ``values``) below the prune level
+    lies in an open box whose bound is at or below its value. The points seen below the level."""
+    seen = 0
+    for _ in itertools.count() if stops is None else range(stops):
+        if exploration.done:
+            break
+        exploration.run(node_limit=node_limit)
+        boxes = exploration.remaining()
+        below = np.flatnonzero(values < exploration.level - 1e-12)
+        inside = np.all((points[below, None, :] >= boxes.lo) & (points[below, None, :] <= boxes.hi), axis=2)
+        assert np.all(inside.any(axis=1))
+        covering = np.where(inside, boxes.lb, -np.inf).max(axis=1, initial=-np.inf)
+        assert np.all(covering <= values[below] + 1e-12)
+        seen += len(below)
+    return seen
 
 
 def long_tape(n_vars: int = 2, links: int = 600, n_ineq: int = 69):

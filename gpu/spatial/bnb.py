@@ -37,7 +37,7 @@ from ...spatial.bnb import load_host_code, run_to_end
 from ...spatial.boxes import BoxSet
 from ...spatial.defaults import CPU_SLICE_S, CPU_SUBDOMAINS, GPU_LOCAL_EVERY_SUBDOMAINS
 from ...spatial.explorer import Exploration, ExplorationBase
-from ...spatial.lagrangian import lagrangian_bound, multipliers
+from ...spatial.lagrangian import LAGRANGIANS, LagrangianBound, distance_scale
 from ...spatial.local import _LocalSolver
 from ...spatial.options import (
     BOUNDS,
@@ -135,12 +135,26 @@ class _BoxList:
             self.lb[start:end] = np.ascontiguousarray(lb)
 
 
+class _LagrangianArrays:
+    """The device arrays of the children's Lagrangian bounds (allocated with the first Lagrangian):
+    each child's bounds on its nearest L (``bounds``, merged into ``lb``, ``hull_lo``, ``hull_hi``)
+    and f's over the whole box where those leave it below the level (``edges``, ``bounds_f``)."""
+
+    def __init__(self, capacity: int, n_vars: int, n_per_dim: int):
+        self.bounds = DeviceBoxBounds(capacity, n_vars, n_per_dim**n_vars)
+        self.lb = cuda.device_array(capacity, np.float64)
+        self.hull_lo = cuda.device_array((capacity, n_vars), np.float64)
+        self.hull_hi = cuda.device_array((capacity, n_vars), np.float64)
+        self.edges = cuda.device_array((capacity, n_vars, 2), np.float64)
+        self.bounds_f = DeviceBoxBounds(capacity, n_vars, 1)
+
+
 class _Children:
     """The device arrays of the boxes bounded in one phase, grown on demand up to ``largest``."""
 
     def __init__(self, capacity: int, largest: int, n_vars: int, n_per_dim: int):
         self.largest, self.n_vars, self.n_per_dim = largest, n_vars, n_per_dim
-        self.bounds_l: DeviceBoxBounds | None = None  # allocated with the first Lagrangian bound
+        self.by_l: _LagrangianArrays | None = None  # allocated with the first Lagrangian bound
         self._allocate(min(capacity, largest))
 
     def _allocate(self, capacity: int) -> None:
@@ -152,21 +166,23 @@ class _Children:
         self.emptied = cuda.to_device(np.zeros(capacity, np.bool_))
         self.threshold = cuda.device_array(capacity, np.float64)
         self.threshold_l = cuda.device_array(capacity, np.float64)
+        self.skip_l = cuda.device_array((LAGRANGIANS, capacity), np.bool_)
+        self.skip_f = cuda.device_array(capacity, np.bool_)
         self.candidate = cuda.device_array(capacity, np.float64)
         self.kept_lb = cuda.device_array(capacity, np.float64)
         self.bounds = DeviceBoxBounds(capacity, n_vars, n_per_dim**n_vars)
-        if self.bounds_l is not None:
-            self.bounds_l = DeviceBoxBounds(capacity, n_vars, n_per_dim**n_vars)
+        if self.by_l is not None:
+            self.by_l = _LagrangianArrays(capacity, n_vars, n_per_dim)
 
     def ensure(self, needed: int) -> None:
         """Room for ``needed`` children (their contents are not kept)."""
         if needed > self.capacity:
             self._allocate(_grown(self.capacity, needed, self.largest))
 
-    def lagrangian_bounds(self) -> DeviceBoxBounds:
-        if self.bounds_l is None:
-            self.bounds_l = DeviceBoxBounds(self.capacity, self.n_vars, self.n_per_dim**self.n_vars)
-        return self.bounds_l
+    def lagrangian_arrays(self) -> _LagrangianArrays:
+        if self.by_l is None:
+            self.by_l = _LagrangianArrays(self.capacity, self.n_vars, self.n_per_dim)
+        return self.by_l
 
 
 def _levels(selected: int, n_subdomains: int, room: int) -> int:
@@ -228,7 +244,9 @@ class GpuExploration(ExplorationBase):
         self.incumbent = _Incumbent(problem, options.feas_tol)
         self.local = _LocalSolver(problem, self.incumbent) if options.local_solves else None
         self._reserve = _Reserve(d)
-        self._lagrangian: tuple[DeviceTape, float] | None = None
+        self._lagrangians = []  # (f, point, L): ExplorationBase._add_multipliers_at
+        self._distance_scale = distance_scale(problem.lower, problem.upper)
+        self._device_l = _DeviceLagrangians(d, self._distance_scale)
         self._ub_elsewhere = math.inf
         self._settled = math.inf  # what settle() closed (the device keeps the rest)
         self._unsplit_before, self._unsplit_lb_before = 0, math.inf  # taken over (take_over), not on the device
@@ -242,9 +260,9 @@ class GpuExploration(ExplorationBase):
         phase.begin_phase[1, 1](self._real, self._count, self.cut_value)
         self._children.lo[0:1] = problem.lower[None, :].copy()
         self._children.hi[0:1] = problem.upper[None, :].copy()
-        self._bound_children(1, self._lists[self._current])
+        found = self._bound_children(1, self._lists[self._current])
         self._n_open, self._open_lowest = int(self._counts[phase.C_OUT]), float(self._reals[phase.R_OPEN_MIN])
-        self._first_incumbents(self._children.bounds.best_point[0].copy_to_host())
+        self._first_incumbents(found.best_point[0].copy_to_host())
 
     @property
     def settled_lb(self) -> float:
@@ -290,12 +308,15 @@ class GpuExploration(ExplorationBase):
     def take_over(self, other: ExplorationBase) -> None:
         """Go on from ``other``, a stopped exploration of the same problem whose open boxes this one
         was made with (``boxes``): its incumbent (offered, so verified again here, with its
-        Lagrangian bound), the value it prunes with, the bounds of what it settled and of the boxes it
-        could not split, its nodes and its local solves. The certified bound then covers both parts."""
+        Lagrangian bound), the points of its other Lagrangians (tied optima, verified again), the
+        value it prunes with, the bounds of what it settled and of the boxes it could not split,
+        its nodes and its local solves. The certified bound then covers both parts."""
         if other.problem is not self.problem:
             raise ValueError("take_over needs an exploration of the same problem")
         if other.incumbent.x is not None:
             self.offer(other.incumbent.x)
+        for _, point, _ in other._lagrangians:  # those of tied optima too, verified again
+            self._add_multipliers_at(point, first=False)
         self.prune_at(other.ub)
         self._settled = min(self._settled, other.settled_lb)
         self._unsplit_before += other.unsplittable
@@ -394,7 +415,7 @@ class GpuExploration(ExplorationBase):
         n_children = int(self._read(count)[phase.C_CHILDREN])
         self.phases += 1
         if n_children:
-            self._bound_children(n_children, target)
+            found = self._bound_children(n_children, target)
         else:
             self._reals, self._counts = self._read(real), self._read(count)
         self._current = 1 - self._current
@@ -402,11 +423,14 @@ class GpuExploration(ExplorationBase):
         best_kept = int(self._counts[phase.C_BEST_KEPT])
         if self.local is not None and self.nodes * n_subdomains >= self._next_local and best_kept != phase.NONE:
             self._next_local = self.nodes * n_subdomains + GPU_LOCAL_EVERY_SUBDOMAINS
-            self._solve_locally(children.bounds.best_point[best_kept].copy_to_host())
+            self._solve_locally(found.best_point[best_kept].copy_to_host())
 
-    def _bound_children(self, n_children: int, out: _BoxList) -> None:
+    def _bound_children(self, n_children: int, out: _BoxList) -> DeviceBoxBounds:
         """Contract, bound, offer and keep children 0 .. n_children - 1 into ``out``; read the
-        counters and take the device's incumbent when one of these children holds it."""
+        counters and take the device's incumbent when one of these children holds it. With
+        Lagrangians (a constrained problem's), as the CPU: each child is bounded on the subdomains
+        of its nearest L first, then f over the whole box where L leaves it below the level. f's
+        bounds (their best points are the candidates)."""
         options, children, dtape, real, count = self.options, self._children, self._dtape, self._real, self._count
         _, eps_abs, eps_rel = prune_terms(self.ub, options)
         eps_abs, eps_rel, feas_tol = float(eps_abs), float(eps_rel), float(options.feas_tol)
@@ -423,38 +447,58 @@ class GpuExploration(ExplorationBase):
                 children.emptied,
             )
         fill_edges[grid, THREADS_PER_BLOCK](n_children, children.lo, children.hi, children.edges)
-        lagrangian = self._lagrangian
-        slack = lagrangian[1] if lagrangian is not None else 0.0
+        lagrangians = self._device_l.update(self._lagrangians)
         phase.levels_kernel()[grid, THREADS_PER_BLOCK](
-            n_children, real, eps_abs, eps_rel, slack, children.threshold, children.threshold_l
-        )
-        found = children.bounds
-        bound_on_device(
-            dtape,
             n_children,
+            real,
+            eps_abs,
+            eps_rel,
             children.emptied,
-            children.edges,
-            self.n_per_dim,
-            self._mode,
-            feas_tol,
+            children.lo,
+            children.hi,
+            self._device_l.points,
+            len(lagrangians),
+            self._device_l.scale,
+            self._device_l.slacks,
             children.threshold,
-            found,
+            children.threshold_l,
+            children.skip_l,
+            children.skip_f,
+        )
+        found, edges, n_per_dim, by_l = children.bounds, children.edges, self.n_per_dim, None
+        if lagrangians:
+            by_l = children.lagrangian_arrays()
+            for k, (tape_l, slack) in enumerate(lagrangians):
+                bound_on_device(
+                    tape_l,
+                    n_children,
+                    children.skip_l[k],
+                    children.edges,
+                    self.n_per_dim,
+                    self._mode,
+                    feas_tol,
+                    children.threshold_l,
+                    by_l.bounds,
+                )
+                phase.lagrangian_kernel()[grid, THREADS_PER_BLOCK](
+                    n_children,
+                    children.skip_l[k],
+                    by_l.bounds.box_lb,
+                    by_l.bounds.hull_lo,
+                    by_l.bounds.hull_hi,
+                    slack,
+                    children.threshold,
+                    by_l.lb,
+                    by_l.hull_lo,
+                    by_l.hull_hi,
+                    children.skip_f,
+                )
+            found, edges, n_per_dim = by_l.bounds_f, by_l.edges, 1  # L's subdomains gave the fine bound and hull
+            fill_edges[grid, THREADS_PER_BLOCK](n_children, children.lo, children.hi, edges)
+        bound_on_device(
+            dtape, n_children, children.skip_f, edges, n_per_dim, self._mode, feas_tol, children.threshold, found
         )
         phase.offer_candidates(dtape, n_children, found.best_point, feas_tol, children.candidate, real)
-        by_l = found
-        if lagrangian is not None:
-            by_l = children.lagrangian_bounds()
-            bound_on_device(
-                lagrangian[0],
-                n_children,
-                children.emptied,
-                children.edges,
-                self.n_per_dim,
-                self._mode,
-                feas_tol,
-                children.threshold_l,
-                by_l,
-            )
         phase.keep_kernel()[grid, THREADS_PER_BLOCK](
             n_children,
             children.lo,
@@ -464,11 +508,11 @@ class GpuExploration(ExplorationBase):
             found.hull_lo,
             found.hull_hi,
             children.threshold,
-            lagrangian is not None,
-            by_l.box_lb,
-            by_l.hull_lo,
-            by_l.hull_hi,
-            slack,
+            by_l is not None,
+            children.skip_f,
+            found.box_lb if by_l is None else by_l.lb,
+            found.hull_lo if by_l is None else by_l.hull_lo,
+            found.hull_hi if by_l is None else by_l.hull_hi,
             eps_abs,
             eps_rel,
             real,
@@ -484,18 +528,33 @@ class GpuExploration(ExplorationBase):
         if child != phase.NONE and self._reals[phase.R_UB] < self.incumbent.value:
             self.incumbent.value = float(self._reals[phase.R_UB])
             self.incumbent.x = found.best_point[child].copy_to_host()
+        return found
 
-    def _use_multipliers_at(self, x: np.ndarray) -> None:
-        """A constrained problem bounds with the Lagrangian of the multipliers at ``x`` from now on
-        (its tape has the problem's variables, so the kernels take it)."""
-        tape = self.problem.tape
-        if not (tape.n_ineq or tape.n_eq):
-            return
-        weights = multipliers(tape, x)
-        if weights is None:
-            return
-        bound_l = lagrangian_bound(tape, *weights, self.options.feas_tol)
-        self._lagrangian = (DeviceTape.upload(bound_l.tape), float(bound_l.slack))
+
+class _DeviceLagrangians:
+    """An exploration's Lagrangians on the device: their tapes and slacks, and their points and
+    the distance scale for the levels kernel (rows beyond the Lagrangians held are unused)."""
+
+    def __init__(self, n_vars: int, scale: np.ndarray):
+        self.scale = cuda.to_device(scale)
+        self.points = cuda.to_device(np.zeros((LAGRANGIANS, n_vars)))
+        self.slacks = cuda.to_device(np.zeros(LAGRANGIANS))
+        self._held: list[tuple[LagrangianBound, DeviceTape]] = []
+
+    def update(self, lagrangians: list) -> list[tuple[DeviceTape, float]]:
+        """The tapes and slacks of ``lagrangians`` ((f, point, L) entries, in order), each tape
+        uploaded once; the points and slacks uploaded when the entries changed."""
+        if len(self._held) != len(lagrangians) or any(a is not b for (a, _), (_, _, b) in zip(self._held, lagrangians)):
+            uploaded = {id(b): tape for b, tape in self._held}
+            self._held = [(b, uploaded.get(id(b)) or DeviceTape.upload(b.tape)) for _, _, b in lagrangians]
+            if lagrangians:
+                points = np.zeros((LAGRANGIANS, self.points.shape[1]))
+                points[: len(lagrangians)] = [p for _, p, _ in lagrangians]
+                slacks = np.zeros(LAGRANGIANS)
+                slacks[: len(lagrangians)] = [b.slack for _, _, b in lagrangians]
+                self.points.copy_to_device(points)
+                self.slacks.copy_to_device(slacks)
+        return [(tape, float(b.slack)) for b, tape in self._held]
 
 
 def minimize_gpu(

@@ -4,7 +4,8 @@ A phase reads the open boxes of ``q_in`` (boxes and their lower bounds) and writ
 through an atomic tail (the lecture seed's static task list): :func:`branch_kernel` prunes the boxes at
 or above the prune level, carries the unselected ones over and bisects the selected ones into a
 children list; the children are contracted and bounded (:mod:`.contract`,
-:mod:`.kernels`); :func:`candidate_kernel` evaluates each child's best point rigorously
+:mod:`.kernels`; with Lagrangians, :func:`levels_kernel` names each child's nearest and
+:func:`lagrangian_kernel` takes each L's bounds of its children); :func:`candidate_kernel` evaluates each child's best point rigorously
 and lowers the device incumbent with an atomic min; :func:`keep_kernel` shrinks each child to the hull of
 its subdomains below the level and appends the survivors to ``q_out``; :func:`claim` names the
 child that holds the incumbent and the lowest kept child (for the host's local solves).
@@ -190,13 +191,32 @@ def branch_kernel():
 
 @functools.cache
 def levels_kernel():
-    """Each child's bounding threshold: the prune level now, and for the Lagrangian tape the level
-    plus its slack, rounded up."""
+    """Each child's bounding threshold, the prune level now, and ``skip_f`` = ``emptied``; with
+    ``n_points`` Lagrangians (their points' rows of ``points``), the one whose point is nearest the
+    child's centre (:func:`pbbflow.spatial.lagrangian.nearest`: Euclidean relative to ``scale``, the
+    first on ties): ``skip_l[k, box]`` is set for every other one (and for all when emptied), and
+    ``threshold_l`` is the level plus its slack, rounded up."""
 
     stamp = SOURCE_STAMP  # in the closure: the disk cache's key (kernels.SOURCE_STAMP)
 
     @cuda.jit(cache=True)
-    def fill_levels(n_children, real, eps_abs, eps_rel, slack, threshold, threshold_l):
+    def fill_levels(
+        n_children,
+        real,
+        eps_abs,
+        eps_rel,
+        emptied,
+        child_lo,
+        child_hi,
+        points,
+        n_points,
+        scale,
+        slacks,
+        threshold,
+        threshold_l,
+        skip_l,
+        skip_f,
+    ):
         if stamp < 0:
             return
         box = _thread()
@@ -204,9 +224,55 @@ def levels_kernel():
             return
         level = prune_level(real[R_UB], eps_abs, eps_rel)
         threshold[box] = level
-        threshold_l[box] = add_up(level, slack)
+        skip_f[box] = emptied[box]
+        if n_points == 0:
+            return
+        chosen = 0
+        closest = math.inf
+        for k in range(n_points):
+            total = 0.0
+            for i in range(child_lo.shape[1]):
+                gap = (0.5 * (child_lo[box, i] + child_hi[box, i]) - points[k, i]) / scale[i]
+                total += gap * gap
+            distance = math.sqrt(total)
+            if distance < closest:
+                chosen = k
+                closest = distance
+        for k in range(n_points):
+            skip_l[k, box] = emptied[box] or k != chosen
+        threshold_l[box] = add_up(level, slacks[chosen])
 
     return fill_levels
+
+
+@functools.cache
+def lagrangian_kernel():
+    """Per child bounded on one Lagrangian (``skip`` not set), the CPU's rule: its bound ``lb_l``,
+    the L-bound minus ``slack`` rounded down (+inf: proved infeasible), raised to the level when no
+    subdomain is below it (its L-hull empty); its L-hull; ``skip_f`` set unless that bound leaves
+    it below the level (only those boxes get f's bound, over the whole box)."""
+
+    stamp = SOURCE_STAMP  # in the closure: the disk cache's key (kernels.SOURCE_STAMP)
+
+    @cuda.jit(cache=True)
+    def take_lagrangian(
+        n_children, skip, box_lb, hull_lo, hull_hi, slack, threshold, lb_l, hull_lo_l, hull_hi_l, skip_f
+    ):
+        if stamp < 0:
+            return
+        box = _thread()
+        if box >= n_children or skip[box]:
+            return
+        lb = add_down(box_lb[box], -slack) if box_lb[box] < math.inf else math.inf
+        if hull_lo[box, 0] != hull_lo[box, 0] and lb < math.inf:
+            lb = max(lb, threshold[box])  # every subdomain's L-bound is at or above the level
+        lb_l[box] = lb
+        for i in range(hull_lo.shape[1]):
+            hull_lo_l[box, i] = hull_lo[box, i]
+            hull_hi_l[box, i] = hull_hi[box, i]
+        skip_f[box] = not lb < threshold[box]
+
+    return take_lagrangian
 
 
 @functools.cache
@@ -343,9 +409,10 @@ def _point_value(
 
 @functools.cache
 def keep_kernel():
-    """Per bounded child, the CPU's rules: emptied by contraction, pruned at the incumbent; proved
-    infeasible, dropped; with a Lagrangian bound, the larger bound and the hulls intersected; cut to
-    its hull below the level (pruned when empty); pruned at the level; else appended to ``q_out``.
+    """Per bounded child, the CPU's rules: emptied by contraction, pruned at the incumbent; with
+    Lagrangians, L's bound and hull (:func:`lagrangian_kernel`), and where f was bounded too
+    (``skip_f`` not set) the larger bound and the hulls intersected; proved infeasible, dropped; cut
+    to its hull below the level (pruned when empty); pruned at the level; else appended to ``q_out``.
     ``kept_lb[box]`` is its bound when kept, +inf otherwise."""
 
     stamp = SOURCE_STAMP  # in the closure: the disk cache's key (kernels.SOURCE_STAMP)
@@ -361,10 +428,10 @@ def keep_kernel():
         hull_hi_f,
         threshold,
         with_l,
+        skip_f,
         lb_l,
         hull_lo_l,
         hull_hi_l,
-        slack,
         eps_abs,
         eps_rel,
         real,
@@ -384,22 +451,25 @@ def keep_kernel():
             cuda.atomic.min(real, R_PRUNED, real[R_UB])
             return
         level_then = threshold[box]
-        lb = lb_f[box]
         n_vars = child_lo.shape[1]
         lo = cuda.local.array(MAX_VARS, float64)
         hi = cuda.local.array(MAX_VARS, float64)
         hull_finite = True
-        for i in range(n_vars):
-            lo[i] = hull_lo_f[box, i]
-            hi[i] = hull_hi_f[box, i]
-        if with_l:
-            bound_l = lb_l[box]
-            lb = max(lb, add_down(bound_l, -slack) if bound_l < math.inf else math.inf)
-            if hull_lo_l[box, 0] != hull_lo_l[box, 0] and lb < math.inf:
-                lb = max(lb, level_then)  # every subdomain's L-bound is at or above the level
+        if with_l and skip_f[box]:  # L's bound reached the level: f was not bounded
+            lb = lb_l[box]
             for i in range(n_vars):
-                lo[i] = _fmax(lo[i], hull_lo_l[box, i])
-                hi[i] = _fmin(hi[i], hull_hi_l[box, i])
+                lo[i] = hull_lo_l[box, i]
+                hi[i] = hull_hi_l[box, i]
+        else:
+            lb = lb_f[box]
+            for i in range(n_vars):
+                lo[i] = hull_lo_f[box, i]
+                hi[i] = hull_hi_f[box, i]
+            if with_l:
+                lb = max(lb, lb_l[box])
+                for i in range(n_vars):
+                    lo[i] = _fmax(lo[i], hull_lo_l[box, i])
+                    hi[i] = _fmin(hi[i], hull_hi_l[box, i])
         if not lb < math.inf:  # proved infeasible
             return
         for i in range(n_vars):

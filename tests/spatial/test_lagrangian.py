@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from spatial_helpers import circle_problem
+from spatial_helpers import check_below_the_curve, circle_problem, two_optima_curve, two_optima_problem
 
 from pbbflow.spatial import Model, exp, sin
 from pbbflow.spatial.bnb import minimize
@@ -88,28 +88,9 @@ def test_weights_are_the_same_set_within_a_hundredth_of_the_largest():
     assert not base.same_weights(flipped) and not flipped.same_weights(base)
 
 
-def _two_optima():
-    """min x y z on the unit sphere with y = 2 z: two optima (x, y, z) = (-1/sqrt 3, +-2c, +-c),
-    c = sqrt(2 / 15), value -4 / (15 sqrt 3), whose multipliers of y - 2 z have opposite signs
-    (the symmetry (y, z) -> (-y, -z) keeps f and the sphere and negates y - 2 z)."""
-    m = Model("two optima")
-    x, y, z = m.variable(-1.2, 1.2), m.variable(-1.1, 1.3), m.variable(-1.3, 1.1)
-    m.minimize(x * y * z)
-    m.subject_to(x**2 + y**2 + z**2 == 1)
-    m.subject_to(y - 2 * z == 0)
-    return m.problem(optimum=-4 / (15 * math.sqrt(3)))
-
-
-def _on_the_curve(count: int) -> np.ndarray:
-    """Points of the feasible curve (x, 2z, z) with x^2 + 5 z^2 = 1."""
-    t = np.linspace(0.0, 2 * np.pi, count, endpoint=False)
-    x, z = np.cos(t), np.sin(t) / math.sqrt(5)
-    return np.stack([x, 2 * z, z], axis=1)
-
-
 def test_an_explorer_keeps_the_lagrangians_of_both_optima():
     """A local optimum that ties the incumbent brings its own multipliers: both optima's are kept."""
-    problem = _two_optima()
+    problem = two_optima_problem()
     result = minimize(problem, MinimizeOptions(parallel=False, subdomains=8))
     assert result.status == "optimal" and result.lower_bound <= problem.optimum
     assert abs(result.objective - problem.optimum) <= 1e-6  # |h| <= feas_tol lets it dip below
@@ -124,8 +105,8 @@ def test_bounds_by_the_nearest_of_two_lagrangians_stay_below_the_feasible_curve(
     and the Lagrangians of it and its mirror image: at every stop each point of the feasible curve
     below the level lies in an open box whose bound is at or below its value (sampled; the curve is
     exact up to rounding, far inside feas_tol)."""
-    problem = _two_optima()
-    points = _on_the_curve(200001)
+    problem = two_optima_problem()
+    points = two_optima_curve(200001)
     values = np.prod(points, axis=1)
     assert problem.optimum <= values.min() <= problem.optimum + 1e-9
     near = int(np.argmin(np.abs(values - (problem.optimum + 1e-3))))
@@ -134,17 +115,8 @@ def test_bounds_by_the_nearest_of_two_lagrangians_stay_below_the_feasible_curve(
     assert exploration.offer(points[near])
     exploration._add_multipliers_at(points[near] * [1, -1, -1], first=False)
     assert len(exploration._lagrangians) == 2
-    seen = 0
-    while not exploration.done:
-        exploration.run(node_limit=8)
-        boxes = exploration.remaining()
-        below = np.flatnonzero(values < exploration.level - 1e-12)
-        inside = np.all((points[below, None, :] >= boxes.lo) & (points[below, None, :] <= boxes.hi), axis=2)
-        assert np.all(inside.any(axis=1))
-        covering = np.where(inside, boxes.lb, -np.inf).max(axis=1, initial=-np.inf)
-        assert np.all(covering <= values[below] + 1e-12)
-        seen += len(below)
-    assert seen > 1000 and exploration.lower_bound <= problem.optimum
+    seen = check_below_the_curve(exploration, points, values, node_limit=8)
+    assert exploration.done and seen > 1000 and exploration.lower_bound <= problem.optimum
 
 
 @pytest.mark.parametrize("name", ["C-g13-cec2006", "C-g05-cec2006"])
