@@ -19,7 +19,9 @@ from pbbflow.spatial.options import MinimizeOptions
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("simulated_libdevice")]
 
-ONE_BOX = MinimizeOptions(subdomains=8, local_solves=False, first_incumbents=False)  # 2^3 subdomains per box
+ONE_BOX = MinimizeOptions(
+    subdomains=8, local_solves=False, first_incumbents=False, second_order=False
+)  # 2^3 subdomains per box
 
 
 def _opposite(exploration) -> bool:
@@ -41,7 +43,7 @@ def test_a_local_optimum_that_ties_brings_its_multipliers_on_the_device():
     """A local solve from the mirror image of the incumbent lands on the other optimum, which ties
     it: its multipliers join the incumbent's (the CPU's selection, ExplorationBase's)."""
     problem = two_optima_problem()
-    gpu = GpuExploration(problem, MinimizeOptions(subdomains=8), phase_subdomains=64)
+    gpu = GpuExploration(problem, MinimizeOptions(subdomains=8, second_order=False), phase_subdomains=64)
     assert abs(gpu.incumbent.value - problem.optimum) <= 1e-6 and len(gpu._lagrangians) >= 1
     gpu._solve_locally(gpu.incumbent.x * [1, -1, -1])
     assert _opposite(gpu)
