@@ -30,7 +30,7 @@ import numba
 import numpy as np
 
 from . import interval as iv
-from .bounds import _values
+from .bounds import _unary_derivative, _values
 from .opcodes import (
     _ABS,
     _ADD,
@@ -60,49 +60,43 @@ jit = numba.njit(cache=True, nogil=True)
 
 @jit
 def _unary_terms(code: int, alo: float, ahi: float, vlo: float, vhi: float, k: int):
-    """(phi', phi'') of v = phi(a) over a as enclosures (v: phi's value there), and whether they exist."""
+    """(phi', phi'') of v = phi(a) over a as enclosures (v: phi's value there), and whether they
+    exist; phi' is the mean value form's (:func:`.bounds._unary_derivative`)."""
+    if not (
+        code == _EXP
+        or code == _POWI
+        or code == _TANH
+        or code == _SIGMOID
+        or code == _SIN
+        or code == _COS
+        or code == _TAN
+        or ((code == _SQRT or code == _LOG) and alo > 0.0)
+    ):
+        return 0.0, 0.0, 0.0, 0.0, False
+    d1lo, d1hi, _ = _unary_derivative(code, alo, ahi, vlo, vhi, k)
     if code == _EXP:
-        return vlo, vhi, vlo, vhi, True
-    if code == _POWI:
-        if k == 0:
-            return 0.0, 0.0, 0.0, 0.0, True
-        d1lo, d1hi = iv.mul(float(k), float(k), *iv.powi(alo, ahi, k - 1))
-        if k == 1:
+        return d1lo, d1hi, vlo, vhi, True
+    if code == _POWI:  # k (k - 1) a^(k - 2)
+        if k == 0 or k == 1:
             return d1lo, d1hi, 0.0, 0.0, True
         d2lo, d2hi = iv.mul(float(k) * float(k - 1), float(k) * float(k - 1), *iv.powi(alo, ahi, k - 2))
         return d1lo, d1hi, d2lo, d2hi, True
-    if code == _SQRT:  # phi' = 1 / (2 v), phi'' = -1 / (4 v^3)
-        if not alo > 0.0:
-            return 0.0, 0.0, 0.0, 0.0, False
-        d1lo, d1hi = iv.div(0.5, 0.5, vlo, vhi)
+    if code == _SQRT:  # -1 / (4 v^3)
         d2lo, d2hi = iv.div(-0.25, -0.25, *iv.powi(vlo, vhi, 3))
         return d1lo, d1hi, d2lo, d2hi, True
-    if code == _LOG:  # 1 / a, -1 / a^2
-        if not alo > 0.0:
-            return 0.0, 0.0, 0.0, 0.0, False
-        d1lo, d1hi = iv.div(1.0, 1.0, alo, ahi)
+    if code == _LOG:  # -1 / a^2
         d2lo, d2hi = iv.div(-1.0, -1.0, *iv.powi(alo, ahi, 2))
         return d1lo, d1hi, d2lo, d2hi, True
-    if code == _TANH:  # 1 - v^2, -2 v (1 - v^2)
-        d1lo, d1hi = iv.sub(1.0, 1.0, *iv.powi(vlo, vhi, 2))
-        d1lo = max(d1lo, 0.0)
+    if code == _TANH:  # -2 v (1 - v^2) = -2 v phi'
         d2lo, d2hi = iv.mul(*iv.mul(-2.0, -2.0, vlo, vhi), d1lo, d1hi)
         return d1lo, d1hi, d2lo, d2hi, True
-    if code == _SIGMOID:  # v (1 - v), v (1 - v) (1 - 2 v)
-        d1lo, d1hi = iv.mul(vlo, vhi, *iv.sub(1.0, 1.0, vlo, vhi))
+    if code == _SIGMOID:  # v (1 - v) (1 - 2 v) = phi' (1 - 2 v)
         d2lo, d2hi = iv.mul(d1lo, d1hi, *iv.sub(1.0, 1.0, *iv.mul(2.0, 2.0, vlo, vhi)))
         return d1lo, d1hi, d2lo, d2hi, True
-    if code == _SIN:  # cos a, -sin a
-        d1lo, d1hi = iv.cos(alo, ahi)
-        return d1lo, d1hi, -vhi, -vlo, True
-    if code == _COS:  # -sin a, -cos a
-        slo, shi = iv.sin(alo, ahi)
-        return -shi, -slo, -vhi, -vlo, True
-    if code == _TAN:  # 1 + v^2, 2 v (1 + v^2)
-        d1lo, d1hi = iv.add(1.0, 1.0, *iv.powi(vlo, vhi, 2))
+    if code == _TAN:  # 2 v (1 + v^2) = 2 v phi'
         d2lo, d2hi = iv.mul(*iv.mul(2.0, 2.0, vlo, vhi), d1lo, d1hi)
         return d1lo, d1hi, d2lo, d2hi, True
-    return 0.0, 0.0, 0.0, 0.0, False
+    return d1lo, d1hi, -vhi, -vlo, True  # SIN and COS: phi'' = -phi
 
 
 @jit
