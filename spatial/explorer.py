@@ -502,8 +502,8 @@ class Exploration(ExplorationBase):
         """The points each box's second-order bound expands f at (B, 2, d): the incumbent's point
         moved into the box (NaN without one) and the box's centre."""
         x = self.incumbent.x
-        nearest = np.full(lo.shape, np.nan) if x is None else np.clip(x, lo, hi)
-        return np.stack([nearest, np.clip(0.5 * (lo + hi), lo, hi)], axis=1)
+        moved = np.full(lo.shape, np.nan) if x is None else np.clip(x, lo, hi)
+        return np.stack([moved, np.clip(0.5 * (lo + hi), lo, hi)], axis=1)
 
     def _emptied_bound(self, lo: np.ndarray, hi: np.ndarray, cut: float) -> float:
         """The bound of boxes that contraction at ``cut`` emptied: ``cut``; or, with a threshold below
