@@ -11,7 +11,8 @@ below the problem's ``optimum`` (pbbflow's is certified: above it is a bug).  ``
 (``benchmarks/scip_reference.py``, one thread, same tolerances; atan2 problems come back
 ``unsupported``), ``--parallel`` pbbflow on every core, ``--gpu`` pbbflow on the GPU
 (``minimize_gpu``, ``--gpu-subdomains`` per box, its kernels compiled before the runs),
-``--maingo-interval`` MAiNGO with interval bounds alone.  The 1, 5 and 15 minute load averages
+``--auto`` pbbflow's route with a GPU visible and no ``--gpus`` (``minimize_auto``: a CPU slice,
+then the GPU with ``--gpu-subdomains``), ``--maingo-interval`` MAiNGO with interval bounds alone.  The 1, 5 and 15 minute load averages
 are recorded at the start and the end.
 
     pip install maingopy pyscipopt
@@ -48,9 +49,13 @@ PROBLEMS = Path(__file__).resolve().parent / "problems"  # the benchmark's own p
 BUILTINS = ("peaks-ann", "peaks-ann-error-min", "peaks-ann-error-max")  # the seed's network and its error
 
 
-def _pbbflow(problem, subdomains: int, time_limit: float, parallel: bool = False, gpu: bool = False) -> dict:
+def _pbbflow(
+    problem, subdomains: int, time_limit: float, parallel: bool = False, gpu: bool = False, auto: bool = False
+) -> dict:
     options = MinimizeOptions(subdomains=subdomains, parallel=parallel, time_limit=time_limit)
-    if gpu:
+    if auto:
+        from pbbflow.gpu.spatial.bnb import minimize_auto as solve
+    elif gpu:
         from pbbflow.gpu.spatial.bnb import minimize_gpu as solve
     else:
         solve = minimize
@@ -117,9 +122,11 @@ def compare(
     maingo_interval: bool = False,
     gpu_subdomains: int | None = None,
     scip: bool = False,
+    auto: bool = False,
 ) -> dict:
     """One row: pbbflow on one thread and MAiNGO (McCormick), and on request pbbflow on every core
-    (``pbbflow_parallel``), on the GPU (``pbbflow_gpu``, with ``gpu_subdomains``), MAiNGO with
+    (``pbbflow_parallel``), on the GPU (``pbbflow_gpu``, with ``gpu_subdomains``), by the route
+    without ``--gpus`` (``pbbflow_auto``, the GPU part with ``gpu_subdomains``), MAiNGO with
     interval bounds (``maingo_interval``) and SCIP (``scip``, one thread); runs alternate order."""
     box = (problem.tape, problem.lower, problem.upper)
     runners = {
@@ -133,6 +140,8 @@ def compare(
 
         load_code(problem, MinimizeOptions(subdomains=gpu_subdomains))  # compile its kernels first
         runners["pbbflow_gpu"] = lambda: _pbbflow(problem, gpu_subdomains, time_limit, gpu=True)
+        if auto:
+            runners["pbbflow_auto"] = lambda: _pbbflow(problem, gpu_subdomains, time_limit, auto=True)
     if maingo_interval:
         runners["maingo_interval"] = lambda: solve_with_maingo(*box, time_limit=time_limit, lbp_solver="interval")
     if scip:
@@ -185,6 +194,9 @@ def main() -> None:
     )
     parser.add_argument("--scip", action="store_true", help="also SCIP (benchmarks/scip_reference.py, one thread)")
     parser.add_argument(
+        "--auto", action="store_true", help="with --gpu, also the route without --gpus (CPU slice, then GPU)"
+    )
+    parser.add_argument(
         "problems", nargs="*", help=f"problem specs (default: the files of --data and --extra, {', '.join(BUILTINS)})"
     )
     args = parser.parse_args()
@@ -203,6 +215,7 @@ def main() -> None:
             args.maingo_interval,
             args.gpu_subdomains if args.gpu else None,
             args.scip,
+            args.auto and args.gpu,
         )
         for problem in problems
     ]
@@ -227,6 +240,7 @@ def main() -> None:
                     "gpu_subdomains": args.gpu_subdomains if args.gpu else None,
                     "gpu": _device() if args.gpu else None,
                     "scip": _scip_versions() if args.scip else None,
+                    "auto": bool(args.auto and args.gpu),
                 },
                 "problems": rows,
             },
