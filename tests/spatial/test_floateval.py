@@ -286,3 +286,37 @@ def test_the_local_solver_finds_the_crescents_vertex_optimum_within_the_toleranc
     local = _LocalSolver(problem, _Incumbent(problem, 1e-6))
     local.run(np.array([13.75322002, 0.6474759]))
     assert problem.optimum <= local.incumbent.value <= problem.optimum + 1e-6 * abs(problem.optimum)
+
+
+def _curved_equality():
+    """G11 (CEC 2006): the optimum 3/4 lies on the parabola x2 = x1**2, where SLSQP's iterates close
+    in on the manifold only linearly (the Maratos effect)."""
+    m = Model("g11")
+    x, y = m.variable(-1, 1), m.variable(-1, 1)
+    m.minimize(x**2 + (y - 1) ** 2)
+    m.subject_to(y - x**2 == 0)
+    return m.problem(optimum=0.75)
+
+
+def test_a_solve_on_a_curved_equality_stops_once_its_iterates_stall_and_verifies():
+    problem = _curved_equality()
+    local = _LocalSolver(problem, _Incumbent(problem, 1e-6))
+    points = []
+    evaluate = local.gradients
+    local.gradients = lambda x: (points.append(x), evaluate(x))[1]
+    assert local.run(np.array([0.3, 0.7])) is not None
+    assert problem.optimum - 1e-6 <= local.incumbent.value <= problem.optimum + 1e-9
+    assert len(points) < 300  # SLSQP's own test ran to maxiter (200 iterations) here: 674 points
+
+
+def test_a_local_optimum_no_better_than_the_incumbent_is_not_pulled_inside_again():
+    problem = _crescent()
+    local = _LocalSolver(problem, _Incumbent(problem, 1e-6))
+    local.run(np.array([13.75322002, 0.6474759]))
+    first = local.incumbent.value
+    margins = []
+    solve = local._solve
+    local._solve = lambda start, margin: (margins.append(margin), solve(start, margin))[1]
+    assert local.run(np.array([13.75322002, 0.6474759])) is None  # the same vertex, found again
+    assert margins == [0.0] and local.incumbent.value == first
+    assert local.found is not None and abs(local.found - local.incumbent.x).max() < 1e-4
