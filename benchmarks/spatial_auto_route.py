@@ -8,12 +8,14 @@ code and the problem's kernels loaded): ``cpu`` (``minimize``, one thread, the C
 the median seconds of ``--repeats``, nodes, status, backend and whether the lower bound stayed at
 or below the file's optimum. ``--no-gpu`` (a machine without one) skips the ``gpu`` column and
 runs ``auto`` up to its hand-over: a problem the slice does not finish is recorded as
-``handed_over`` with the slice's seconds and nodes. ``--fresh`` also times the command itself,
+``handed_over`` with the slice's seconds and nodes. ``--slices`` adds ``auto`` with other CPU slices
+than the default ``CPU_SLICE_S``, a column each. ``--fresh`` also times the command itself,
 one new process per way (``--gpus 0``, ``--gpus 1``, no ``--gpus``): CUDA's context creation and
 the kernels' load included, as a user sees it.
 
     python benchmarks/spatial_auto_route.py --fresh > benchmarks/results/spatial_auto_route_h200.json
     python benchmarks/spatial_auto_route.py --no-gpu --only B6-booth B15-hartmann-3
+    python benchmarks/spatial_auto_route.py --slices 0.01 0.04 0.08 > benchmarks/results/spatial_auto_slices_h200.json
 """
 
 from __future__ import annotations
@@ -115,6 +117,9 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=20.0)
     parser.add_argument("--folder", type=Path, action="append", help="problem folders (default: both)")
     parser.add_argument("--only", nargs="+", help="problems by file stem or built-in name")
+    parser.add_argument(
+        "--slices", type=float, nargs="+", help="also auto with these CPU slices (s), a column auto_<slice> each"
+    )
     args = parser.parse_args()
     specs = _specs(args.folder or list(FOLDERS), args.only)
     cpu = MinimizeOptions(subdomains=CPU_SUBDOMAINS, parallel=False, time_limit=args.time_limit)
@@ -134,6 +139,10 @@ def main() -> None:
             minimize_gpu(problem, gpu)  # warm-up: the kernels of this problem's sizes
             row["gpu"] = _timed(problem, lambda p=problem: minimize_gpu(p, gpu), args.repeats)
             row["auto"] = _timed(problem, lambda p=problem: minimize_auto(p, gpu), args.repeats)
+            for seconds in args.slices or ():
+                row[f"auto_{seconds:g}"] = _timed(
+                    problem, lambda p=problem, s=seconds: minimize_auto(p, gpu, slice_s=s), args.repeats
+                )
         if args.fresh:
             ways = {"cpu": "0"} if args.no_gpu else {"cpu": "0", "gpu": "1", "auto": None}
             row["fresh"] = {way: _fresh(spec, gpus, args.time_limit) for way, gpus in ways.items()}
@@ -141,6 +150,7 @@ def main() -> None:
         print(
             f"{problem.name}: " + json.dumps({k: row[k] for k in ("cpu", "gpu", "auto") if k in row}), file=sys.stderr
         )
+    ways = ("cpu", "gpu", "auto", *(f"auto_{seconds:g}" for seconds in args.slices or ()))
     report = {
         "benchmark": "spatial_auto_route",
         "command": "python benchmarks/spatial_auto_route.py " + " ".join(sys.argv[1:]),
@@ -162,7 +172,7 @@ def main() -> None:
         },
         "totals_s": {
             way: round(sum(r[way]["seconds"] for r in rows if way in r), 4)
-            for way in ("cpu", "gpu", "auto")
+            for way in ways
             if not (args.no_gpu and way != "cpu")
         },
         "problems": rows,
