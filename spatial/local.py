@@ -18,21 +18,31 @@ SLSQP_OPTIONS = {"maxiter": 200, "ftol": 1e-12}
 STALLED_ITERATIONS = 3  # a solve with equalities ends once its iterates are feasible and f stood still this often
 
 
+class _Stalled(Exception):
+    """Raised by :class:`_Stall` to end a solve; ``x`` is its last iterate."""
+
+    def __init__(self, x: np.ndarray):
+        super().__init__()
+        self.x = x
+
+
 class _Stall:
     """SLSQP's callback that ends a solve whose iterates have stalled: feasible within ``ftol`` and
     f unchanged to ``ftol`` relative, for ``STALLED_ITERATIONS`` iterations in a row. SLSQP's own test
     also wants a step below 10 ftol, which an ill-conditioned quasi-Newton matrix can keep jittering
-    above at a constrained optimum until ``maxiter`` (g11: 200 iterations, where 12 reach it). Used
-    only where there are equalities: a curved one is what slows SLSQP so (the Maratos effect), and
-    the callback costs 5-15 % of a solve elsewhere."""
+    above at a constrained optimum until ``maxiter`` (g11's first solve: 200 iterations; 109 with
+    this). Used only where there are equalities: a curved one is what slows SLSQP so (the Maratos
+    effect), and the callback costs 5-15 % of a solve elsewhere. It takes the iterate alone and
+    raises its own exception, which scipy lets through (its SLSQP before 1.16 neither passed
+    ``intermediate_result`` nor stopped on StopIteration)."""
 
     def __init__(self, outputs, ineq: slice, eq: slice, margin: float):
         self.outputs, self.ineq, self.eq, self.margin = outputs, ineq, eq, margin
         self.last = np.nan
         self.still = 0
 
-    def __call__(self, intermediate_result) -> None:
-        values = self.outputs(intermediate_result.x)
+    def __call__(self, x: np.ndarray) -> None:
+        values = self.outputs(x)
         f = float(values[0])
         ftol = SLSQP_OPTIONS["ftol"]
         violation = max(
@@ -42,7 +52,7 @@ class _Stall:
         still = abs(f - self.last) <= ftol * max(1.0, abs(f)) and violation <= ftol
         self.still, self.last = (self.still + 1 if still else 0), f
         if self.still >= STALLED_ITERATIONS:
-            raise StopIteration
+            raise _Stalled(np.array(x, dtype=np.float64))
 
 
 class _NonFiniteJacobian(Exception):
@@ -142,7 +152,11 @@ class _LocalSolver:
                 )
             except (ValueError, ArithmeticError):  # a start where the functions are undefined
                 return None
-        return found.x if np.all(np.isfinite(found.x)) else None
+            except _Stalled as stalled:
+                x = stalled.x
+            else:
+                x = found.x
+        return x if np.all(np.isfinite(x)) else None
 
     def _restored(self, x: np.ndarray, margin: float) -> np.ndarray | None:
         """``x`` moved by least-norm Newton steps that set its inequalities above ``-2 margin`` to
