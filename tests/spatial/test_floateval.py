@@ -201,17 +201,23 @@ def _constrained():
     return m.problem(optimum=1.0)
 
 
-def test_the_local_solver_evaluates_each_point_once_with_analytic_gradients():
-    problem = _constrained()
-    local = _LocalSolver(problem, _Incumbent(problem, 1e-6))
+def _evaluated_points(local: _LocalSolver) -> list[np.ndarray]:
+    """The points ``local`` evaluates its outputs and Jacobian at from now on, in order."""
     points = []
     evaluate = local.gradients
 
-    def counting(x):
+    def recording(x):
         points.append(np.array(x, dtype=np.float64))
         return evaluate(x)
 
-    local.gradients = counting
+    local.gradients = recording
+    return points
+
+
+def test_the_local_solver_evaluates_each_point_once_with_analytic_gradients():
+    problem = _constrained()
+    local = _LocalSolver(problem, _Incumbent(problem, 1e-6))
+    points = _evaluated_points(local)
     optimum = local.run(np.array([-2.0, 2.5]))
     assert optimum is not None and np.allclose(optimum, [1.0, 1.0], atol=1e-7)
     assert local.fallbacks == 0 and local.incumbent.value == pytest.approx(1.0, abs=1e-6)
@@ -301,9 +307,7 @@ def _curved_equality():
 def test_a_solve_on_a_curved_equality_stops_once_its_iterates_stall_and_verifies():
     problem = _curved_equality()
     local = _LocalSolver(problem, _Incumbent(problem, 1e-6))
-    points = []
-    evaluate = local.gradients
-    local.gradients = lambda x: (points.append(x), evaluate(x))[1]
+    points = _evaluated_points(local)
     assert local.run(np.array([0.3, 0.7])) is not None
     assert problem.optimum - 1e-6 <= local.incumbent.value <= problem.optimum + 1e-9
     assert len(points) < 300  # SLSQP's own test ran to maxiter (200 iterations) here: 674 points
