@@ -13,7 +13,8 @@ below the problem's ``optimum`` (pbbflow's is certified: above it is a bug).  ``
 (``minimize_gpu``, ``--gpu-subdomains`` per box, its kernels compiled before the runs),
 ``--auto`` pbbflow's route with a GPU visible and no ``--gpus`` (``minimize_auto``: a CPU slice,
 then the GPU with ``--gpu-subdomains``), ``--maingo-interval`` MAiNGO with interval bounds alone.  The 1, 5 and 15 minute load averages
-are recorded at the start and the end.
+are recorded at the start and the end.  ``--out FILE`` writes the report there instead of to
+standard output, rewritten after each problem, so that a run cut short keeps the rows it has.
 
     pip install maingopy pyscipopt
     python benchmarks/spatial_vs_maingo.py --repeats 3 > benchmarks/results/spatial_vs_maingo.json
@@ -197,6 +198,9 @@ def main() -> None:
         "--auto", action="store_true", help="with --gpu, also the route without --gpus (CPU slice, then GPU)"
     )
     parser.add_argument(
+        "--out", type=Path, help="write the report here (after each problem too) instead of to standard output"
+    )
+    parser.add_argument(
         "problems", nargs="*", help=f"problem specs (default: the files of --data and --extra, {', '.join(BUILTINS)})"
     )
     args = parser.parse_args()
@@ -205,48 +209,65 @@ def main() -> None:
     load_start = os.getloadavg()
     for parallel in (False, True) if args.parallel else (False,):  # load the numba code first
         minimize(problems[-1], MinimizeOptions(parallel=parallel, node_limit=8))
-    rows = [
-        compare(
-            problem,
-            args.subdomains,
-            args.repeats,
-            args.time_limit,
-            args.parallel,
-            args.maingo_interval,
-            args.gpu_subdomains if args.gpu else None,
-            args.scip,
-            args.auto and args.gpu,
+    settings = {
+        "eps_abs": 1e-6,
+        "eps_rel": 1e-6,
+        "feas_tol": 1e-6,
+        "one_core": not args.parallel,
+        "subdomains": args.subdomains,
+        "repeats": args.repeats,
+        "gpu_subdomains": args.gpu_subdomains if args.gpu else None,
+        "gpu": _device() if args.gpu else None,
+        "scip": _scip_versions() if args.scip else None,
+        "auto": bool(args.auto and args.gpu),
+    }
+    rows = []
+    for problem in problems:
+        rows.append(
+            compare(
+                problem,
+                args.subdomains,
+                args.repeats,
+                args.time_limit,
+                args.parallel,
+                args.maingo_interval,
+                args.gpu_subdomains if args.gpu else None,
+                args.scip,
+                args.auto and args.gpu,
+            )
         )
-        for problem in problems
-    ]
-    print(
-        json.dumps(
-            {
-                "benchmark": "spatial_vs_maingo",
-                "command": "python benchmarks/spatial_vs_maingo.py " + " ".join(sys.argv[1:]),
-                "machine": {
-                    "cpus": os.cpu_count(),
-                    "load_average_1_5_15_min": {"start": load_start, "end": os.getloadavg()},
-                    "processor": platform.processor(),
-                    "python": platform.python_version(),
-                },
-                "settings": {
-                    "eps_abs": 1e-6,
-                    "eps_rel": 1e-6,
-                    "feas_tol": 1e-6,
-                    "one_core": not args.parallel,
-                    "subdomains": args.subdomains,
-                    "repeats": args.repeats,
-                    "gpu_subdomains": args.gpu_subdomains if args.gpu else None,
-                    "gpu": _device() if args.gpu else None,
-                    "scip": _scip_versions() if args.scip else None,
-                    "auto": bool(args.auto and args.gpu),
-                },
-                "problems": rows,
+        if args.out is not None:  # the rows so far: a run cut short keeps them
+            _write(args.out, _report(args, load_start, settings, rows))
+    report = _report(args, load_start, settings, rows)
+    if args.out is None:
+        print(report)
+    else:
+        _write(args.out, report)
+
+
+def _report(args: argparse.Namespace, load_start: tuple, settings: dict, rows: list[dict]) -> str:
+    return json.dumps(
+        {
+            "benchmark": "spatial_vs_maingo",
+            "command": "python benchmarks/spatial_vs_maingo.py " + " ".join(sys.argv[1:]),
+            "machine": {
+                "cpus": os.cpu_count(),
+                "load_average_1_5_15_min": {"start": load_start, "end": os.getloadavg()},
+                "processor": platform.processor(),
+                "python": platform.python_version(),
             },
-            indent=1,
-        )
+            "settings": settings,
+            "problems": rows,
+        },
+        indent=1,
     )
+
+
+def _write(path: Path, text: str) -> None:
+    """``text`` into ``path`` whole (a new file renamed over it)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text + "\n")
+    partial.replace(path)
 
 
 if __name__ == "__main__":
