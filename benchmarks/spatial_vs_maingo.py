@@ -246,6 +246,7 @@ def main() -> None:
 
 
 def _report(args: argparse.Namespace, load_start: tuple, settings: dict, rows: list[dict]) -> str:
+    """The JSON report of ``rows`` (all of them, or those done so far)."""
     return json.dumps(
         {
             "benchmark": "spatial_vs_maingo",

@@ -28,11 +28,10 @@ class _Stalled(Exception):
 
 class _Stall:
     """SLSQP's callback that ends a solve whose iterates have stalled: feasible within ``ftol`` and
-    f unchanged to ``ftol`` relative, for ``STALLED_ITERATIONS`` iterations in a row. SLSQP's own test
-    also wants a step below 10 ftol, which an ill-conditioned quasi-Newton matrix can keep jittering
-    above at a constrained optimum until ``maxiter`` (g11's first solve: 200 iterations; 109 with
-    this). Used only where there are equalities: a curved one is what slows SLSQP so (the Maratos
-    effect), and the callback costs 5-15 % of a solve elsewhere. It takes the iterate alone and
+    f unchanged to ``ftol`` relative, for ``STALLED_ITERATIONS`` iterations in a row. On a curved
+    equality SLSQP's iterates close in on the manifold only linearly, and its own test did not end
+    g11's first solve before ``maxiter`` (200 iterations; 109 with this). Used only where there are
+    equalities: the callback costs 5-15 % of a solve elsewhere. It takes the iterate alone and
     raises its own exception, which scipy lets through (its SLSQP before 1.16 neither passed
     ``intermediate_result`` nor stopped on StopIteration)."""
 
