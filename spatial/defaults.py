@@ -10,9 +10,10 @@ CPU_SUBDOMAINS = 64
 # 1,024 leaves G13 open at 10 s (0.58 s at 256) and is no faster on the other 26 (1.11 s against 0.98 s).
 GPU_SUBDOMAINS = 256
 # With no --gpus, a GPU visible: the CPU explores first (one thread) for this many seconds, without
-# touching CUDA, and hands what is left to the GPU. On an H200 host (results/
-# spatial_vs_maingo_scip_h200_2026-12-04.json, in-process) 14 of 24 problems end on one thread in
-# <= 0.014 s, where the GPU takes 0.007-0.023 s, and the GPU wins by far only beyond 0.036 s.
+# touching CUDA, and hands what is left to the GPU. On an H200 host 18 of 27 problems end on one
+# thread in <= 0.02 s, where the GPU takes 0.006-0.023 s (Trid-6 0.15 s). Slices of 0.01, 0.02,
+# 0.04 and 0.08 s took 0.72, 0.76, 0.88 and 1.03 s over the class; 0.01 s hands G11, G05 and
+# Eggholder over at 1.7-1.8x their CPU time (results/spatial_side_by_side_h200_2026-12-06/).
 CPU_SLICE_S = 0.02
 # What a proof means: a gap of at most max(EPS_ABS, EPS_REL |f*|), equalities within FEAS_TOL.
 EPS_ABS = 1e-6

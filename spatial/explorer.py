@@ -366,7 +366,9 @@ class Exploration(ExplorationBase):
         self.n_per_dim, self._split_axes = split_shape(options, d)  # n pieces along k sides of each box
         self._subdomains = self.n_per_dim**self._split_axes
         self.incumbent = _Incumbent(problem, options.feas_tol)
-        self.local = _LocalSolver(problem, self.incumbent) if options.local_solves else None
+        self.local = (
+            _LocalSolver(problem, self.incumbent, options.eps_abs, options.eps_rel) if options.local_solves else None
+        )
         self.nodes = 0
         self.settled_lb = math.inf  # the lowest bound of anything discarded (pruned, cut away)
         self.unsplittable = 0  # boxes too small to split in floating point, dropped from the open boxes

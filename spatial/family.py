@@ -132,7 +132,7 @@ def side_heuristic(
     the time.  Every rigorously verified improvement goes to ``improved(value, point)``."""
     problem, minimize = _problem_and_options(options)
     incumbent = _Incumbent(problem, minimize.feas_tol)
-    local = _LocalSolver(problem, incumbent)
+    local = _LocalSolver(problem, incumbent, minimize.eps_abs, minimize.eps_rel)
     rng = np.random.default_rng(seed)
     while not stopping():
         before, began = incumbent.value, time.perf_counter()

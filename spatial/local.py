@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 
+from .defaults import EPS_ABS, EPS_REL
 from .options import _Incumbent
 from .problem import Problem
 
@@ -16,6 +17,7 @@ INWARD_MARGINS = (0.0, 1e-10, 1e-8, 1e-6)  # how far a local optimum is pulled i
 RESTORE_STEPS = 3  # Newton steps onto the margin, where SLSQP's own pull leaves a point that does not verify
 SLSQP_OPTIONS = {"maxiter": 200, "ftol": 1e-12}
 STALLED_ITERATIONS = 3  # a solve with equalities ends once its iterates are feasible and f stood still this often
+TAIL_SHARE = 0.01  # ... or once they are feasible to this share of feas_tol and f's tail is below this share of the gap
 
 
 class _Stalled(Exception):
@@ -28,16 +30,20 @@ class _Stalled(Exception):
 
 class _Stall:
     """SLSQP's callback that ends a solve whose iterates have stalled: feasible within ``ftol`` and
-    f unchanged to ``ftol`` relative, for ``STALLED_ITERATIONS`` iterations in a row. On a curved
-    equality SLSQP's iterates close in on the manifold only linearly, and its own test did not end
-    g11's first solve before ``maxiter`` (200 iterations; 109 with this). Used only where there are
-    equalities: the callback costs 5-15 % of a solve elsewhere. It takes the iterate alone and
-    raises its own exception, which scipy lets through (its SLSQP before 1.16 neither passed
+    f unchanged to ``ftol`` relative, for ``STALLED_ITERATIONS`` iterations in a row; or feasible
+    within ``tail_h`` with f's changes shrinking so that their geometric tail, ``d r / (1 - r)`` for
+    the last change d and ratio r of the last two, is at most ``tail_f(f)``. On a curved equality
+    SLSQP's iterates close in on the manifold only linearly (g11: the violation shrinks by about
+    0.73 an iteration), and its own test did not end g11's first solve before ``maxiter`` (200
+    iterations; 91 with the first test, 59 with both). Used only where there are equalities: the
+    callback costs 5-15 % of a solve elsewhere. It takes the iterate alone and raises its own
+    exception, which scipy lets through (its SLSQP before 1.16 neither passed
     ``intermediate_result`` nor stopped on StopIteration)."""
 
-    def __init__(self, outputs, ineq: slice, eq: slice, margin: float):
+    def __init__(self, outputs, ineq: slice, eq: slice, margin: float, tail_f, tail_h: float):
         self.outputs, self.ineq, self.eq, self.margin = outputs, ineq, eq, margin
-        self.last = np.nan
+        self.tail_f, self.tail_h = tail_f, tail_h
+        self.last = self.change = np.nan
         self.still = 0
 
     def __call__(self, x: np.ndarray) -> None:
@@ -48,9 +54,12 @@ class _Stall:
             float(np.max(values[self.ineq] + self.margin, initial=0.0)),
             float(np.max(np.abs(values[self.eq]), initial=0.0)),
         )
-        still = abs(f - self.last) <= ftol * max(1.0, abs(f)) and violation <= ftol
-        self.still, self.last = (self.still + 1 if still else 0), f
-        if self.still >= STALLED_ITERATIONS:
+        change = abs(f - self.last)
+        ratio = change / self.change  # NaN until two changes are known
+        still = change <= ftol * max(1.0, abs(f)) and violation <= ftol
+        self.still, self.last, self.change = (self.still + 1 if still else 0), f, change
+        tail = ratio < 1.0 and violation <= self.tail_h and change * ratio / (1.0 - ratio) <= self.tail_f(f)
+        if self.still >= STALLED_ITERATIONS or tail:
             raise _Stalled(np.array(x, dtype=np.float64))
 
 
@@ -66,12 +75,15 @@ class _LocalSolver:
     Derivatives are analytic (:func:`.floateval.float_gradients`): one forward pass per
     distinct point gives the objective, the constraints and all their gradients, cached for the
     calls SLSQP makes at that point.  A solve that asks for a gradient that is not finite is
-    redone from its start with scipy's finite differences (``fallbacks`` counts them)."""
+    redone from its start with scipy's finite differences (``fallbacks`` counts them).  A solve
+    with equalities need not be more precise than a small share of the search's gap tolerance,
+    ``max(eps_abs, eps_rel |f|)``, and of ``incumbent.feas_tol`` (:class:`_Stall`)."""
 
-    def __init__(self, problem: Problem, incumbent: _Incumbent):
+    def __init__(self, problem: Problem, incumbent: _Incumbent, eps_abs: float = EPS_ABS, eps_rel: float = EPS_REL):
         from .floateval import evaluate_float, float_gradients
 
         self.problem, self.incumbent, self.evaluate = problem, incumbent, evaluate_float
+        self.eps_abs, self.eps_rel = eps_abs, eps_rel
         self.gradients = float_gradients(problem.tape)
         self.count = 0
         self.fallbacks = 0
@@ -147,7 +159,7 @@ class _LocalSolver:
                     bounds=self.bounds,
                     constraints=constraints,
                     options=SLSQP_OPTIONS,
-                    callback=_Stall(lambda x: self._at(x)[0], ineq, eq, margin) if tape.n_eq else None,
+                    callback=self._stall(margin) if tape.n_eq else None,
                 )
             except (ValueError, ArithmeticError):  # a start where the functions are undefined
                 return None
@@ -156,6 +168,14 @@ class _LocalSolver:
             else:
                 x = found.x
         return x if np.all(np.isfinite(x)) else None
+
+    def _stall(self, margin: float) -> _Stall:
+        def tail_f(f: float) -> float:
+            return TAIL_SHARE * max(self.eps_abs, self.eps_rel * abs(f))
+
+        return _Stall(
+            lambda x: self._at(x)[0], self._ineq, self._eq, margin, tail_f, TAIL_SHARE * self.incumbent.feas_tol
+        )
 
     def _restored(self, x: np.ndarray, margin: float) -> np.ndarray | None:
         """``x`` moved by least-norm Newton steps that set its inequalities above ``-2 margin`` to

@@ -242,7 +242,9 @@ class GpuExploration(ExplorationBase):
         self._scale = problem.upper - problem.lower
         self._device_scale = cuda.to_device(self._scale)
         self.incumbent = _Incumbent(problem, options.feas_tol)
-        self.local = _LocalSolver(problem, self.incumbent) if options.local_solves else None
+        self.local = (
+            _LocalSolver(problem, self.incumbent, options.eps_abs, options.eps_rel) if options.local_solves else None
+        )
         self._reserve = _Reserve(d)
         self._lagrangians = []  # (f, point, L): ExplorationBase._add_multipliers_at
         self._distance_scale = distance_scale(problem.lower, problem.upper)
