@@ -23,7 +23,10 @@ The network, as a function of real x (real arithmetic on the file's doubles)::
     f(x) = aL[0] * y_sd + y_mu
 
 Every step is a tape operation on the file's numbers, so no rounded constant (like
-2 / (in_hi - in_lo)) is ever derived: interval evaluation encloses the real network.
+2 / (in_hi - in_lo)) is ever derived: interval evaluation encloses the real network. Where every
+``in_hi - in_lo`` is a double exactly, the scaling is the network's own first steps, so that the
+objective is exactly ``y_sd . network(x) + y_mu`` and the search bounds it through the layers too
+(:mod:`.network_bounds`); else it is recorded before the network.
 """
 
 from __future__ import annotations
@@ -31,12 +34,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
 from . import model as api
 from .model import ACTIVATIONS, Expr, Model
-from .network import Layer, Network
+from .network import Elementwise, Layer, Network
 from .problem import Problem, ProblemError
 
 ANN_KEYS = frozenset({"layers", "W", "b", "in_lo", "in_hi", "y_mu", "y_sd"})
@@ -121,8 +125,24 @@ class AnnNetwork:
 
     def output(self, x: Sequence[Expr]) -> Expr:
         """The network's output at the inputs ``x``, recorded as model expressions (the module doc)."""
-        values = self.network(api.scale_inputs(x, self.in_lo, self.in_hi))
+        scaled = self.scaled_network()
+        values = self.network(api.scale_inputs(x, self.in_lo, self.in_hi)) if scaled is None else scaled(x)
         return api.unscale_outputs(values, self.y_mu, self.y_sd)[0]
+
+    def scaled_network(self) -> Network | None:
+        """The network with the input scaling as its first steps, ``x - in_lo``, ``* 2``,
+        ``/ (in_hi - in_lo)`` and ``- 1``, where every ``in_hi - in_lo`` is a double exactly; else None."""
+        widths = [hi - lo for lo, hi in zip(self.in_lo, self.in_hi)]
+        if any(Fraction(w) != Fraction(hi) - Fraction(lo) for w, lo, hi in zip(widths, self.in_lo, self.in_hi)):
+            return None
+        n = self.network.n_inputs
+        scaling = (
+            Elementwise("sub", np.array(self.in_lo)),
+            Elementwise("mul", np.full(n, 2.0)),
+            Elementwise("div", np.array(widths)),
+            Elementwise("sub", np.ones(n)),
+        )
+        return Network(n, scaling + self.network.steps, self.network.name)
 
 
 def _finite(value) -> bool:

@@ -16,9 +16,11 @@ import numpy as np
 import pytest
 
 from pbbflow.spatial import Model, ProblemError, read_onnx
-from pbbflow.spatial.ann import AnnNetwork
+from pbbflow.spatial import model as api
+from pbbflow.spatial.ann import AnnNetwork, ann_problem
 from pbbflow.spatial.bnb import minimize
 from pbbflow.spatial.bounds import Mode, bound_boxes
+from pbbflow.spatial.floateval import evaluate_float
 from pbbflow.spatial.model import maximum, minimum
 from pbbflow.spatial.network import Activation, Elementwise, Layer, Network, NetworkObjective
 from pbbflow.spatial.network_bounds import NetworkBounds, _matmul_error_constants, lower_bound, output_bounds
@@ -457,6 +459,50 @@ def test_search_uses_the_network_bound():
         assert result.lower_bound <= least + 1e-12
         assert arb_network(network, result.x)[0] >= result.lower_bound
     assert results[0].nodes < results[1].nodes
+
+
+def _ann_document(rng: np.random.Generator, in_lo, in_hi) -> dict:
+    """A 2-16-16-1 ReLU network as an ANN file's JSON."""
+    network = deep_relu_network(rng, [2, 16, 16, 1])
+    weights = [step.weights.tolist() for step in network.steps]
+    biases = [(np.zeros(step.sizes[1]) if step.bias is None else step.bias).tolist() for step in network.steps]
+    return {"layers": [2, 16, 16, 1], "W": weights, "b": biases, "in_lo": in_lo, "in_hi": in_hi}
+
+
+def test_an_ann_file_is_bounded_through_its_layers():
+    """Where every in_hi - in_lo is a double, the scaling is the network's first steps: the same
+    tape values as the scaling recorded before the network, and the certified minimum, with and
+    without the network bound, below a brute-force grid and arb's value at the point, in fewer
+    boxes with it (measured: 53 against 65)."""
+    document = _ann_document(np.random.default_rng(8), [-5.0, 0.0], [10.0, 15.0])
+    document |= {"y_mu": 0.25, "y_sd": 1.5, "activation": "relu"}
+    ann = AnnNetwork.from_document(document, "net.json")
+    problem = ann_problem(document, "net.json")
+    assert NetworkObjective.of(problem).c.tolist() == [[1.5]] and NetworkObjective.of(problem).d.tolist() == [0.25]
+    model = Model("scaled on the tape")
+    x = [model.variable(lo, hi) for lo, hi in zip(ann.in_lo, ann.in_hi)]
+    model.minimize(api.unscale_outputs(ann.network(api.scale_inputs(x, ann.in_lo, ann.in_hi)), 0.25, 1.5)[0])
+    on_tape = model.problem()
+    points = np.random.default_rng(9).uniform(ann.in_lo, ann.in_hi, (200, 2))
+    for point in points:
+        assert evaluate_float(problem.tape, point)[0] == evaluate_float(on_tape.tape, point)[0]
+    scaled = ann.scaled_network()
+    axes = [np.linspace(lo, hi, 301) for lo, hi in zip(ann.in_lo, ann.in_hi)]
+    grid = np.stack(np.meshgrid(*axes), -1).reshape(-1, 2)
+    least = min(evaluate_float(problem.tape, point)[0] for point in grid[::7])
+    results = [minimize(p, MinimizeOptions()) for p in (problem, replace(problem, network_objective=None))]
+    for result in results:
+        assert result.status.name == "OPTIMAL"
+        assert result.lower_bound <= least
+        assert arb_network(scaled, result.x)[0] * 1.5 + 0.25 >= result.lower_bound
+    assert results[0].nodes < results[1].nodes
+
+
+def test_an_ann_file_whose_widths_are_not_doubles_scales_on_the_tape():
+    document = _ann_document(np.random.default_rng(8), [0.1, -7.0], [0.7, 3.0])  # 0.7 - 0.1 is no double
+    document |= {"y_mu": 0.0, "y_sd": 1.0}
+    assert AnnNetwork.from_document(document, "net.json").scaled_network() is None
+    assert ann_problem(document, "net.json").network_objective is None
 
 
 DATA = next(
