@@ -449,7 +449,8 @@ class Exploration(ExplorationBase):
         or infeasible without one), bound them, offer their best points, and keep each shrunk to the
         hull of its subdomains below the prune level (the rest holds nothing below that level).
         A constrained problem's boxes are bounded on its Lagrangians first (subdomains), then on f
-        over the whole box where still below the level. f's bounds of the boxes it bounded, or None
+        over the whole box where still below the level; a network objective's boxes through its
+        layers first, then on f's subdomains where still below the level. f's bounds of the boxes it bounded, or None
         when it bounded none."""
         options, tape = self.options, self.problem.tape
         self.nodes += len(lo)
@@ -470,6 +471,8 @@ class Exploration(ExplorationBase):
         if self._lagrangians:  # first: near an optimum L's bound prunes most, and f's is then not needed
             lb, hull_lo, hull_hi = self._with_lagrangians(lo, hi, sides, level, lb, hull_lo, hull_hi)
             n_f, sides = 1, None  # L's subdomains gave the fine bound and hull: f's bound is a fallback over the box
+        if self._network is not None:  # first: it prunes most boxes of a network, whose subdomains cost far more
+            lb = self._with_network(lo, hi, lb)
         below = np.flatnonzero(lb < level)
         found = None
         if len(below):
@@ -485,8 +488,7 @@ class Exploration(ExplorationBase):
                 sides=None if sides is None else sides[below],
             )
             self.incumbent.offer_many(found.best_point)
-            by_f = found.lb if self._network is None else self._with_network(lo[below], hi[below], found.lb)
-            lb[below] = np.maximum(lb[below], by_f)
+            lb[below] = np.maximum(lb[below], found.lb)
             hull_lo[below] = np.fmax(hull_lo[below], found.hull_lo)
             hull_hi[below] = np.fmin(hull_hi[below], found.hull_hi)
         rows = np.flatnonzero(lb < math.inf)  # +inf: proved infeasible; -inf: unbounded so far, kept
