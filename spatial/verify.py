@@ -6,7 +6,9 @@ region holds a counterexample exactly when ``min m <= 0``, so each region is the
 question "is m >= the smallest positive double everywhere?" (``MinimizeOptions.prove_above``):
 it holds (no counterexample: the property is ``unsat`` once every region holds) or is violated at
 a point whose margin's enclosure is <= 0. The margin is a max of affine forms of the outputs, so
-the search bounds it through the network's layers too (:mod:`.network_bounds`).
+the search bounds it through the network's layers too (:mod:`.network_bounds`). Before a
+region's search, a gradient descent on the margin (:mod:`.falsify`) proposes a few points; the
+first that passes the exact check below answers ``sat`` (one that fails it is no answer).
 
 Rounding: the box is the smallest box of doubles around the region's (rational) one, and a
 constant ``d`` that no double is becomes the double below it, so a margin that holds above 0 holds
@@ -27,6 +29,7 @@ from fractions import Fraction
 import numpy as np
 
 from .bnb import minimize
+from .falsify import candidates
 from .model import Model, enclose, maximum
 from .network import Network
 from .network_bounds import output_bounds
@@ -53,9 +56,11 @@ def verify(
     prop: Property,
     options: MinimizeOptions | None = None,
     should_stop: Callable[[], bool] | None = None,
+    falsify: bool = True,
 ) -> Verdict:
     """Decide ``prop`` for ``network`` (the module doc); ``options.time_limit`` is the whole
-    question's, shared by its regions in order; ``should_stop()`` true stops it undecided (timeout)."""
+    question's, shared by its regions in order; ``should_stop()`` true stops it undecided (timeout);
+    ``falsify`` False leaves each region to its search alone (no descent first)."""
     if (prop.n_inputs, prop.n_outputs) != (network.n_inputs, network.n_outputs):
         raise ValueError(
             f"the property has {prop.n_inputs} inputs and {prop.n_outputs} outputs, the network "
@@ -70,6 +75,10 @@ def verify(
             return Verdict("timeout", None, None, nodes, time.perf_counter() - began)
         if not region.atoms:  # every input of the box is a counterexample
             return _checked(network, region, [enclose(a)[1] for a in region.lower], nodes, began)
+        for point in candidates(network, region) if falsify else ():  # a descent costs milliseconds
+            verdict = _checked(network, region, point.tolist(), nodes, began)
+            if verdict.answer == "sat":
+                return verdict
         limited = replace(options, prove_above=POSITIVE, time_limit=left)
         result = minimize(margin_problem(network, region), limited, should_stop=should_stop)
         nodes += result.nodes

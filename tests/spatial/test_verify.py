@@ -96,9 +96,11 @@ def test_output_zero_largest_against_an_exact_grid(seed):
         assert verdict.answer == "sat" and satisfies(network, prop, verdict.x)
 
 
+@pytest.mark.parametrize("falsify", [False, True])
 @pytest.mark.parametrize("seed", range(6))
-def test_planted_counterexamples_are_found(seed):
-    """A level just below the exact output at a planted point: never unsat, and a checked point."""
+def test_planted_counterexamples_are_found(seed, falsify):
+    """A level just below the exact output at a planted point: never unsat, and a checked point,
+    from the search alone or from the descent before it (then with no box bounded)."""
     network = relu_network(100 + seed, [3, 10, 10, 2])
     rng = np.random.default_rng(seed)
     planted = [Fraction(round(v, 4)) for v in rng.uniform(-1.0, 1.0, 3)]
@@ -106,8 +108,9 @@ def test_planted_counterexamples_are_found(seed):
     box = [(p - Fraction(1, 10), p + Fraction(1, 10)) for p in planted]
     text = vnnlib(3, 2, [(float(a), float(b)) for a, b in box], f"(>= Y_1 {float(level)!r})")
     prop = parse_vnnlib(text)
-    verdict = verify(network, prop, OPTIONS)
+    verdict = verify(network, prop, OPTIONS, falsify=falsify)
     assert verdict.answer == "sat" and satisfies(network, prop, verdict.x)
+    assert (verdict.nodes == 0) == falsify
 
 
 def test_regions_are_tried_in_turn_and_a_later_one_answers():

@@ -1,0 +1,111 @@
+"""Benchmark: deciding VNN-LIB properties with and without the descent before each region's search
+(``verify(..., falsify=...)``), as JSON.
+
+The network is the ACAS-Xu-shaped 5-6x50-5 ReLU ONNX of ``benchmarks/networks`` (written by
+``benchmarks/network_bounds.py`` when missing). The properties: "Y_k is the largest output"
+(``Y_k >= Y_j`` for every other j: a counterexample of ACAS Xu's property 2 shape) over boxes of
+side ``--widths`` around seeded centres in [-0.4, 0.4]^5, for k = 0..4 in turn. Each instance runs
+both ways in turn (which goes first alternates), one thread, ``--time-limit`` each. Per run: the
+answer, boxes, seconds; ``agree`` is false where the two ways gave different decided answers (a
+bug: each sat point is checked exactly, and unsat is certified).
+
+    python benchmarks/verify_falsify.py --instances 10 --widths 0.02 0.05 --time-limit 20 \
+        --out benchmarks/results/verify_falsify_2core_2026-12-06.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from network_bounds import ACAS, write_acas_shaped  # noqa: E402
+
+from pbbflow.spatial.bnb import load_code  # noqa: E402
+from pbbflow.spatial.onnx_network import read_onnx  # noqa: E402
+from pbbflow.spatial.options import MinimizeOptions  # noqa: E402
+from pbbflow.spatial.verify import margin_problem, verify  # noqa: E402
+from pbbflow.spatial.vnnlib import parse_vnnlib  # noqa: E402
+
+
+def largest_output(k: int, box: list[tuple[float, float]], n_outputs: int = 5) -> str:
+    """VNN-LIB text: inputs in ``box``; the counterexample has Y_k at least every other output."""
+    lines = [f"(declare-const X_{i} Real)" for i in range(len(box))]
+    lines += [f"(declare-const Y_{j} Real)" for j in range(n_outputs)]
+    for i, (lo, hi) in enumerate(box):
+        lines += [f"(assert (>= X_{i} {lo!r}))", f"(assert (<= X_{i} {hi!r}))"]
+    conditions = " ".join(f"(>= Y_{k} Y_{j})" for j in range(n_outputs) if j != k)
+    return "\n".join([*lines, f"(assert (and {conditions}))"])
+
+
+def run(network, prop, time_limit: float, falsify: bool) -> dict:
+    began = time.perf_counter()
+    verdict = verify(network, prop, MinimizeOptions(parallel=False, time_limit=time_limit), falsify=falsify)
+    return {"answer": verdict.answer, "nodes": verdict.nodes, "seconds": round(time.perf_counter() - began, 4)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--instances", type=int, default=10, help="centres per width")
+    parser.add_argument("--widths", type=float, nargs="+", default=[0.02, 0.05])
+    parser.add_argument("--time-limit", type=float, default=20.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, help="also write the JSON here after every instance")
+    args = parser.parse_args()
+    if not ACAS.exists():
+        write_acas_shaped(ACAS)
+    network = read_onnx(ACAS)
+    load_code(margin_problem(network, parse_vnnlib(largest_output(0, [(0.0, 0.01)] * 5)).regions[0]))
+    rng = np.random.default_rng(args.seed)
+    report = {
+        "benchmark": "verify_falsify",
+        "command": "python " + " ".join(sys.argv),
+        "machine": {"cpus": os.cpu_count(), "processor": platform.machine(), "python": platform.python_version()},
+        "network": ACAS.name,
+        "time_limit_s": args.time_limit,
+        "instances": [],
+    }
+    index = 0
+    for width in args.widths:
+        for _ in range(args.instances):
+            centre = rng.uniform(-0.4, 0.4, 5)
+            box = [(round(float(c) - width / 2, 6), round(float(c) + width / 2, 6)) for c in centre]
+            k = index % 5
+            prop = parse_vnnlib(largest_output(k, box))
+            ways = (True, False) if index % 2 == 0 else (False, True)
+            results = {
+                ("with_descent" if way else "search_alone"): run(network, prop, args.time_limit, way) for way in ways
+            }
+            decided = {r["answer"] for r in results.values() if r["answer"] in ("sat", "unsat")}
+            report["instances"].append(
+                {"width": width, "largest": k, "box": box, **results, "agree": len(decided) <= 1}
+            )
+            print(json.dumps(report["instances"][-1]), file=sys.stderr, flush=True)
+            index += 1
+            if args.out:
+                args.out.write_text(json.dumps(report, indent=1))
+    report["summary"] = {
+        way: {
+            answer: sum(1 for r in report["instances"] if r[way]["answer"] == answer)
+            for answer in ("sat", "unsat", "timeout", "unknown")
+        }
+        | {"seconds": round(sum(r[way]["seconds"] for r in report["instances"]), 3)}
+        for way in ("with_descent", "search_alone")
+    }
+    report["summary"]["all_agree"] = all(r["agree"] for r in report["instances"])
+    text = json.dumps(report, indent=1)
+    if args.out:
+        args.out.write_text(text)
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main()
