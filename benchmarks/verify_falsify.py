@@ -9,8 +9,8 @@ both ways in turn (which goes first alternates), one thread, ``--time-limit`` ea
 answer, boxes, seconds; ``agree`` is false where the two ways gave different decided answers (a
 bug: each sat point is checked exactly, and unsat is certified).
 
-    python benchmarks/verify_falsify.py --instances 10 --widths 0.02 0.05 --time-limit 20 \
-        --out benchmarks/results/verify_falsify_2core_2026-12-06.json
+    NUMBA_NUM_THREADS=1 python benchmarks/verify_falsify.py --instances 5 --widths 0.02 0.05 0.1 0.3 \
+        --time-limit 20 --out benchmarks/results/verify_falsify_2core_2026-12-06.json
 """
 
 from __future__ import annotations

@@ -472,7 +472,7 @@ class Exploration(ExplorationBase):
             lb, hull_lo, hull_hi = self._with_lagrangians(lo, hi, sides, level, lb, hull_lo, hull_hi)
             n_f, sides = 1, None  # L's subdomains gave the fine bound and hull: f's bound is a fallback over the box
         if self._network is not None:  # first: it prunes most boxes of a network, whose subdomains cost far more
-            lb = self._with_network(lo, hi, lb)
+            lb = self._with_network(lo, hi, lb, level)
         below = np.flatnonzero(lb < level)
         found = None
         if len(below):
@@ -519,11 +519,11 @@ class Exploration(ExplorationBase):
             return cut
         return ub if np.all(contract_boxes(self.problem.tape, lo, hi, ub, self.options.feas_tol)[2]) else cut
 
-    def _with_network(self, lo: np.ndarray, hi: np.ndarray, lb: np.ndarray) -> np.ndarray:
-        """Each bound raised to the network objective's backward linear bound over its box (both
-        bound f over the whole box; boxes proved infeasible, +inf, stay)."""
+    def _with_network(self, lo: np.ndarray, hi: np.ndarray, lb: np.ndarray, level: float) -> np.ndarray:
+        """Each bound below ``level`` raised to the network objective's backward linear bound over
+        its box (both bound f over the whole box; the others are pruned already)."""
         raised = lb.copy()
-        for b in np.flatnonzero(lb < math.inf):
+        for b in np.flatnonzero(lb < level):
             raised[b] = max(lb[b], self._network.objective_bound(self._objective, lo[b], hi[b]))
         return raised
 

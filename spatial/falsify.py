@@ -43,57 +43,51 @@ def candidates(network: Network, region: Region, seed: int = 0) -> np.ndarray:
     x = rng.uniform(lower, upper, (STARTS, len(lower)))
     x[0] = 0.5 * (lower + upper)
     step = FIRST_STEP * (upper - lower)
-    found, found_margin = [], []
     with np.errstate(all="ignore"):
         for _ in range(STEPS + 1):
             margin, gradient = margin_and_gradient(network, c, d, x)
             hits = np.flatnonzero(margin <= 0)
             if len(hits):
-                found.append(x[hits])
-                found_margin.append(margin[hits])
-                break
+                return x[hits[np.argsort(margin[hits], kind="stable")[:CANDIDATES]]]
             x = np.clip(x - step * np.sign(gradient), lower, upper)
             step = step * STEP_FACTOR
-    if not found:
-        return np.empty((0, network.n_inputs))
-    points, margins = np.concatenate(found), np.concatenate(found_margin)
-    return points[np.argsort(margins, kind="stable")[:CANDIDATES]]
+    return np.empty((0, network.n_inputs))
 
 
 def margin_and_gradient(network: Network, c: np.ndarray, d: np.ndarray, x: np.ndarray):
     """The margin ``max_k (c[k] . N(x) + d[k])`` at each row of ``x`` (B x n) and its gradient
     there (of the form attaining the max), in floating point."""
-    values, saved = x, []
+    values, inputs = x, []  # each step's activation input (None for an elementwise step)
     for step in network.steps:
-        saved.append(values)
-        values = _forward(step, values)
+        values, z = _forward(step, values)
+        inputs.append(z)
     forms = values @ c.T + d
     best = np.argmax(forms, axis=1)
     gradient = c[best]
-    for step, before in zip(reversed(network.steps), reversed(saved)):
-        gradient = _backward(step, before, gradient)
+    for step, z in zip(reversed(network.steps), reversed(inputs)):
+        gradient = _backward(step, z, gradient)
     return forms[np.arange(len(x)), best], gradient
 
 
-def _forward(step, values: np.ndarray) -> np.ndarray:
-    if isinstance(step, Layer):
-        z = values @ step.weights.T
-        return _activate(step.activation, step.alpha, z if step.bias is None else z + step.bias)
+def _forward(step, values: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The step's output and its activation's input (None for an elementwise step)."""
     if isinstance(step, Elementwise):
-        return ELEMENTWISE[step.op](values, step.constant)
-    assert isinstance(step, Activation)
-    return _activate(step.activation, step.alpha, values)
-
-
-def _backward(step, before: np.ndarray, gradient: np.ndarray) -> np.ndarray:
-    """The gradient with respect to ``before`` (the step's input) from the one of its output."""
+        return ELEMENTWISE[step.op](values, step.constant), None
     if isinstance(step, Layer):
-        z = before @ step.weights.T
-        z = z if step.bias is None else z + step.bias
-        return (gradient * _slope(step.activation, step.alpha, z)) @ step.weights
+        values = values @ step.weights.T
+        values = values if step.bias is None else values + step.bias
+    else:
+        assert isinstance(step, Activation)
+    return _activate(step.activation, step.alpha, values), values
+
+
+def _backward(step, z: np.ndarray | None, gradient: np.ndarray) -> np.ndarray:
+    """The gradient with respect to the step's input from the one of its output (``z``: its
+    activation's input, from :func:`_forward`)."""
     if isinstance(step, Elementwise):
         return gradient * _ELEMENTWISE_SLOPE[step.op](step.constant)
-    return gradient * _slope(step.activation, step.alpha, before)
+    gradient = gradient * _slope(step.activation, step.alpha, z)
+    return gradient @ step.weights if isinstance(step, Layer) else gradient
 
 
 _ELEMENTWISE_SLOPE = {
