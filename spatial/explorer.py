@@ -235,8 +235,12 @@ class ExplorationBase:
     def _solve_locally(self, start: np.ndarray) -> None:
         """A local solve; one that improves the incumbent brings the multipliers at its optimum, one
         whose local optimum ties the incumbent (another optimum of a symmetric problem) brings its
-        multipliers too."""
+        multipliers too. The start moved onto the objective's kinks (:meth:`.local._LocalSolver.polished`)
+        is offered first: where it ends the search, no solve is needed."""
         before = self.incumbent.value
+        on_kinks = self.local.polished(start)
+        if on_kinks is not start and self.incumbent.offer(on_kinks) and self.done:
+            return
         optimum = self.local.run(start)
         if optimum is not None:
             self._use_multipliers_at(optimum)

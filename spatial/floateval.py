@@ -245,10 +245,14 @@ def evaluate_float_gradients(tape: Tape, x) -> tuple[np.ndarray, np.ndarray]:
     return float_gradients(tape)(x)
 
 
-def float_gradients(tape: Tape) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+def float_gradients(
+    tape: Tape, slots: np.ndarray | None = None
+) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """:func:`evaluate_float_gradients` bound to ``tape`` (its constants taken once: for a local
-    solver that asks at many points)."""
-    op, arg0, arg1, outputs = tape.op, tape.arg0, tape.arg1, tape.outputs
+    solver that asks at many points); ``slots`` (int32) gives those slots' values and gradients
+    instead of the outputs'."""
+    op, arg0, arg1 = tape.op, tape.arg0, tape.arg1
+    outputs = tape.outputs if slots is None else np.ascontiguousarray(slots, dtype=np.int32)
     constants = 0.5 * tape.const_lo + 0.5 * tape.const_hi
     shape = (tape.n_vars,)
 

@@ -9,7 +9,9 @@ import warnings
 
 import numpy as np
 
+from .contract import _needed_slots
 from .defaults import EPS_ABS, EPS_REL
+from .opcodes import _ABS
 from .options import _Incumbent
 from .problem import Problem
 
@@ -18,6 +20,7 @@ RESTORE_STEPS = 3  # Newton steps onto the margin, where SLSQP's own pull leaves
 SLSQP_OPTIONS = {"maxiter": 200, "ftol": 1e-12}
 STALLED_ITERATIONS = 3  # a solve with equalities ends once its iterates are feasible and f stood still this often
 TAIL_SHARE = 0.01  # ... or once they are feasible to this share of feas_tol and f's tail is below this share of the gap
+KINK_STEPS = 8  # Newton steps onto the kinks of the objective's abs terms (:meth:`_LocalSolver.polished`)
 
 
 class _Stalled(Exception):
@@ -85,6 +88,8 @@ class _LocalSolver:
         self.problem, self.incumbent, self.evaluate = problem, incumbent, evaluate_float
         self.eps_abs, self.eps_rel = eps_abs, eps_rel
         self.gradients = float_gradients(problem.tape)
+        kinks = _objective_kinks(problem.tape)
+        self.kink_arguments = float_gradients(problem.tape, kinks) if len(kinks) else None
         self.count = 0
         self.fallbacks = 0
         self.seconds = 0.0
@@ -206,9 +211,11 @@ class _LocalSolver:
         began = time.perf_counter()
         self.count += 1
         try:
-            optimum = self.found = self._solve(np.asarray(start, dtype=np.float64), 0.0)
+            optimum = self._solve(np.asarray(start, dtype=np.float64), 0.0)
             if optimum is None:
+                self.found = None
                 return None
+            optimum = self.found = self.polished(optimum)
             if self._improves(optimum, optimum):
                 return optimum
             if not self.problem.tape.n_ineq or self._no_better(optimum):
@@ -228,6 +235,29 @@ class _LocalSolver:
         finally:
             self.seconds += time.perf_counter() - began
 
+    def polished(self, x: np.ndarray) -> np.ndarray:
+        """``x`` moved by least-norm Newton steps that set the arguments of the objective's abs terms
+        to 0 together, where that lowers f in floating point; else ``x``. SLSQP stalls near such a
+        kink, where the gradient jumps or is infinite (Bukin N.6, 100 sqrt|x2 - 0.01 x1^2| + 0.01
+        |x1 + 10|: 8 solves of up to 200 iterations each left the search 1,179 boxes to find a point
+        below 1e-6); there the kinks' system is square, and Newton reaches its root, (-10, 1), in a
+        few steps."""
+        if self.kink_arguments is None:
+            return x
+        point = x
+        with np.errstate(all="ignore"):
+            for _ in range(KINK_STEPS):
+                values, jacobian = self.kink_arguments(point)
+                if not (np.all(np.isfinite(values)) and np.all(np.isfinite(jacobian))) or not np.any(values):
+                    break
+                step = np.linalg.lstsq(jacobian, -values, rcond=None)[0]
+                moved = np.clip(point + step, self.problem.lower, self.problem.upper)
+                if np.array_equal(moved, point):
+                    break
+                point = moved
+        f_before, f_after = float(self._at(x)[0][0]), float(self._at(point)[0][0])
+        return point if f_after < f_before else x
+
     def _no_better(self, x: np.ndarray) -> bool:
         """Whether f at the local optimum ``x`` is no better, to SLSQP's own tolerance, than the
         incumbent's value or the local optimum it was pulled from: a pull inside the inequalities
@@ -243,3 +273,9 @@ class _LocalSolver:
             return False
         self.best_found = float(self._at(optimum)[0][0])
         return True
+
+
+def _objective_kinks(tape) -> np.ndarray:
+    """The slots whose absolute value the objective takes (its abs terms' arguments), once each."""
+    needed = _needed_slots(tape.op, tape.arg0, tape.arg1, tape.outputs[:1])
+    return np.unique(tape.arg0[needed & (tape.op == _ABS)]).astype(np.int32)

@@ -238,6 +238,50 @@ def test_a_gradient_that_is_not_finite_redoes_the_solve_with_finite_differences(
     assert result.status == "optimal" and result.objective == pytest.approx(0.0, abs=1e-6)
 
 
+BUKIN = Path(__file__).resolve().parents[2] / "benchmarks" / "problems" / "bukin-6.json"
+
+
+def test_float_gradients_of_chosen_slots_are_those_of_the_whole_pass():
+    builder, out = random_expression(np.random.default_rng(3), 3, 12)
+    tape = builder.build(out)
+    slots = np.array([tape.size - 1, 2, 0], dtype=np.int32)
+    x = np.array([0.3, -0.7, 1.1])
+    values, jacobian = float_gradients(tape, slots)(x)
+    every, whole = float_gradients(tape, np.arange(tape.size, dtype=np.int32))(x)
+    assert np.array_equal(values, every[slots], equal_nan=True)
+    assert np.array_equal(jacobian, whole[slots], equal_nan=True)
+
+
+def test_newton_onto_the_kinks_reaches_bukins_optimum_from_its_ridge_and_its_centre():
+    """Issue 35: SLSQP stalls at the edge of Bukin N.6's kinks; Newton steps on both abs arguments
+    together land on (-10, 1), where f is 100 sqrt(2e-17) = 4.6e-7, from a point of the ridge and from
+    the domain's centre (both kinks' arguments far from 0)."""
+    problem = load_problem(str(BUKIN))
+    local = _LocalSolver(problem, _Incumbent(problem, 1e-6))
+    for start in ([-12.0, 1.44], [-10.0, 0.0]):
+        point = local.polished(np.array(start))
+        assert np.allclose(point, [-10.0, 1.0], rtol=0, atol=1e-12), point
+        assert evaluate_float(problem.tape, point)[0] < 1e-6
+    result = minimize(problem, MinimizeOptions(parallel=False))
+    assert result.status == "optimal" and result.lower_bound <= 0.0 < result.objective < 1e-6
+    assert result.nodes == 1 and result.extras["local_solves"] == 0  # the root's point, moved, ends it
+
+
+def test_a_kink_that_raises_f_or_lies_outside_the_domain_leaves_the_point():
+    m = Model("kink away from the optimum")
+    x, y = m.variable(-2, 2), m.variable(0, 1)
+    m.minimize(abs_(x - 1.5) + 4 * (x + 1) ** 2 + abs_(y + 3))  # y + 3 > 0 on the domain: no root there
+    problem = m.problem()
+    local = _LocalSolver(problem, _Incumbent(problem, 1e-6))
+    start = np.array([-1.0, 0.0])
+    assert local.polished(start) is start
+    m = Model("no kink")
+    x = m.variable(-1, 1)
+    m.minimize(x * x)
+    problem = m.problem()
+    assert _LocalSolver(problem, _Incumbent(problem, 1e-6)).kink_arguments is None
+
+
 @needs_data
 @pytest.mark.parametrize("name", ["C1", "C3", "C9", "C17", "B20", "peaks-ann"])
 def test_bnb_results_match_finite_difference_local_solves(name, monkeypatch):
