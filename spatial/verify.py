@@ -1,14 +1,22 @@
-"""Deciding a VNN-LIB property of a network (:mod:`.vnnlib`) by threshold searches on the CPU.
+"""Deciding a VNN-LIB property of a network (:mod:`.vnnlib`) by searches over its input boxes on the CPU.
 
 A region of the counterexample holds inputs ``x`` in its box whose outputs ``y = N(x)`` satisfy
 every atom ``c . y + d <= 0``. With the margin ``m(x) = max over atoms of (c . N(x) + d)``, the
-region holds a counterexample exactly when ``min m <= 0``, so each region is the threshold
-question "is m >= the smallest positive double everywhere?" (``MinimizeOptions.prove_above``):
-it holds (no counterexample: the property is ``unsat`` once every region holds) or is violated at
-a point whose margin's enclosure is <= 0. The margin is a max of affine forms of the outputs, so
-the search bounds it through the network's layers too (:mod:`.network_bounds`). Before a
-region's search, a gradient descent on the margin (:mod:`.falsify`) proposes a few points; the
-first that passes the exact check below answers ``sat`` (one that fails it is no answer).
+region holds a counterexample exactly when ``min m <= 0``: it holds (no counterexample: the
+property is ``unsat`` once every region holds) where m > 0 everywhere, or is violated at a point.
+Before a region's search, a gradient descent on the margin (:mod:`.falsify`) proposes a few
+points; the first that passes the exact check below answers ``sat`` (one that fails it is no answer).
+
+The search splits the input box (:func:`_split_search`) where every coefficient is a double (VNN-LIB's
+properties, as far as we have seen): a box holds where one atom's backward linear lower bound
+(:mod:`.network_bounds`) is above 0 (m is at least each atom); the lowest box is bisected across
+its widest side relative to the region's, and its centre checked, until every box holds. On an
+ACAS-Xu-shaped 5-6x50-5 ReLU network a box costs about 2.5 ms, against 70 ms for a box of the
+general search; bisecting the side of the largest ``|gradient| x width`` or ``|lambda| x width``
+(CROWN's input coefficients) needed more boxes there. A region with a coefficient that no double
+is goes to the general search: the threshold question "is m >= the smallest positive double
+everywhere?" (``MinimizeOptions.prove_above``) of the spatial B&B, whose tape keeps such a
+coefficient as an enclosure.
 
 Rounding: the box is the smallest box of doubles around the region's (rational) one, and a
 constant ``d`` that no double is becomes the double below it, so a margin that holds above 0 holds
@@ -20,6 +28,8 @@ the property's edge) answers ``unknown``.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 import time
 from collections.abc import Callable
@@ -29,10 +39,10 @@ from fractions import Fraction
 import numpy as np
 
 from .bnb import minimize
-from .falsify import candidates
+from .falsify import candidates, margin_and_gradient
 from .model import Model, enclose, maximum
 from .network import Network
-from .network_bounds import output_bounds
+from .network_bounds import NetworkBounds, output_bounds
 from .options import MinimizeOptions
 from .vnnlib import Atom, Property, Region
 
@@ -79,6 +89,13 @@ def verify(
             verdict = _checked(network, region, point.tolist(), nodes, began)
             if verdict.answer == "sat":
                 return verdict
+        form = _double_form(region.atoms, network.n_outputs)
+        if form is not None:
+            verdict = _split_search(network, region, *form, left, should_stop, nodes, began)
+            nodes = verdict.nodes
+            if verdict.answer != "unsat":
+                return verdict
+            continue
         limited = replace(options, prove_above=POSITIVE, time_limit=left)
         result = minimize(margin_problem(network, region), limited, should_stop=should_stop)
         nodes += result.nodes
@@ -128,3 +145,71 @@ def _checked(network: Network, region: Region, x: list[float], nodes: int, began
         return Verdict("unknown", x, None, nodes, seconds)
     y = [float((a + b) / 2) for a, b in enclosure]
     return Verdict("sat", x, y, nodes, seconds)
+
+
+def _double_form(atoms: tuple[Atom, ...], n_outputs: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The atoms as rows ``c`` (n_atoms x n_outputs) and constants ``d`` of doubles, each d rounded
+    down where no double is it (``c . y + d`` is then at most the exact form); None where a
+    coefficient is no double (the general search takes those)."""
+    c = np.zeros((len(atoms), n_outputs))
+    for k, atom in enumerate(atoms):
+        for j, coefficient in atom.coefficients.items():
+            lo, hi = enclose(coefficient)
+            if lo != hi:
+                return None
+            c[k, j] = lo
+    return c, np.array([enclose(atom.constant)[0] for atom in atoms])
+
+
+def _split_search(
+    network: Network,
+    region: Region,
+    c: np.ndarray,
+    d: np.ndarray,
+    seconds: float | None,
+    should_stop: Callable[[], bool] | None,
+    nodes: int,
+    began: float,
+) -> Verdict:
+    """Decide one region by input splitting: a box holds where the largest of its atoms' backward
+    linear lower bounds (:class:`.network_bounds.NetworkBounds`) is above 0; the lowest box is
+    bisected across its widest side (relative to the region's) until every box holds (``unsat``
+    for this region), a box's centre passes the exact check (``sat``), the time is up
+    (``timeout``), or a box that cannot be split stays open (``unknown``)."""
+    bounds = NetworkBounds(network)
+    lo = np.array([enclose(a)[0] for a in region.lower])
+    hi = np.array([enclose(b)[1] for b in region.upper])
+    scale = np.where(hi > lo, hi - lo, 1.0)
+    deadline = None if seconds is None else time.perf_counter() + seconds
+    order = itertools.count()
+    open_boxes: list = []
+    unsplittable = False
+
+    def add(lo: np.ndarray, hi: np.ndarray) -> None:
+        nonlocal nodes
+        nodes += 1
+        lower = float(np.max(bounds.lower_bounds(lo, hi, c, d)))
+        if not lower > 0:  # NaN never holds
+            heapq.heappush(open_boxes, (lower, next(order), lo, hi))
+
+    add(lo, hi)
+    while open_boxes:
+        if (deadline is not None and time.perf_counter() >= deadline) or (should_stop is not None and should_stop()):
+            return Verdict("timeout", None, None, nodes, time.perf_counter() - began)
+        _, _, lo, hi = heapq.heappop(open_boxes)
+        centre = np.minimum(np.maximum(0.5 * lo + 0.5 * hi, lo), hi)
+        if margin_and_gradient(network, c, d, centre[None, :])[0][0] <= 0:
+            verdict = _checked(network, region, centre.tolist(), nodes, began)
+            if verdict.answer == "sat":
+                return verdict
+        axis = int(np.argmax((hi - lo) / scale))
+        middle = centre[axis]
+        if not lo[axis] < middle < hi[axis]:
+            unsplittable = True
+            continue
+        left_hi, right_lo = hi.copy(), lo.copy()
+        left_hi[axis] = right_lo[axis] = middle
+        add(lo, left_hi)
+        add(right_lo, hi)
+    answer = "unknown" if unsplittable else "unsat"
+    return Verdict(answer, None, None, nodes, time.perf_counter() - began)

@@ -15,7 +15,7 @@ from spatial_helpers import affine_net
 
 from pbbflow.spatial.network import Layer, Network
 from pbbflow.spatial.options import MinimizeOptions
-from pbbflow.spatial.verify import verify
+from pbbflow.spatial.verify import _double_form, verify
 from pbbflow.spatial.vnnlib import parse_vnnlib
 
 OPTIONS = MinimizeOptions(time_limit=30.0)
@@ -111,6 +111,53 @@ def test_planted_counterexamples_are_found(seed, falsify):
     verdict = verify(network, prop, OPTIONS, falsify=falsify)
     assert verdict.answer == "sat" and satisfies(network, prop, verdict.x)
     assert (verdict.nodes == 0) == falsify
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_coefficient_that_no_double_is_goes_to_the_general_search(seed):
+    """'0.1 Y_0 >= Y_1' (0.1 is no double): the tape search decides it, against the exact grid."""
+    network = relu_network(200 + seed, [2, 6, 2])
+    rng = np.random.default_rng(seed)
+    centre = rng.uniform(-1.0, 1.0, 2)
+    box = [(round(c - 0.3, 3), round(c + 0.3, 3)) for c in centre]
+    prop = parse_vnnlib(vnnlib(2, 2, box, "(>= (* 0.1 Y_0) Y_1)"))
+    assert _double_form(prop.regions[0].atoms, 2) is None
+    verdict = verify(network, prop, OPTIONS)
+    grid = [
+        [Fraction(a) + (Fraction(b) - Fraction(a)) * Fraction(k, 16) for (a, b), k in zip(box, ks)]
+        for ks in itertools.product(range(17), repeat=2)
+    ]
+    if verdict.answer == "unsat":
+        assert not any(satisfies(network, prop, x) for x in grid)
+    else:
+        assert verdict.answer == "sat" and satisfies(network, prop, verdict.x)
+
+
+def test_a_point_that_no_double_is_stays_unknown_never_unsat():
+    """X_0 = 0.1 exactly, Y_0 = X_0 >= 0.1: the one counterexample is no double; the box of doubles
+    around it cannot be split, and its points fail the exact check: unknown, with one box bounded."""
+    network = Network(1, (Layer(np.array([[1.0]]), None, "linear"),))
+    text = "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(assert (and (>= X_0 0.1) (<= X_0 0.1) (>= Y_0 0.1)))"
+    verdict = verify(network, parse_vnnlib(text), OPTIONS)
+    assert verdict.answer == "unknown"
+
+
+def test_wide_boxes_are_split_until_each_holds():
+    """'Y_0 is the largest' on a wide box of a 3-16-16-3 ReLU network takes many boxes; the answer
+    agrees with an exact grid, and a sat point is a counterexample exactly."""
+    network = relu_network(7, [3, 16, 16, 3])
+    box = [(-1.0, 1.0)] * 3
+    grid = [[Fraction(k, 4) for k in ks] for ks in itertools.product(range(-4, 5), repeat=3)]
+    answers = []
+    for condition in ("(and (>= Y_0 Y_1) (>= Y_0 Y_2))", "(and (>= Y_0 (+ Y_1 3)) (>= Y_0 (+ Y_2 3)))"):
+        prop = parse_vnnlib(vnnlib(3, 3, box, condition))
+        verdict = verify(network, prop, OPTIONS, falsify=False)
+        answers.append(verdict.answer)
+        if verdict.answer == "unsat":
+            assert verdict.nodes > 50 and not any(satisfies(network, prop, x) for x in grid)
+        else:
+            assert verdict.answer == "sat" and satisfies(network, prop, verdict.x)
+    assert answers == ["sat", "unsat"]
 
 
 def test_regions_are_tried_in_turn_and_a_later_one_answers():
