@@ -389,6 +389,9 @@ def _activation_back(lam, sl, bl, su, bu, lo, hi, beta):
                 continue
             slope = sl[j] if value > 0.0 else su[j]
             offset = bl[j] if value > 0.0 else bu[j]
+            if offset == 0.0 and (slope == 0.0 or slope == 1.0):  # a stable ReLU unit: exact, beta unchanged
+                out[r, j] = value * slope
+                continue
             mu, residual = _scaled_coefficient(value, slope, lo[j], hi[j])
             out[r, j] = mu
             acc = iv.add_down(acc, iv.add_down(residual, iv.mul_down(value, offset)))
