@@ -38,6 +38,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..core.compiling import in_cache, recording
 from .bnb import minimize
 from .falsify import candidates, margin_and_gradient
 from .model import Model, enclose, maximum
@@ -46,6 +47,7 @@ from .network_bounds import NetworkBounds, output_bounds
 from .options import MinimizeOptions
 from .vnnlib import Atom, Property, Region
 
+FIRST_RUN = ("the network bounds", "15 s on 2 cores")  # what a machine's first run compiles, and how long
 POSITIVE = math.ulp(0.0)  # the smallest positive double: "m > 0" as "m >= POSITIVE"
 
 
@@ -105,6 +107,38 @@ def verify(
         if not holds:
             return _checked(network, region, list(result.x), nodes, began)
     return Verdict("unsat", None, None, nodes, time.perf_counter() - began)
+
+
+def general_region(network: Network, prop: Property) -> Region | None:
+    """The first region that the general search decides (a coefficient that no double is), if any."""
+    for region in prop.regions:
+        if region.atoms and _double_form(region.atoms, network.n_outputs) is None:
+            return region
+    return None
+
+
+def code_cached(network: Network, prop: Property, options: MinimizeOptions) -> bool:
+    """Whether numba's on-disk cache holds the code :func:`verify` runs for ``prop`` (False: this
+    is the machine's first run, or its first since an upgrade)."""
+    from . import bnb, network_bounds
+
+    cached = in_cache(network_bounds._relax, network_bounds._affine_back, network_bounds._activation_back)
+    return cached and (general_region(network, prop) is None or bnb.code_cached(options))
+
+
+def load_code(network: Network, prop: Property, options: MinimizeOptions) -> tuple[float, bool]:
+    """Load (or compile, on a machine's first run) the code :func:`verify` runs for ``prop``: the
+    network bounds, and the spatial B&B's where a region needs the general search; (seconds,
+    whether anything was compiled)."""
+    from . import bnb
+
+    with recording() as outcome:
+        zeros = np.zeros(network.n_inputs)
+        NetworkBounds(network).lower_bounds(zeros, zeros, np.ones((1, network.n_outputs)), np.zeros(1))
+        general = general_region(network, prop)
+        if general is not None:
+            bnb.load_code(margin_problem(network, general), options)
+    return outcome["seconds"], outcome["compiled"]
 
 
 def margin_problem(network: Network, region: Region):

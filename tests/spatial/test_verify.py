@@ -247,3 +247,21 @@ def test_a_result_file_that_cannot_be_written_is_refused_before_the_search(tmp_p
     assert "--result" in err and "cannot write it" in err and err.count("\n") == 1 and not target.exists()
     assert main(["verify", net, str(prop), "--result", str(tmp_path / "no" / "r.txt"), "--quiet"]) == 2
     assert "cannot write it" in capsys.readouterr().err
+
+
+def test_load_code_loads_the_general_search_only_where_a_region_needs_it(monkeypatch):
+    from pbbflow.spatial import bnb
+    from pbbflow.spatial.verify import general_region, load_code
+
+    loaded = []
+    monkeypatch.setattr(bnb, "load_code", lambda problem, options: loaded.append(problem) or (0.0, False))
+    network = relu_network(3, [2, 4, 2])
+    box = [(0.0, 1.0), (0.0, 1.0)]
+    doubles = parse_vnnlib(vnnlib(2, 2, box, "(>= Y_0 (* 0.5 Y_1))"))
+    assert general_region(network, doubles) is None
+    seconds, _ = load_code(network, doubles, OPTIONS)
+    assert seconds >= 0.0 and loaded == []
+    tenth = parse_vnnlib(vnnlib(2, 2, box, "(or (>= Y_0 (* 0.5 Y_1)) (>= Y_0 (* 0.1 Y_1)))"))
+    assert general_region(network, tenth) is tenth.regions[1]
+    load_code(network, tenth, OPTIONS)
+    assert len(loaded) == 1
