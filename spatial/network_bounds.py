@@ -65,6 +65,9 @@ from . import interval as iv
 from .network import Activation, Elementwise, Layer, Network, NetworkObjective
 
 jit = numba.njit(cache=True, nogil=True)
+# the per-row and per-unit helpers, which gpu/spatial/network_bounds.py also compiles for the device
+# (the CPU's loops inline them)
+row_jit = numba.njit(cache=True, nogil=True, inline="always")
 
 # activation codes of the kernels (relu is leaky_relu with alpha 0; linear is no operation)
 _LEAKY = 0
@@ -102,22 +105,41 @@ def _matmul_error_constants(n: int) -> tuple[float, float]:
 # ---------------------------------------------------------------- kernels: forward intervals
 
 
+@row_jit
+def _affine_row_interval(row, bias, lo, hi):
+    """Rigorous bounds of ``row . y + bias`` for y in [lo, hi] (one output of an affine step)."""
+    acc_lo = bias
+    acc_hi = bias
+    for j in range(len(row)):
+        p_lo, p_hi = iv.mul(row[j], row[j], lo[j], hi[j])
+        acc_lo = iv.add_down(acc_lo, p_lo)
+        acc_hi = iv.add_up(acc_hi, p_hi)
+    return acc_lo, acc_hi
+
+
 @jit
 def _affine_interval(weights, bias, lo, hi):
     """Rigorous bounds of ``W y + b`` for y in [lo, hi]."""
-    n_out, n_in = weights.shape
+    n_out = weights.shape[0]
     out_lo = np.empty(n_out)
     out_hi = np.empty(n_out)
     for i in range(n_out):
-        acc_lo = bias[i]
-        acc_hi = bias[i]
-        for j in range(n_in):
-            p_lo, p_hi = iv.mul(weights[i, j], weights[i, j], lo[j], hi[j])
-            acc_lo = iv.add_down(acc_lo, p_lo)
-            acc_hi = iv.add_up(acc_hi, p_hi)
-        out_lo[i] = acc_lo
-        out_hi[i] = acc_hi
+        out_lo[i], out_hi[i] = _affine_row_interval(weights[i], bias[i], lo, hi)
     return out_lo, out_hi
+
+
+@row_jit
+def _elementwise_one(code, c, lo, hi):
+    """Rigorous bounds of ``y op c`` for y in [lo, hi] (one value)."""
+    if code == _ADD:
+        return iv.add(lo, hi, c, c)
+    if code == _SUB:
+        return iv.sub(lo, hi, c, c)
+    if code == _RSUB:
+        return iv.sub(c, c, lo, hi)
+    if code == _MUL:
+        return iv.mul(lo, hi, c, c)
+    return iv.div(lo, hi, c, c)
 
 
 @jit
@@ -127,19 +149,7 @@ def _elementwise_interval(code, constant, lo, hi):
     out_lo = np.empty(n)
     out_hi = np.empty(n)
     for j in range(n):
-        c = constant[j]
-        if code == _ADD:
-            a, b = iv.add(lo[j], hi[j], c, c)
-        elif code == _SUB:
-            a, b = iv.sub(lo[j], hi[j], c, c)
-        elif code == _RSUB:
-            a, b = iv.sub(c, c, lo[j], hi[j])
-        elif code == _MUL:
-            a, b = iv.mul(lo[j], hi[j], c, c)
-        else:
-            a, b = iv.div(lo[j], hi[j], c, c)
-        out_lo[j] = a
-        out_hi[j] = b
+        out_lo[j], out_hi[j] = _elementwise_one(code, constant[j], lo[j], hi[j])
     return out_lo, out_hi
 
 
@@ -257,16 +267,22 @@ def _offset_piece(code, s, a, b, concave):
 def _relax(code, alpha, lo, hi, sl, bl, su, bu):
     """Lines ``sl z + bl <= act(z) <= su z + bu`` on each [lo_j, hi_j] (module doc)."""
     for j in range(len(lo)):
-        _relax_one(code, alpha, lo[j], hi[j], sl, bl, su, bu, j)
-        if not (sl[j] - sl[j] == 0.0 and su[j] - su[j] == 0.0 and bl[j] < math.inf and bu[j] > -math.inf):
-            sl[j] = 0.0  # infinite bounds, or a line overflowed: the constant lines of act's range
-            su[j] = 0.0
-            bl[j], bu[j] = _act_bounds(code, alpha, lo[j], hi[j])
+        _relax_unit(code, alpha, lo[j], hi[j], sl, bl, su, bu, j)
+
+
+@row_jit
+def _relax_unit(code, alpha, l, u, sl, bl, su, bu, j):
+    """The lines of unit j on [l, u] (:func:`_relax`), with the fallback to constant lines."""
+    _relax_one(code, alpha, l, u, sl, bl, su, bu, j)
+    if not (sl[j] - sl[j] == 0.0 and su[j] - su[j] == 0.0 and bl[j] < math.inf and bu[j] > -math.inf):
+        sl[j] = 0.0  # infinite bounds, or a line overflowed: the constant lines of act's range
+        su[j] = 0.0
+        bl[j], bu[j] = _act_bounds(code, alpha, l, u)
 
 
 @jit
 def _relax_one(code, alpha, l, u, sl, bl, su, bu, j):
-    """The lines of unit j (slopes NaN where [l, u] is not finite: :func:`_relax` falls back)."""
+    """The lines of unit j (slopes NaN where [l, u] is not finite: :func:`_relax_unit` falls back)."""
     if not (-math.inf < l and u < math.inf):
         sl[j] = math.nan
         return
@@ -324,17 +340,46 @@ def _relax_one(code, alpha, l, u, sl, bl, su, bu, j):
 # ---------------------------------------------------------------- kernels: the backward steps
 
 
-@jit
-def _guard_rows(lam, beta):
-    """Rows with a coefficient that is not finite become 0 . v - inf (sound, if useless)."""
-    for r in range(lam.shape[0]):
-        finite = beta[r] == beta[r]
-        for j in range(lam.shape[1]):
-            if lam[r, j] - lam[r, j] != 0.0:
-                finite = False
-        if not finite:
-            lam[r, :] = 0.0
-            beta[r] = -math.inf
+# A backward row is column r of a coefficient matrix indexed [unit, row]: the CPU passes its (rows,
+# units) matrices transposed, the device its scratch (the row index last); n: the row's units.
+
+
+@row_jit
+def _guard_row(lam, r, n, beta):
+    """A row with a coefficient that is not finite becomes 0 . v - inf (sound, if useless): its
+    new beta (its coefficients are zeroed in place)."""
+    finite = beta == beta
+    for j in range(n):
+        if lam[j, r] - lam[j, r] != 0.0:
+            finite = False
+    if finite:
+        return beta
+    for j in range(n):
+        lam[j, r] = 0.0
+    return -math.inf
+
+
+@row_jit
+def _affine_spread(magnitude, t_term):
+    """The error bound's absolute part ``T sum_j magnitude[j]``, rounded up."""
+    total_magnitude = 0.0
+    for j in range(len(magnitude)):
+        total_magnitude = iv.add_up(total_magnitude, magnitude[j])
+    return iv.mul_up(t_term, total_magnitude)
+
+
+@row_jit
+def _affine_back_row(product, abs_product, r, n, magnitude, k_factor, spread, beta, out):
+    """Row r of :func:`_affine_back` (n + 1 columns): its new beta; its coefficients into ``out``
+    (which may be ``product`` itself)."""
+    weighted = 0.0  # sum_j abs_product[j] magnitude[j], rounded up (all terms >= 0)
+    for j in range(n + 1):
+        weighted = iv.add_up(weighted, iv.mul_up(abs_product[j, r], magnitude[j]))
+    error = iv.add_up(iv.mul_up(k_factor, weighted), spread)
+    beta = iv.add_down(iv.add_down(beta, product[n, r]), -error)
+    for j in range(n):
+        out[j, r] = product[j, r]
+    return _guard_row(out, r, n, beta)
 
 
 @jit
@@ -343,21 +388,10 @@ def _affine_back(product, abs_product, magnitude, k_factor, t_term, beta):
     magnitude = max|y| of each input (1 for the bias column). beta gains the bias term minus the
     error bound; the new coefficients are product's first columns."""
     n_rows, n_cols = product.shape
-    n = n_cols - 1
-    lam = np.empty((n_rows, n))
-    total_magnitude = 0.0
-    for j in range(n_cols):
-        total_magnitude = iv.add_up(total_magnitude, magnitude[j])
-    spread = iv.mul_up(t_term, total_magnitude)
+    lam = np.empty((n_rows, n_cols - 1))
+    spread = _affine_spread(magnitude, t_term)
     for r in range(n_rows):
-        weighted = 0.0  # sum_j abs_product[r, j] magnitude[j], rounded up (all terms >= 0)
-        for j in range(n_cols):
-            weighted = iv.add_up(weighted, iv.mul_up(abs_product[r, j], magnitude[j]))
-        error = iv.add_up(iv.mul_up(k_factor, weighted), spread)
-        beta[r] = iv.add_down(iv.add_down(beta[r], product[r, n]), -error)
-        for j in range(n):
-            lam[r, j] = product[r, j]
-    _guard_rows(lam, beta)
+        beta[r] = _affine_back_row(product.T, abs_product.T, r, n_cols - 1, magnitude, k_factor, spread, beta[r], lam.T)
     return lam
 
 
@@ -375,29 +409,59 @@ def _scaled_coefficient(lam, s, lo, hi):
     return mu, iv.mul(r_lo, r_hi, lo, hi)[0]
 
 
+@row_jit
+def _activation_back_row(lam, r, n, sl, bl, su, bu, lo, hi, beta, out):
+    """Row r of :func:`_activation_back`: its new beta; its coefficients into ``out`` (which may
+    be ``lam`` itself)."""
+    acc = beta
+    for j in range(n):
+        value = lam[j, r]
+        if value == 0.0:
+            out[j, r] = 0.0
+            continue
+        slope = sl[j] if value > 0.0 else su[j]
+        offset = bl[j] if value > 0.0 else bu[j]
+        if offset == 0.0 and (slope == 0.0 or slope == 1.0):  # a stable ReLU unit: exact, beta unchanged
+            out[j, r] = value * slope
+            continue
+        mu, residual = _scaled_coefficient(value, slope, lo[j], hi[j])
+        out[j, r] = mu
+        acc = iv.add_down(acc, iv.add_down(residual, iv.mul_down(value, offset)))
+    return _guard_row(out, r, n, acc)
+
+
 @jit
 def _activation_back(lam, sl, bl, su, bu, lo, hi, beta):
     """lam . act(y) >= lam' . y + (beta gain), through the lines of each unit."""
     n_rows, n = lam.shape
     out = np.empty((n_rows, n))
     for r in range(n_rows):
-        acc = beta[r]
-        for j in range(n):
-            value = lam[r, j]
-            if value == 0.0:
-                out[r, j] = 0.0
-                continue
-            slope = sl[j] if value > 0.0 else su[j]
-            offset = bl[j] if value > 0.0 else bu[j]
-            if offset == 0.0 and (slope == 0.0 or slope == 1.0):  # a stable ReLU unit: exact, beta unchanged
-                out[r, j] = value * slope
-                continue
-            mu, residual = _scaled_coefficient(value, slope, lo[j], hi[j])
-            out[r, j] = mu
-            acc = iv.add_down(acc, iv.add_down(residual, iv.mul_down(value, offset)))
-        beta[r] = acc
-    _guard_rows(out, beta)
+        beta[r] = _activation_back_row(lam.T, r, n, sl, bl, su, bu, lo, hi, beta[r], out.T)
     return out
+
+
+@row_jit
+def _elementwise_back_row(lam, r, n, code, constant, lo, hi, beta, out):
+    """Row r of :func:`_elementwise_back`: its new beta; its coefficients into ``out`` (which may
+    be ``lam`` itself)."""
+    acc = beta
+    for j in range(n):
+        value = lam[j, r]
+        c = constant[j]
+        if code == _ADD or code == _SUB or code == _RSUB:
+            out[j, r] = -value if code == _RSUB else value
+            acc = iv.add_down(acc, iv.mul_down(value, -c if code == _SUB else c))
+        elif code == _MUL:
+            mu, residual = _scaled_coefficient(value, c, lo[j], hi[j])
+            out[j, r] = mu
+            acc = iv.add_down(acc, residual)
+        else:
+            mu = value / c
+            r_lo = iv.add_down(iv.div_down(value, c), -mu)
+            r_hi = iv.add_up(iv.div_up(value, c), -mu)
+            out[j, r] = mu
+            acc = iv.add_down(acc, iv.mul(r_lo, r_hi, lo[j], hi[j])[0])
+    return _guard_row(out, r, n, acc)
 
 
 @jit
@@ -406,25 +470,7 @@ def _elementwise_back(lam, code, constant, lo, hi, beta):
     n_rows, n = lam.shape
     out = np.empty((n_rows, n))
     for r in range(n_rows):
-        acc = beta[r]
-        for j in range(n):
-            value = lam[r, j]
-            c = constant[j]
-            if code == _ADD or code == _SUB or code == _RSUB:
-                out[r, j] = -value if code == _RSUB else value
-                acc = iv.add_down(acc, iv.mul_down(value, -c if code == _SUB else c))
-            elif code == _MUL:
-                mu, residual = _scaled_coefficient(value, c, lo[j], hi[j])
-                out[r, j] = mu
-                acc = iv.add_down(acc, residual)
-            else:
-                mu = value / c
-                r_lo = iv.add_down(iv.div_down(value, c), -mu)
-                r_hi = iv.add_up(iv.div_up(value, c), -mu)
-                out[r, j] = mu
-                acc = iv.add_down(acc, iv.mul(r_lo, r_hi, lo[j], hi[j])[0])
-        beta[r] = acc
-    _guard_rows(out, beta)
+        beta[r] = _elementwise_back_row(lam.T, r, n, code, constant, lo, hi, beta[r], out.T)
     return out
 
 
@@ -479,7 +525,7 @@ def _affine(layer: Layer) -> _Affine:
     weights = np.ascontiguousarray(layer.weights, dtype=np.float64)
     bias = np.zeros(weights.shape[0]) if layer.bias is None else np.ascontiguousarray(layer.bias, dtype=np.float64)
     augmented = np.ascontiguousarray(np.column_stack([weights, bias]))
-    k_factor, t_term = _matmul_error_constants(augmented.shape[1])
+    k_factor, t_term = _matmul_error_constants(augmented.shape[0])  # lam @ [W b] sums over the outputs
     return _Affine(weights, bias, augmented, np.abs(augmented), k_factor, t_term)
 
 
@@ -532,7 +578,7 @@ class NetworkBounds:
                     beta[:] = np.concatenate([op.bias, -op.bias])
                     continue
                 magnitude = np.append(np.maximum(np.abs(lo), np.abs(hi)), 1.0)
-                with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN rows: _guard_rows
+                with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN rows: _guard_row
                     product = lam @ op.augmented
                     abs_product = np.abs(lam) @ op.augmented_abs
                 lam = _affine_back(product, abs_product, magnitude, op.k_factor, op.t_term, beta)

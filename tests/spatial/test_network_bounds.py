@@ -546,3 +546,15 @@ def test_shared_onnx_networks(name):
             assert bound >= _tape_nie(network, lo, hi, c, 0.0)
             for x in points(rng, lo, hi, 10):
                 check_below(network, bound, x, c, 0.0)
+
+
+def test_the_error_term_of_a_backward_step_is_that_of_a_sum_over_the_layers_outputs():
+    """``lam @ [W b]`` sums over the rows of [W b] (the layer's outputs): a 1 -> 64 layer's step
+    takes the constants of a contraction of length 64, not of its 2 columns (a wider layer than its
+    inputs got too small an error term before; the GPU's ordered sums showed a bound above the
+    exact value, tests/gpu/spatial/test_network_bounds.py)."""
+    from pbbflow.spatial.network_bounds import _affine
+
+    step = _affine(Layer(np.ones((64, 1)), np.zeros(64), "relu"))
+    assert (step.k_factor, step.t_term) == _matmul_error_constants(64)
+    assert _matmul_error_constants(64)[0] > _matmul_error_constants(2)[0]
