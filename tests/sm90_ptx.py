@@ -24,6 +24,7 @@ def _kernels() -> dict:
     from pbbflow.gpu.flowshop import kernels
     from pbbflow.gpu.spatial import contract as spatial_contract
     from pbbflow.gpu.spatial import kernels as spatial_kernels
+    from pbbflow.gpu.spatial import network_bounds as spatial_network_bounds
     from pbbflow.gpu.spatial import phase as spatial_phase
 
     return {
@@ -73,6 +74,11 @@ def _kernels() -> dict:
             f"float64, float64, {A1}, {I1}, {A1}, {A2}, {A2}, {A1})",
         ),
         "claim": (spatial_phase.claim, f"(int64, {A1}, {A1}, {A1}, {I1})"),
+        "network_lower_bounds": (
+            spatial_network_bounds.bounds_kernel(),
+            f"(int64, {I1}, {I1}, {I1}, {I1}, {I1}, {A1}, {A1}, {I1}, {A1}, {I1}, {A1}, {A1}, {A2}, {A1}, "
+            f"{A2}, {A2}, {A3}, {A3}, float64[:, :, :, ::1], {A2}, {A2})",
+        ),
     }
 
 

@@ -1,0 +1,347 @@
+"""CROWN bounds of networks over many boxes on the GPU (``gpu/spatial/network_bounds.py``) against
+exact values (rational arithmetic on the stored doubles, arb for smooth activations) and the
+CPU's :class:`pbbflow.spatial.network_bounds.NetworkBounds`.
+
+Under numba's CUDA simulator (CI) libdevice's directed rounding is ``libdevice_shim``'s exact
+stand-in and a block has 4 threads, fewer than the rows, so the kernel's block-stride loops turn.
+The GPU sums its dot products in its own order, so its bounds equal the CPU's to rounding only.
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import flint
+import numpy as np
+import pytest
+
+from pbbflow.gpu.spatial.network_bounds import DeviceNetworkBounds
+from pbbflow.spatial import network_bounds as cpu
+from pbbflow.spatial.network import Activation, Elementwise, Layer, Network
+
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("simulated_libdevice")]
+
+RELATIVE = 1e-12  # GPU vs CPU: the dot products' summation order differs
+ABSOLUTE = 1e-300
+ELEMENTWISE = {
+    "add": lambda v, c: v + c,
+    "sub": lambda v, c: v - c,
+    "rsub": lambda v, c: c - v,
+    "mul": lambda v, c: v * c,
+    "div": lambda v, c: v / c,
+}
+
+
+def dense_network(seed: int, widths, activation: str = "relu", alpha: float = 0.1) -> Network:
+    """Layers of ``activation`` between the widths, the last one linear."""
+    rng = np.random.default_rng(seed)
+    layers = [
+        Layer(rng.normal(0.0, np.sqrt(2.0 / a), (b, a)), rng.normal(0.0, 0.2, b), activation, alpha)
+        for a, b in zip(widths[:-2], widths[1:-1])
+    ]
+    layers.append(Layer(rng.normal(0.0, 1.0, (widths[-1], widths[-2])), rng.normal(0.0, 0.1, widths[-1])))
+    return Network(widths[0], tuple(layers))
+
+
+def scaled_network() -> Network:
+    """Inputs scaled as exporters write it (minus a mean, over a spread), an activation step of its
+    own after a linear layer, and the outputs scaled back."""
+    rng = np.random.default_rng(7)
+    steps = (
+        Elementwise("sub", np.array([0.5, -1.25, 3.0])),
+        Elementwise("div", np.array([3.0, 0.7, 1.5])),
+        Layer(rng.normal(0.0, 0.8, (5, 3)), rng.normal(0.0, 0.2, 5), "relu"),
+        Layer(rng.normal(0.0, 0.6, (5, 5)), rng.normal(0.0, 0.2, 5)),
+        Activation("leaky_relu", 0.2),
+        Layer(rng.normal(0.0, 0.6, (2, 5)), None),
+        Elementwise("mul", np.array([10.0, -0.3])),
+        Elementwise("rsub", np.array([1.0, 2.0])),
+    )
+    return Network(3, steps)
+
+
+NETWORKS = {
+    "relu-2-4-4-2": dense_network(1, (2, 4, 4, 2)),
+    "relu-3-6-6-6-3": dense_network(2, (3, 6, 6, 6, 3)),
+    "leaky-3-6-6-6-3": dense_network(3, (3, 6, 6, 6, 3), "leaky_relu", 0.1),
+    "concave-leaky-2-4-4-2": dense_network(4, (2, 4, 4, 2), "leaky_relu", 2.0),
+    "scaled-3-5-5-2": scaled_network(),
+}
+
+
+def exact_outputs(network: Network, x) -> list[Fraction]:
+    """The network at the doubles ``x`` in rational arithmetic on its stored doubles (piecewise
+    linear activations)."""
+    values = [Fraction(float(v)) for v in x]
+
+    def activate(name: str, alpha: float, v: Fraction) -> Fraction:
+        if name == "linear" or v >= 0:
+            return v
+        return Fraction(0) if name == "relu" else Fraction(alpha) * v
+
+    for step in network.steps:
+        if isinstance(step, Layer):
+            bias = [0.0] * step.sizes[1] if step.bias is None else step.bias.tolist()
+            values = [
+                activate(step.activation, step.alpha, sum((Fraction(w) * v for w, v in zip(row, values)), Fraction(b)))
+                for row, b in zip(step.weights.tolist(), bias)
+            ]
+        elif isinstance(step, Elementwise):
+            values = [ELEMENTWISE[step.op](v, Fraction(c)) for v, c in zip(values, step.constant.tolist())]
+        else:
+            values = [activate(step.activation, step.alpha, v) for v in values]
+    return values
+
+
+def arb_outputs(network: Network, x) -> list[flint.arb]:
+    """The network at the doubles ``x`` in arb (smooth activations too)."""
+
+    def activate(name: str, alpha: float, a: flint.arb) -> flint.arb:
+        if name == "tanh":
+            return a.tanh()
+        if name == "sigmoid":
+            return 1 / (1 + (-a).exp())
+        if name == "softplus":
+            return (1 + a.exp()).log()
+        if name == "linear" or a >= 0:
+            return a
+        if a <= 0:
+            return a * (0.0 if name == "relu" else alpha)
+        return a.union(a * (0.0 if name == "relu" else alpha))
+
+    values = [flint.arb(float(v)) for v in x]
+    for step in network.steps:
+        if isinstance(step, Layer):
+            bias = [0.0] * step.sizes[1] if step.bias is None else step.bias.tolist()
+            values = [
+                activate(step.activation, step.alpha, sum((w * v for w, v in zip(row, values)), flint.arb(b)))
+                for row, b in zip(step.weights.tolist(), bias)
+            ]
+        elif isinstance(step, Elementwise):
+            values = [ELEMENTWISE[step.op](v, flint.arb(c)) for v, c in zip(values, step.constant.tolist())]
+        else:
+            values = [activate(step.activation, step.alpha, v) for v in values]
+    return values
+
+
+def grid(lo: np.ndarray, hi: np.ndarray, per_dim: int) -> list[np.ndarray]:
+    """``per_dim`` points per axis (the ends included; one where the box is flat)."""
+    axes = [np.unique(np.linspace(a, b, per_dim)) if a < b else np.array([a]) for a, b in zip(lo, hi)]
+    return [np.array(p) for p in itertools.product(*axes)]
+
+
+def exact_minima(network: Network, lo, hi, c, d, per_dim: int) -> list[Fraction]:
+    """Per row, the exact minimum of ``c[k] . N(x) + d[k]`` over a grid of the box."""
+    outputs = [exact_outputs(network, x) for x in grid(lo, hi, per_dim)]
+    return [
+        min(sum((Fraction(cj) * y for cj, y in zip(row, out)), Fraction(dk)) for out in outputs)
+        for row, dk in zip(c.tolist(), d.tolist())
+    ]
+
+
+def interval_bounds(network: Network, lo, hi, c, d) -> np.ndarray:
+    """The plain interval bound of each row: interval arithmetic through every step, then the
+    minimum of ``c . y + d`` over the outputs' intervals."""
+    for op in cpu._operations(network):
+        if isinstance(op, cpu._Affine):
+            lo, hi = cpu._affine_interval(op.weights, op.bias, lo, hi)
+        elif isinstance(op, cpu._Elementwise):
+            lo, hi = cpu._elementwise_interval(op.code, op.constant, lo, hi)
+        else:
+            lo, hi = cpu._activation_interval(op.code, op.alpha, lo, hi)
+    return np.array([cpu._linear_minimum(row, dk, lo, hi) for row, dk in zip(c, d)])
+
+
+def box_of_kind(network: Network, rng: np.random.Generator, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """A box of width 0 ("point"), one where no activation input straddles 0 ("stable"; halved
+    until it is), or one where some does ("unstable")."""
+    centre = rng.uniform(-1.0, 1.0, network.n_inputs)
+    width = {"point": 0.0, "stable": 0.05, "unstable": 2.0}[kind] * rng.uniform(0.5, 1.0, network.n_inputs)
+    bounds = cpu.NetworkBounds(network)
+    while True:
+        lo, hi = centre - width / 2, centre + width / 2
+        node_bounds, relaxations = bounds.propagate(lo, hi)
+        straddling = sum(int(np.sum((node_bounds[k][0] < 0) & (node_bounds[k][1] > 0))) for k in relaxations)
+        if kind != "stable" or straddling == 0:
+            break
+        width = width / 2
+    assert (straddling > 0) == (kind == "unstable"), f"no {kind} box"
+    return lo, hi
+
+
+def batch(network: Network, seed: int, kinds) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Boxes of the kinds (B, inputs) and two random rows c, d."""
+    rng = np.random.default_rng(seed)
+    boxes = [box_of_kind(network, rng, kind) for kind in kinds]
+    c = rng.normal(0.0, 1.0, (2, network.n_outputs))
+    return np.array([b[0] for b in boxes]), np.array([b[1] for b in boxes]), c, rng.normal(0.0, 1.0, 2)
+
+
+def assert_matches_cpu(network: Network, los, his, c, d, gpu: np.ndarray) -> None:
+    """Each GPU bound is the CPU's to :data:`RELATIVE` and at least the plain interval bound."""
+    bounds = cpu.NetworkBounds(network)
+    for b in range(len(los)):
+        expected = bounds.lower_bounds(los[b], his[b], c, d)
+        assert np.all(np.abs(gpu[b] - expected) <= RELATIVE * np.abs(expected) + ABSOLUTE), (b, gpu[b], expected)
+        assert np.all(gpu[b] >= interval_bounds(network, los[b], his[b], c, d)), b
+
+
+@pytest.mark.parametrize("kind", ["point", "stable", "unstable"])
+@pytest.mark.parametrize("name", sorted(NETWORKS))
+def test_bounds_are_the_cpus_and_below_the_exact_minimum(name, kind):
+    """Boxes of width 0, with every activation stable and with unstable ones: each GPU bound is below
+    the exact minimum over a grid of the box, equals the CPU's and beats plain intervals."""
+    network = NETWORKS[name]
+    los, his, c, d = batch(network, 11, [kind] * 2)
+    gpu = DeviceNetworkBounds(network).lower_bounds(los, his, c, d)
+    assert gpu.shape == (2, 2) and np.all(np.isfinite(gpu))
+    assert_matches_cpu(network, los, his, c, d, gpu)
+    per_dim = 7 if network.n_inputs == 2 else 4
+    for b in range(len(los)):
+        for bound, minimum in zip(gpu[b], exact_minima(network, los[b], his[b], c, d, per_dim)):
+            assert Fraction(float(bound)) <= minimum, (b, bound, float(minimum))
+
+
+@pytest.mark.usefixtures("arb_precision")
+@pytest.mark.parametrize("name", sorted(NETWORKS))
+def test_point_boxes_are_tight_against_arb(name):
+    """At a point the bound is below arb's value of the network there, within 1e-12 relative."""
+    network = NETWORKS[name]
+    los, his, c, d = batch(network, 12, ["point"] * 3)
+    gpu = DeviceNetworkBounds(network).lower_bounds(los, his, c, d)
+    for b in range(len(los)):
+        outputs = arb_outputs(network, los[b])
+        for k, bound in enumerate(gpu[b]):
+            value = sum((flint.arb(float(cj)) * y for cj, y in zip(c[k], outputs)), flint.arb(float(d[k])))
+            assert value >= bound, (b, k, bound, value)
+            assert float(value.mid()) - bound <= 1e-12 * (1.0 + abs(bound)), (b, k, bound, value)
+
+
+@pytest.mark.usefixtures("arb_precision")
+@pytest.mark.parametrize("activation", ["tanh", "sigmoid", "softplus"])
+def test_smooth_activations_are_bounded_as_on_the_cpu(activation):
+    """tanh, sigmoid and softplus (device twins of the CPU's relaxations): the CPU's bound, below
+    arb's values at the corners and centre of each box."""
+    network = dense_network(5, (2, 4, 4, 2), activation)
+    rng = np.random.default_rng(13)
+    centre = rng.uniform(-1.0, 1.0, (3, 2))
+    width = np.array([[0.0], [0.1], [2.0]]) * rng.uniform(0.5, 1.0, (3, 2))
+    los, his = centre - width / 2, centre + width / 2
+    c, d = rng.normal(0.0, 1.0, (2, 2)), rng.normal(0.0, 1.0, 2)
+    gpu = DeviceNetworkBounds(network).lower_bounds(los, his, c, d)
+    assert_matches_cpu(network, los, his, c, d, gpu)
+    for b in range(len(los)):
+        for x in grid(los[b], his[b], 2) + [0.5 * los[b] + 0.5 * his[b]]:
+            outputs = arb_outputs(network, x)
+            for k, bound in enumerate(gpu[b]):
+                value = sum((flint.arb(float(cj)) * y for cj, y in zip(c[k], outputs)), flint.arb(float(d[k])))
+                assert value >= bound, (b, k, bound, value)
+
+
+def random_network(rng: np.random.Generator) -> Network:
+    """A small random network of every kind of step: dense layers with any activation, weights of
+    any scale (huge ones cancelling), elementwise constants and activation steps."""
+    size = n_inputs = int(rng.integers(1, 4))
+    steps = []
+    names = ("relu", "leaky_relu", "linear", "tanh", "sigmoid", "softplus")
+    for _ in range(int(rng.integers(1, 4))):
+        if rng.random() < 0.3:
+            op = str(rng.choice(list(ELEMENTWISE)))
+            steps.append(Elementwise(op, rng.uniform(0.25, 3.0, size) * rng.choice([-1.0, 1.0], size)))
+        out = int(rng.integers(1, 7))
+        weights = rng.normal(0.0, 1.0, (out, size)) * 10.0 ** rng.integers(-3, 6, (out, size))
+        bias = None if rng.random() < 0.2 else rng.normal(0.0, 1.0, out)
+        steps.append(Layer(weights, bias, str(rng.choice(names)), float(rng.choice([0.01, -0.5, 2.0]))))
+        size = out
+        if rng.random() < 0.2:
+            steps.append(Activation(str(rng.choice(names)), 0.1))
+    steps.append(Layer(rng.normal(0.0, 1.0, (2, size)), rng.normal(0.0, 1.0, 2)))
+    return Network(n_inputs, tuple(steps))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_networks_are_bounded_as_on_the_cpu(seed):
+    rng = np.random.default_rng(100 + seed)
+    network = random_network(rng)
+    centre = rng.uniform(-2.0, 2.0, (3, network.n_inputs))
+    width = rng.uniform(0.0, 2.0, (3, network.n_inputs)) * np.array([[0.0], [0.1], [1.0]])
+    los, his = centre - width / 2, centre + width / 2
+    c, d = rng.normal(0.0, 1.0, (3, 2)), rng.normal(0.0, 1.0, 3)
+    assert_matches_cpu(network, los, his, c, d, DeviceNetworkBounds(network).lower_bounds(los, his, c, d))
+
+
+def odd_networks() -> dict[str, Network]:
+    rng = np.random.default_rng(15)
+    layer = Layer(rng.normal(0.0, 1.0, (4, 2)), rng.normal(0.0, 0.5, 4))
+    last = Layer(rng.normal(0.0, 1.0, (2, 4)), None)
+    return {
+        "no steps": Network(2, ()),
+        "an activation first": Network(2, (Activation("relu"), layer, Activation("leaky_relu", 0.3), last)),
+        "two activations in a row": Network(2, (Layer(layer.weights, layer.bias, "tanh"), Activation("relu"), last)),
+        "a constant before an activation": Network(
+            2, (layer, Elementwise("mul", np.array([2.0, -1.0, 0.5, 3.0])), Activation("relu"), last)
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(odd_networks()))
+def test_networks_of_any_shape_are_bounded_as_on_the_cpu(name):
+    """No steps at all; an activation on the inputs; an activation step after an activation (its
+    CROWN rows start as +-e_j, not +-W_j); an elementwise constant between a layer and an activation."""
+    network = odd_networks()[name]
+    rng = np.random.default_rng(16)
+    centre, width = rng.uniform(-1.0, 1.0, (3, 2)), rng.uniform(0.0, 2.0, (3, 2)) * np.array([[0.0], [1.0], [1.0]])
+    los, his = centre - width / 2, centre + width / 2
+    c, d = rng.normal(0.0, 1.0, (2, 2)), rng.normal(0.0, 1.0, 2)
+    assert_matches_cpu(network, los, his, c, d, DeviceNetworkBounds(network).lower_bounds(los, his, c, d))
+
+
+def test_chunks_give_the_same_bounds():
+    """A scratch budget of two boxes runs a batch of five in three launches, with the bounds of one."""
+    network = NETWORKS["relu-3-6-6-6-3"]
+    los, his, c, d = batch(network, 14, ["unstable", "point", "stable", "unstable", "unstable"])
+    whole = DeviceNetworkBounds(network)
+    assert whole.chunk(len(c)) >= 5
+    small = DeviceNetworkBounds(network, scratch_bytes=2 * whole.bytes_per_box(len(c)))
+    assert small.chunk(len(c)) == 2
+    assert np.array_equal(small.lower_bounds(los, his, c, d), whole.lower_bounds(los, his, c, d))
+    assert whole.lower_bounds(los[:0], his[:0], c, d).shape == (0, 2)
+
+
+def test_long_contractions_get_their_error_term():
+    """``lam @ [W b]`` sums over a layer's 64 outputs: summed in order, 1 + 63 terms just above half
+    an ulp of 1 each round up (the float sum 63 * 2^-53 above the exact one), which the error
+    constants of a contraction of length 64 cover (not those of [W b]'s 2 columns)."""
+    n = 64
+    c = np.full(n, 2.0**-53 * (1.0 + 2.0**-50))
+    c[0] = 1.0
+    network = Network(1, (Layer(np.ones((n, 1)), None, "relu"),))
+    exact = sum(Fraction(v) for v in c.tolist())
+    one = np.ones((1, 1))
+    gpu = DeviceNetworkBounds(network).lower_bounds(one, one, c[None, :], np.zeros(1))[0, 0]
+    assert Fraction(float(gpu)) <= exact
+    assert Fraction(cpu.lower_bound(network, one[0], one[0], c)) <= exact
+
+
+def test_bad_requests_are_refused():
+    network = NETWORKS["relu-2-4-4-2"]
+    bounds = DeviceNetworkBounds(network)
+    lo, hi, c, d = np.zeros((1, 2)), np.ones((1, 2)), np.ones((1, 2)), np.zeros(1)
+    with pytest.raises(ValueError, match="two"):
+        bounds.lower_bounds(lo[:, :1], hi, c, d)
+    with pytest.raises(ValueError, match="lo <= hi"):
+        bounds.lower_bounds(hi, lo, c, d)
+    with pytest.raises(ValueError, match="finite"):
+        bounds.lower_bounds(lo, np.full((1, 2), np.inf), c, d)
+    with pytest.raises(ValueError, match="rows of 2"):
+        bounds.lower_bounds(lo, hi, np.ones((1, 3)), d)
+    with pytest.raises(ValueError, match="finite"):
+        bounds.lower_bounds(lo, hi, np.full((1, 2), np.nan), d)
+
+
+def test_kernel_compiles_to_directed_rounding_instructions(sm90_ptx):
+    """Where NVVM is installed: numba-cuda types the kernel, whose sm_90 PTX rounds outward."""
+    ptx = (sm90_ptx / "network_lower_bounds.ptx").read_text()
+    for instruction in ("add.rm.f64", "add.rp.f64", "mul.rm.f64", "mul.rp.f64", "div.rm.f64", "div.rp.f64"):
+        assert instruction in ptx, instruction
