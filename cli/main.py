@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from ..core.errors import PbbflowError
-from ..core.family import Commands, family_commands
+from ..core.family import Commands, StoreCommands, family_commands, store_commands
+from ..core.files import FileRefused, read_json
 from ..core.text import printable
 from ..storage.runstore import RunStore
 from ..workflow.cluster import slurm_job_script
@@ -137,7 +138,8 @@ def _add_store_commands(commands: argparse._SubParsersAction, families: list[Com
         description="Continue a run from its last checkpoint, on any cluster: a flow-shop run (pbbflow "
         "solve) or a continuous one (pbbflow minimize --run, the spatial family), as its run store "
         "says.  A finished run is answered at once, as by info.  An option that names one family's "
-        "runs applies to those only.",
+        "runs applies to those only.  A verification suite's store (pbbflow verify --instances) runs "
+        "the instances without a result.",
     )
     r.add_argument("run", type=Path, help="the run store (run.zarr)")
     add_run_options(r, RESUME_RUNS, lambda group: _add_settings(families, group))
@@ -147,14 +149,28 @@ def _add_store_commands(commands: argparse._SubParsersAction, families: list[Com
         help="show a run's state as of its last checkpoint",
         description="Show a run's state as of its last checkpoint (its result, the checkpoint, its "
         "options and a few rows of its history): a flow-shop run (pbbflow solve) or a continuous one "
-        "(pbbflow minimize --run, the spatial family), each as its family writes it.",
+        "(pbbflow minimize --run, the spatial family), each as its family writes it; a verification "
+        "suite's store (pbbflow verify --instances): its answer and seconds per instance, with the counts.",
     )
     i.add_argument("run", type=Path, help="the run store (run.zarr)")
     i.add_argument("--json", action="store_true", help="print the state as JSON")
     i.set_defaults(handler=_info)
 
 
+def _other_store(path: Path) -> StoreCommands | None:
+    """The commands on the store at ``path`` where its root names a kind other than the run
+    store's (a verification suite's); None otherwise (a run store, or none: ``RunStore.open`` says)."""
+    try:
+        header = read_json(path / "zarr.json", kind="a metadata file")["attributes"]["pbbflow"]
+        return store_commands(header["kind"])
+    except (FileRefused, KeyError, TypeError):
+        return None
+
+
 def _resume(args: argparse.Namespace) -> int:
+    other = _other_store(args.run)
+    if other is not None:
+        return other.resume(args)
     if args.dry_run:
         print(slurm_job_script(slurm_options(args)))
         return EXIT_DONE
@@ -200,6 +216,9 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
+    other = _other_store(args.run)
+    if other is not None:
+        return other.info(args)
     with starting():  # Dask, with the driver: loaded by this command, not by the parser
         from ..workflow.run import result_of
 

@@ -46,6 +46,9 @@ _BUILTINS = {"flowshop": "pbbflow.flowshop", "spatial": "pbbflow.spatial"}  # ru
 FAMILIES: dict[str, Family | ModuleType | str] = {kind: f"{package}.family" for kind, package in _BUILTINS.items()}
 # run kind -> its family's Commands, or where to find them, imported by the command line only
 COMMANDS: dict[str, Commands | ModuleType | str] = {kind: f"{package}.commands" for kind, package in _BUILTINS.items()}
+SUITE_KIND = "pbbflow-suite"  # the root kind of a store of verification instances (``spatial.suite``)
+# a store kind other than the run store's -> its StoreCommands, or where to find them (imported on first use)
+STORE_COMMANDS: dict[str, StoreCommands | ModuleType | str] = {SUITE_KIND: "pbbflow.spatial.suite_commands"}
 
 
 class WorkSet(Protocol):
@@ -271,6 +274,25 @@ class Commands(Protocol):
         settings, e.g. flow shop's ``--ivms``) to the cluster group of an ``argparse`` parser: of its
         own commands, or (``any_family``) of ``resume``, where their help names the family; their
         defaults hold for every command."""
+
+
+class StoreCommands(Protocol):
+    """``resume`` and ``info`` on a store of another kind than the run store's (``STORE_COMMANDS``)."""
+
+    def resume(self, args: Any) -> int:
+        """Continue the store that ``resume``'s parsed arguments name; the exit code."""
+
+    def info(self, args: Any) -> int:
+        """Show the store that ``info``'s parsed arguments name; the exit code."""
+
+
+def store_commands(kind: Any) -> StoreCommands | None:
+    """The commands on stores of root kind ``kind``; None for a run store's kind or an unknown one."""
+    found = STORE_COMMANDS.get(kind) if isinstance(kind, str) else None
+    if found is None:
+        return None
+    STORE_COMMANDS[kind] = found = _imported(found)
+    return cast(StoreCommands, found)
 
 
 def register(kind: str, family: Family | ModuleType | str, commands: Commands | ModuleType | str | None = None) -> None:

@@ -17,7 +17,7 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from ..cli.arguments import RunHelp, add_run_options, non_negative_int, parse_duration, positive_int
+from ..cli.arguments import RunHelp, add_run_options, non_negative_int, positive_int
 from ..cli.progress import ProgressBar
 from ..cli.runs import (
     EXIT_DONE,
@@ -43,6 +43,7 @@ from .defaults import CPU_SLICE_S, CPU_SUBDOMAINS, EPS_ABS, EPS_REL, FEAS_TOL, G
 from .describe import search_lines
 from .load import BUILTINS, ERROR_BUILTINS
 from .problem import ProblemError
+from .suite_commands import suite_command
 
 BUILTIN_NAMES = (*BUILTINS, *ERROR_BUILTINS)  # load_problem's built-in names, in its docstring's order
 # options that only a run on a cluster (--run) takes, with their defaults
@@ -56,6 +57,13 @@ RUN_ONLY = {
     "dry_run": False,
     "overwrite": False,
 }
+# the shared run options' help for verify, whose cluster options apply to a suite (--instances)
+VERIFY_RUNS = RunHelp(
+    nodes="with --instances: not taken (each instance stops at its row's time limit)",
+    gpus="not taken: verify decides on the CPU (0 only)",
+    heuristic_workers="not taken by verify",
+    with_run=True,
+)
 # the shared run options' help for minimize, whose cluster options apply with --run
 MINIMIZE_RUNS = RunHelp(
     nodes="explored this many boxes",
@@ -193,25 +201,57 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_run_options(m, MINIMIZE_RUNS)
     m.set_defaults(handler=run)
     v = commands.add_parser(
-        "verify", help="decide a VNN-LIB property of an ONNX network: unsat (it holds), sat (a counterexample)"
+        "verify",
+        help="decide a VNN-LIB property of an ONNX network: unsat (it holds), sat (a counterexample); "
+        "or a suite of them as one resumable job",
+        description="Decide a VNN-LIB property of an ONNX network on the CPU: unsat (it holds, exit 0), sat "
+        "(a checked counterexample, exit 0), timeout or unknown (exit 3).  With --instances CSV --run PATH: "
+        "a VNN-COMP instance list (rows onnx_path,vnnlib_path,timeout_seconds, paths relative to the CSV) "
+        "decided on a Dask cluster as one resumable job, each result committed to the suite store PATH as "
+        "it ends (pbbflow resume PATH continues it, pbbflow info PATH shows it); the results table goes "
+        "beside the store as STEM.results.csv and STEM.results.json.  A suite exits 0 when every instance "
+        "is decided (sat or unsat), 3 when stopped (Ctrl-C, SIGTERM, --time-limit) or some instance is "
+        "not (timeout, unknown, error).  Exit 2: bad input or options (one line); 1: internal error.",
     )
-    v.add_argument("network", help="the network (.onnx)")
-    v.add_argument("property", help="the property (.vnnlib): its asserts state a counterexample")
-    v.add_argument(
-        "--time-limit", type=parse_duration, default=None, metavar="DURATION", help="stop undecided after this long"
-    )
+    v.add_argument("network", nargs="?", help="the network (.onnx)")
+    v.add_argument("property", nargs="?", help="the property (.vnnlib): its asserts state a counterexample")
     v.add_argument("--result", type=Path, default=None, metavar="FILE", help="also write VNN-COMP's result format")
-    v.add_argument("--json", action="store_true", help="print the answer as JSON")
-    v.add_argument("--quiet", action="store_true", help="no compile notice")
+    v.add_argument(
+        "--instances",
+        type=Path,
+        default=None,
+        metavar="CSV",
+        help="a VNN-COMP instance list: decide its instances as one resumable job (with --run; no network "
+        "or property then)",
+    )
+    v.add_argument(
+        "--run",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="with --instances: the suite store (suite.zarr), which holds the instances' files and each result",
+    )
+    v.add_argument("--overwrite", action="store_true", help="replace an existing suite store at --run")
+    add_run_options(v, VERIFY_RUNS)
     v.set_defaults(handler=verify_command)
 
 
 def verify_command(args: argparse.Namespace) -> int:
     """Read the network and the property, decide it on the CPU, print the answer (and write the
-    result file); ProblemError reaches the caller (exit 2)."""
+    result file); with ``--instances``, a suite (``suite_commands``).  ProblemError reaches the caller
+    (exit 2)."""
     from .onnx_network import read_onnx
     from .vnnlib import read_vnnlib
 
+    if args.instances is not None:
+        return suite_command(args)
+    if args.network is None or args.property is None:
+        raise ProblemError("verify takes MODEL.onnx PROPERTY.vnnlib, or --instances CSV --run PATH")
+    given = [name for name, default in RUN_ONLY.items() if getattr(args, name) != default]
+    given += [name for name in ("run", "node_limit") if getattr(args, name) is not None]
+    if given or args.gpus not in (None, 0):
+        option = f"--{(given or ['gpus'])[0].replace('_', '-')}"
+        raise ProblemError(f"{option} is for a suite (verify --instances CSV --run PATH); one property runs here")
     network = read_onnx(args.network)
     prop = read_vnnlib(args.property)
     if (prop.n_inputs, prop.n_outputs) != (network.n_inputs, network.n_outputs):
@@ -220,15 +260,16 @@ def verify_command(args: argparse.Namespace) -> int:
             f"{Path(args.network).name} {network.n_inputs} and {network.n_outputs}"
         )
     with starting():
-        from .bnb import load_code
         from .options import MinimizeOptions
-        from .verify import margin_problem, verify
+        from .verify import FIRST_RUN, code_cached, load_code, verify
     options = MinimizeOptions(time_limit=args.time_limit)
     with contextlib.ExitStack() as stack:
         result_file = None if args.result is None else stack.enter_context(_result_file(args.result))
         with StopSignals() as signals:
-            if prop.regions and prop.regions[0].atoms:
-                _load(args, load_code, margin_problem(network, prop.regions[0]), options, gpu=False)
+            notice = None if code_cached(network, prop, options) else first_run_notice(args, FIRST_RUN)
+            with collecting_none():
+                seconds, compiled = load_code(network, prop, options)
+            _tell_loaded(args, notice, seconds, compiled)
             verdict = verify(network, prop, options, should_stop=signals.stop.is_set)
         if result_file is not None:
             result_file.write(vnncomp_result(verdict).encode())
@@ -467,6 +508,11 @@ def _load(args: argparse.Namespace, load_code, problem, options, *, gpu: bool) -
     notice = None if gpu or code_cached(options) else first_run_notice(args, FIRST_RUN)
     with collecting_none():  # numba's first use and its cache, scipy: objects kept to the end
         seconds, compiled = load_code(problem, options)
+    _tell_loaded(args, notice, seconds, compiled, gpu=gpu)
+
+
+def _tell_loaded(args: argparse.Namespace, notice, seconds: float, compiled: bool, *, gpu: bool = False) -> None:
+    """End a first run's compile notice, or tell what loading the code took where it is news."""
     if notice is not None:
         notice.finish()
     elif gpu and not args.quiet:  # numba-cuda compiles the kernels in every process

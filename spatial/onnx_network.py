@@ -72,6 +72,22 @@ def read_onnx(path: str | Path) -> Network:
     return _Reader(onnx, model.graph, where).network()
 
 
+def parse_onnx(data: bytes, where: str = "network") -> Network:
+    """The network in an ONNX model's bytes ``data``, which must hold all its tensors (none in
+    external files: nothing is read beside it); ProblemError naming ``where``."""
+    onnx = _onnx()
+    try:
+        model = onnx.load_model_from_string(data)
+    except Exception as error:  # protobuf's DecodeError and friends: not an ONNX model
+        raise ProblemError(f"{where}: not an ONNX model ({type(error).__name__})") from None
+    tensors = [*model.graph.initializer]
+    tensors += [a.t for node in model.graph.node for a in node.attribute if a.type == onnx.AttributeProto.TENSOR]
+    external = next((t.name for t in tensors if t.data_location == onnx.TensorProto.EXTERNAL), None)
+    if external is not None:
+        raise ProblemError(f"{where}: tensor {external!r} is stored in an external file (save the model whole)")
+    return _Reader(onnx, model.graph, where).network()
+
+
 def _load_external_data(onnx, model, folder: Path, where: str) -> None:
     """Load the tensors stored beside the model, each from a file inside ``folder``."""
     tensors = [*model.graph.initializer]

@@ -5,23 +5,37 @@ scheduler every second), as its family's :class:`View` (``Family.dashboard_view`
 ``flowshop.dashboard``, spatial's in ``spatial.dashboard``, built of the figures here); a family
 without one gets :class:`HistoryView`: the remaining share of the space on a log scale, nodes/s,
 the incumbent, the ETA and the busy share of each worker's explorers (threads or IVMs) over time.
+A cluster without a run that decides a verification suite (``pbbflow verify --instances``) shows
+it as :class:`SuiteView`: a table of its instances, from what its driver publishes on the
+scheduler (``workflow.cluster.SUITE_METADATA``: plain JSON, set after each result).
 
 Where it is served, and how a scheduler gets it: ``viz.page``.
 """
 
 from __future__ import annotations
 
+import html
 import math
 from typing import Any, Protocol
 
 import numpy as np
 from bokeh.layouts import column, gridplot
-from bokeh.models import ColorBar, ColumnDataSource, Div, FixedTicker, LinearColorMapper, NumeralTickFormatter
+from bokeh.models import (
+    ColorBar,
+    ColumnDataSource,
+    DataTable,
+    Div,
+    FixedTicker,
+    LinearColorMapper,
+    NumeralTickFormatter,
+    TableColumn,
+)
 from bokeh.palettes import Viridis256
 from bokeh.plotting import figure
 
 from ..core.family import family
 from ..core.progress import Eta
+from ..workflow.cluster import SUITE_METADATA
 from ..workflow.coordinator import PLUGIN_NAME
 from ..workflow.eta import eta_curve, recent_rate
 from ..workflow.history import RunHistory, node_rate
@@ -73,10 +87,21 @@ class RunPage:
         coordinator = self.scheduler.plugins.get(PLUGIN_NAME)
         return None if coordinator is None else coordinator.latest_history()
 
+    def suite(self) -> dict | None:
+        """The table a suite's driver published on this cluster, if any."""
+        found = getattr(self.scheduler, "task_metadata", {})
+        for key in SUITE_METADATA:
+            found = found.get(key) if isinstance(found, dict) else None
+        return found
+
     def update(self) -> None:
         """Redraw when the history has new samples (periodic callback of the session)."""
         history = self.history()
         if history is None:
+            suite = self.suite()
+            if suite is not None:
+                self._show_suite(suite)
+                return
             self.header.text = "<h3>pbbflow</h3><p>No pbbflow run on this cluster yet.</p>"
             return
         key = (id(history), history.generation, len(history), history.closed)
@@ -88,6 +113,39 @@ class RunPage:
             self.view = view()
             self.layout.children = [self.header, self.view.layout]
         self.header.text = self.view.draw(history)
+
+    def _show_suite(self, suite: dict) -> None:
+        key = ("suite", suite.get("store"), suite.get("version"), suite.get("state"))
+        if key == self.shown:
+            return
+        self.shown = key
+        if not isinstance(self.view, SuiteView):
+            self.view = SuiteView()
+            self.layout.children = [self.header, self.view.layout]
+        self.header.text = self.view.draw(suite)
+
+
+class SuiteView:
+    """A verification suite: one row per instance (index, network, property, answer, seconds)."""
+
+    columns = ("index", "network", "property", "answer", "seconds")
+
+    def __init__(self) -> None:
+        self.source = ColumnDataSource({c: [] for c in self.columns}, name="pbbflow-suite")
+        columns = [TableColumn(field=c, title=c) for c in self.columns]
+        self.layout = DataTable(
+            source=self.source, columns=columns, index_position=None, height=600, sizing_mode="stretch_width"
+        )
+
+    def draw(self, suite: dict) -> str:
+        """Draw the published ``suite``; returns the header's HTML."""
+        rows = suite["rows"]
+        self.source.data = {c: [row[k] for row in rows] for k, c in enumerate(self.columns)}
+        counts = ", ".join(f"{n} {answer}" for answer, n in suite["counts"].items() if n)
+        return (
+            f"<h3>pbbflow: suite {html.escape(str(suite['store']))} ({html.escape(str(suite['state']))})</h3>"
+            f"<p>{len(rows)} instances: {html.escape(counts)}</p>"
+        )
 
 
 def figure_options() -> dict:

@@ -46,6 +46,9 @@ QUIET_DASK = {
     "distributed.worker.memory.monitor-interval": "1s",
 }
 HTTP_PREFIX = "/"  # the http_prefix of the schedulers started here (Dask's default)
+# where a verification suite's driver publishes its table on the scheduler (``Client.set_metadata``),
+# which the dashboard page shows
+SUITE_METADATA = ("pbbflow", "suite")
 logger = logging.getLogger(__name__)
 
 

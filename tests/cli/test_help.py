@@ -15,6 +15,7 @@ import pytest
 from pbbflow.flowshop import commands as flowshop_cli
 from pbbflow.flowshop.choices import BOUND_NAMES
 from pbbflow.spatial import commands as minimize
+from pbbflow.spatial import suite_commands
 
 cli = importlib.import_module("pbbflow.cli.main")  # the module (pbbflow.cli.main is also the function)
 COMMANDS = {
@@ -26,7 +27,12 @@ COMMANDS = {
     "minimize": minimize.run,
     "verify": minimize.verify_command,
 }
-CLI_MODULES = ("pbbflow.cli", flowshop_cli.__name__, minimize.__name__)  # the commands' modules
+CLI_MODULES = (
+    "pbbflow.cli",
+    flowshop_cli.__name__,
+    minimize.__name__,
+    suite_commands.__name__,
+)  # the commands' modules
 FLOWSHOP_ONLY = {"--ub", "--branch", "--ivms", "--format", "--orientation", "--seed"}
 SPATIAL_ONLY = {"--eps-abs", "--eps-rel", "--feas-tol", "--subdomains", "--serial"}
 RUN_ONLY = {
@@ -47,7 +53,7 @@ FORBIDDEN = {  # command -> options it must not list, and words its help must no
     "solve": (SPATIAL_ONLY, SPATIAL_WORDS),
     "heuristic": (SPATIAL_ONLY | RUN_ONLY | {"--ivms", "--bound", "--branch", "--ub"}, SPATIAL_WORDS),
     "minimize": (FLOWSHOP_ONLY, FLOWSHOP_WORDS),
-    "verify": (FLOWSHOP_ONLY | SPATIAL_ONLY | RUN_ONLY | {"--bound"}, FLOWSHOP_WORDS),
+    "verify": (FLOWSHOP_ONLY | SPATIAL_ONLY | {"--bound"}, FLOWSHOP_WORDS),  # its cluster options: a suite's
     "resume": ((FLOWSHOP_ONLY - {"--ivms"}) | SPATIAL_ONLY | {"--bound", "--overwrite"}, None),
     "info": (FLOWSHOP_ONLY | SPATIAL_ONLY | RUN_ONLY | {"--time-limit", "--bound"}, None),
     "plot": (FLOWSHOP_ONLY | SPATIAL_ONLY | RUN_ONLY | {"--time-limit", "--bound", "--json"}, None),
