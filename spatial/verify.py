@@ -69,10 +69,12 @@ def verify(
     options: MinimizeOptions | None = None,
     should_stop: Callable[[], bool] | None = None,
     falsify: bool = True,
+    gpu: bool = False,
 ) -> Verdict:
     """Decide ``prop`` for ``network`` (the module doc); ``options.time_limit`` is the whole
     question's, shared by its regions in order; ``should_stop()`` true stops it undecided (timeout);
-    ``falsify`` False leaves each region to its search alone (no descent first)."""
+    ``falsify`` False leaves each region to its search alone (no descent first); ``gpu`` bounds the
+    boxes of the input-splitting search on the GPU (the general search stays on the CPU)."""
     if (prop.n_inputs, prop.n_outputs) != (network.n_inputs, network.n_outputs):
         raise ValueError(
             f"the property has {prop.n_inputs} inputs and {prop.n_outputs} outputs, the network "
@@ -93,7 +95,7 @@ def verify(
                 return verdict
         form = _double_form(region.atoms, network.n_outputs)
         if form is not None:
-            verdict = _split_search(network, region, *form, left, should_stop, nodes, began)
+            verdict = _split_search(network, region, *form, left, should_stop, nodes, began, gpu)
             nodes = verdict.nodes
             if verdict.answer != "unsat":
                 return verdict
@@ -204,13 +206,30 @@ def _split_search(
     should_stop: Callable[[], bool] | None,
     nodes: int,
     began: float,
+    gpu: bool,
 ) -> Verdict:
     """Decide one region by input splitting: a box holds where the largest of its atoms' backward
-    linear lower bounds (:class:`.network_bounds.NetworkBounds`) is above 0; the lowest box is
-    bisected across its widest side (relative to the region's) until every box holds (``unsat``
-    for this region), a box's centre passes the exact check (``sat``), the time is up
-    (``timeout``), or a box that cannot be split stays open (``unknown``)."""
-    bounds = NetworkBounds(network)
+    linear lower bounds is above 0; the lowest boxes are bisected across their widest side
+    (relative to the region's) until every box holds (``unsat`` for this region), a box's centre
+    passes the exact check (``sat``), the time is up (``timeout``), or a box that cannot be split
+    stays open (``unknown``). On the CPU (:class:`.network_bounds.NetworkBounds`) one box at a
+    time; on the GPU (``gpu``: :class:`pbbflow.gpu.spatial.network_bounds.DeviceNetworkBounds`)
+    as many of the lowest as make one launch of children."""
+    if gpu:
+        from ..gpu.spatial.network_bounds import DeviceNetworkBounds
+
+        device = DeviceNetworkBounds(network)
+        batch = max(1, device.scratch_bytes // device.bytes_per_box(len(c)) // 2)
+
+        def bound(los: np.ndarray, his: np.ndarray) -> np.ndarray:
+            return device.lower_bounds(los, his, c, d).max(axis=1)
+
+    else:
+        host, batch = NetworkBounds(network), 1
+
+        def bound(los: np.ndarray, his: np.ndarray) -> np.ndarray:
+            return np.array([host.lower_bounds(lo, hi, c, d).max() for lo, hi in zip(los, his)])
+
     lo = np.array([enclose(a)[0] for a in region.lower])
     hi = np.array([enclose(b)[1] for b in region.upper])
     scale = np.where(hi > lo, hi - lo, 1.0)
@@ -219,31 +238,35 @@ def _split_search(
     open_boxes: list = []
     unsplittable = False
 
-    def add(lo: np.ndarray, hi: np.ndarray) -> None:
+    def add(los: np.ndarray, his: np.ndarray) -> None:
         nonlocal nodes
-        nodes += 1
-        lower = float(np.max(bounds.lower_bounds(lo, hi, c, d)))
-        if not lower > 0:  # NaN never holds
-            heapq.heappush(open_boxes, (lower, next(order), lo, hi))
+        nodes += len(los)
+        for lower, box_lo, box_hi in zip(bound(los, his).tolist(), los, his):
+            if not lower > 0:  # NaN never holds
+                heapq.heappush(open_boxes, (lower, next(order), box_lo, box_hi))
 
-    add(lo, hi)
+    add(lo[None, :], hi[None, :])
     while open_boxes:
         if (deadline is not None and time.perf_counter() >= deadline) or (should_stop is not None and should_stop()):
             return Verdict("timeout", None, None, nodes, time.perf_counter() - began)
-        _, _, lo, hi = heapq.heappop(open_boxes)
-        centre = np.minimum(np.maximum(0.5 * lo + 0.5 * hi, lo), hi)
-        if margin_and_gradient(network, c, d, centre[None, :])[0][0] <= 0:
-            verdict = _checked(network, region, centre.tolist(), nodes, began)
+        lowest = [heapq.heappop(open_boxes) for _ in range(min(batch, len(open_boxes)))]
+        los, his = np.array([box[2] for box in lowest]), np.array([box[3] for box in lowest])
+        centres = np.minimum(np.maximum(0.5 * los + 0.5 * his, los), his)
+        margins = margin_and_gradient(network, c, d, centres)[0]
+        for k in np.flatnonzero(margins <= 0)[np.argsort(margins[margins <= 0], kind="stable")]:
+            verdict = _checked(network, region, centres[k].tolist(), nodes, began)
             if verdict.answer == "sat":
                 return verdict
-        axis = int(np.argmax((hi - lo) / scale))
-        middle = centre[axis]
-        if not lo[axis] < middle < hi[axis]:
-            unsplittable = True
-            continue
-        left_hi, right_lo = hi.copy(), lo.copy()
-        left_hi[axis] = right_lo[axis] = middle
-        add(lo, left_hi)
-        add(right_lo, hi)
+        rows = np.arange(len(los))
+        axes = np.argmax((his - los) / scale, axis=1)
+        middles = centres[rows, axes]
+        splittable = (los[rows, axes] < middles) & (middles < his[rows, axes])
+        unsplittable = unsplittable or not splittable.all()
+        rows, axes, middles = rows[splittable], axes[splittable], middles[splittable]
+        left_his, right_los = his[rows].copy(), los[rows].copy()
+        left_his[np.arange(len(rows)), axes] = middles
+        right_los[np.arange(len(rows)), axes] = middles
+        if len(rows):
+            add(np.concatenate([los[rows], right_los]), np.concatenate([left_his, his[rows]]))
     answer = "unknown" if unsplittable else "unsat"
     return Verdict(answer, None, None, nodes, time.perf_counter() - began)

@@ -345,3 +345,40 @@ def test_kernel_compiles_to_directed_rounding_instructions(sm90_ptx):
     ptx = (sm90_ptx / "network_lower_bounds.ptx").read_text()
     for instruction in ("add.rm.f64", "add.rp.f64", "mul.rm.f64", "mul.rp.f64", "div.rm.f64", "div.rp.f64"):
         assert instruction in ptx, instruction
+
+
+def exact_relu_outputs(network: Network, x) -> list[Fraction]:
+    """A ReLU/linear network at ``x`` in rational arithmetic on its stored doubles."""
+    values = [Fraction(v) for v in x]
+    for layer in network.steps:
+        bias = [0.0] * layer.sizes[1] if layer.bias is None else layer.bias.tolist()
+        rows = zip(layer.weights.tolist(), bias)
+        values = [sum((Fraction(w) * v for w, v in zip(row, values)), Fraction(b)) for row, b in rows]
+        if layer.activation == "relu":
+            values = [max(v, Fraction(0)) for v in values]
+    return values
+
+
+def test_verify_splits_boxes_on_the_gpu_as_on_the_cpu():
+    """``verify(..., gpu=True)`` bounds the split boxes in batches on the device: the same answers
+    as the CPU's search, every sat point a counterexample exactly, proofs of many boxes."""
+    from pbbflow.spatial.options import MinimizeOptions
+    from pbbflow.spatial.verify import verify
+    from pbbflow.spatial.vnnlib import parse_vnnlib
+
+    header = "(declare-const X_0 Real) (declare-const X_1 Real) (declare-const Y_0 Real) (declare-const Y_1 Real)"
+    box = "(assert (>= X_0 -1)) (assert (<= X_0 1)) (assert (>= X_1 -1)) (assert (<= X_1 1))"
+    options = MinimizeOptions(time_limit=60.0)
+    answers = []
+    for seed, margin in itertools.product(range(3), (0, 2)):
+        network = dense_network(40 + seed, [2, 6, 6, 2])
+        prop = parse_vnnlib(f"{header} {box} (assert (>= Y_0 (+ Y_1 {margin})))")
+        on_cpu = verify(network, prop, options, falsify=False)
+        on_gpu = verify(network, prop, options, falsify=False, gpu=True)
+        assert on_gpu.answer == on_cpu.answer
+        answers.append((on_gpu.answer, on_gpu.nodes))
+        if on_gpu.answer == "sat":
+            y = exact_relu_outputs(network, on_gpu.x)
+            assert y[0] >= y[1] + margin and all(-1 <= v <= 1 for v in on_gpu.x)
+    assert {answer for answer, _ in answers} == {"sat", "unsat"}
+    assert max(nodes for answer, nodes in answers if answer == "unsat") > 10
