@@ -102,6 +102,12 @@ def run(network: Network, batches, widths, sample: int, repeats: int, seed: int)
     return records
 
 
+def _device_name() -> str:
+    """The current device's name (bytes in older numba-cuda, str in newer)."""
+    name = cuda.get_current_device().name
+    return name.decode() if isinstance(name, bytes) else name
+
+
 def main(argv: list[str] | None = None) -> dict:
     """Parse the arguments, run, print the JSON (and write it to ``--out``); the document."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -120,7 +126,7 @@ def main(argv: list[str] | None = None) -> dict:
     document = {
         "benchmark": "gpu_network_bounds",
         "network": args.network.name,
-        "device": "CUDA simulator" if SIMULATED else cuda.get_current_device().name.decode(),
+        "device": "CUDA simulator" if SIMULATED else _device_name(),
         "host": platform.processor() or platform.machine(),
         "records": run(network, args.batches, args.widths, args.sample, args.repeats, args.seed),
     }
