@@ -60,7 +60,7 @@ RUN_ONLY = {
 # the shared run options' help for verify, whose cluster options apply to a suite (--instances)
 VERIFY_RUNS = RunHelp(
     nodes="with --instances: not taken (each instance stops at its row's time limit)",
-    gpus="not taken: verify decides on the CPU (0 only)",
+    gpus="1: bound the split boxes on the GPU (default: the CPU); with --instances, GPU workers",
     heuristic_workers="not taken by verify",
     with_run=True,
 )
@@ -204,7 +204,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "verify",
         help="decide a VNN-LIB property of an ONNX network: unsat (it holds), sat (a counterexample); "
         "or a suite of them as one resumable job",
-        description="Decide a VNN-LIB property of an ONNX network on the CPU: unsat (it holds, exit 0), sat "
+        description="Decide a VNN-LIB property of an ONNX network on the CPU (its boxes bounded on one GPU with "
+        "--gpus 1): unsat (it holds, exit 0), sat "
         "(a checked counterexample, exit 0), timeout or unknown (exit 3).  With --instances CSV --run PATH: "
         "a VNN-COMP instance list (rows onnx_path,vnnlib_path,timeout_seconds, paths relative to the CSV) "
         "decided on a Dask cluster as one resumable job, each result committed to the suite store PATH as "
@@ -237,7 +238,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def verify_command(args: argparse.Namespace) -> int:
-    """Read the network and the property, decide it on the CPU, print the answer (and write the
+    """Read the network and the property, decide it on the CPU or one GPU, print the answer (and write the
     result file); with ``--instances``, a suite (``suite_commands``).  ProblemError reaches the caller
     (exit 2)."""
     from .onnx_network import read_onnx
@@ -249,9 +250,10 @@ def verify_command(args: argparse.Namespace) -> int:
         raise ProblemError("verify takes MODEL.onnx PROPERTY.vnnlib, or --instances CSV --run PATH")
     given = [name for name, default in RUN_ONLY.items() if getattr(args, name) != default]
     given += [name for name in ("run", "node_limit") if getattr(args, name) is not None]
-    if given or args.gpus not in (None, 0):
-        option = f"--{(given or ['gpus'])[0].replace('_', '-')}"
+    if given:
+        option = f"--{given[0].replace('_', '-')}"
         raise ProblemError(f"{option} is for a suite (verify --instances CSV --run PATH); one property runs here")
+    gpu = _verify_gpu(args)
     network = read_onnx(args.network)
     prop = read_vnnlib(args.property)
     if (prop.n_inputs, prop.n_outputs) != (network.n_inputs, network.n_outputs):
@@ -261,7 +263,7 @@ def verify_command(args: argparse.Namespace) -> int:
         )
     with starting():
         from .options import MinimizeOptions
-        from .verify import FIRST_RUN, code_cached, load_code, verify
+        from .verify import FIRST_RUN, code_cached, load_code, load_gpu_code, verify
     options = MinimizeOptions(time_limit=args.time_limit)
     with contextlib.ExitStack() as stack:
         result_file = None if args.result is None else stack.enter_context(_result_file(args.result))
@@ -270,7 +272,10 @@ def verify_command(args: argparse.Namespace) -> int:
             with collecting_none():
                 seconds, compiled = load_code(network, prop, options)
             _tell_loaded(args, notice, seconds, compiled)
-            verdict = verify(network, prop, options, should_stop=signals.stop.is_set)
+            if gpu:
+                with collecting_none():
+                    _tell_loaded(args, None, load_gpu_code(network), True, gpu=True)
+            verdict = verify(network, prop, options, should_stop=signals.stop.is_set, gpu=gpu)
         if result_file is not None:
             result_file.write(vnncomp_result(verdict).encode())
     if args.json:
@@ -296,9 +301,28 @@ def verify_command(args: argparse.Namespace) -> int:
             lines.append(f"x            {' '.join(repr(v) for v in verdict.x)}")
         if verdict.y is not None:
             lines.append(f"y            {' '.join(repr(v) for v in verdict.y)}")
-        lines.append(f"nodes        {verdict.nodes:,} boxes, {verdict.elapsed_s:.2f} s on the CPU")
+        lines.append(
+            f"nodes        {verdict.nodes:,} boxes, {verdict.elapsed_s:.2f} s on the {'GPU' if gpu else 'CPU'}"
+        )
         print("\n".join(map(printable, lines)))
     return EXIT_DONE if verdict.answer in ("sat", "unsat") else EXIT_LIMIT
+
+
+def _verify_gpu(args: argparse.Namespace) -> bool:
+    """Whether verify bounds its boxes on the GPU: with ``--gpus 1`` (the CPU by default and with
+    ``--gpus 0``); ProblemError (exit 2) for a request that cannot be served."""
+    from ..core.devices import gpu_count
+
+    if args.gpus in (None, 0):
+        return False
+    if args.gpus != 1:
+        raise ProblemError(
+            f"--gpus {args.gpus}: verify bounds one property's boxes on one GPU (--gpus 1), or a suite's "
+            "instances on a cluster of them (--instances CSV --run PATH)"
+        )
+    if gpu_count() == 0:
+        raise ProblemError("--gpus 1: no GPU is visible (check the driver and CUDA_VISIBLE_DEVICES)")
+    return True
 
 
 def _result_file(path: Path):

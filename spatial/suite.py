@@ -571,10 +571,12 @@ class _Stopping:
         return self.stopped
 
 
-def decide(network: bytes, prop: bytes, names: tuple[str, str], timeout_s: float, stop: str | None = None) -> dict:
+def decide(
+    network: bytes, prop: bytes, names: tuple[str, str], timeout_s: float, stop: str | None = None, gpu: bool = False
+) -> dict:
     """Decide one instance (a Dask task): the network's ONNX bytes and the property's VNN-LIB bytes
-    (``names``: theirs, for messages), within ``timeout_s`` seconds on one core; ``stop`` names the
-    Dask event that stops it undecided.  A JSON-able dict: ``answer``, ``reason`` (one line, for
+    (``names``: theirs, for messages), within ``timeout_s`` seconds on one core (``gpu``: its boxes
+    bounded on the worker's GPU); ``stop`` names the Dask event that stops it undecided.  A JSON-able dict: ``answer``, ``reason`` (one line, for
     ``error``), ``seconds``, ``nodes``, ``x`` and ``y`` (sat), and ``stopped`` (true: it was stopped,
     its answer is no result)."""
     from .onnx_network import parse_onnx
@@ -590,6 +592,7 @@ def decide(network: bytes, prop: bytes, names: tuple[str, str], timeout_s: float
             parse_vnnlib(prop.decode("utf-8"), Path(names[1]).name),
             MinimizeOptions(time_limit=timeout_s, parallel=False),
             should_stop=should_stop,
+            gpu=gpu,
         )
     except Exception as error:  # noqa: BLE001 (one instance's failure is its result, not the suite's)
         reason = shorten(f"{type(error).__name__}: {error}" if not isinstance(error, ProblemError) else str(error))
@@ -608,18 +611,17 @@ def decide(network: bytes, prop: bytes, names: tuple[str, str], timeout_s: float
     }
 
 
-def warm_worker(network: bytes, prop: bytes) -> CodeLoad:
+def warm_worker(network: bytes, prop: bytes, gpu: bool = False) -> CodeLoad:
     """In a worker: load (or compile) the code ``decide`` runs (a Dask task) for one instance
-    (:func:`.verify.load_code`)."""
+    (:func:`.verify.load_code`; ``gpu``: the GPU kernel too)."""
     from .onnx_network import parse_onnx
     from .options import MinimizeOptions
-    from .verify import load_code
+    from .verify import load_code, load_gpu_code
     from .vnnlib import parse_vnnlib
 
-    seconds, compiled = load_code(
-        parse_onnx(network), parse_vnnlib(prop.decode("utf-8")), MinimizeOptions(parallel=False)
-    )
-    return CodeLoad(seconds, compiled)
+    net = parse_onnx(network)
+    seconds, compiled = load_code(net, parse_vnnlib(prop.decode("utf-8")), MinimizeOptions(parallel=False))
+    return CodeLoad(seconds + (load_gpu_code(net) if gpu else 0.0), compiled)
 
 
 def stop_event_name() -> str:

@@ -54,7 +54,6 @@ from .suite import (
 if TYPE_CHECKING:
     from distributed import Client
 
-NO_GPU = "verify decides on the CPU"
 POLL_S = 0.05  # how often the driver looks for ended tasks and for a stop
 STOP_GRACE_S = 10.0  # once stopped, how long the driver waits for the running tasks to end
 
@@ -85,7 +84,18 @@ def check_options(args: argparse.Namespace) -> None:
         raise ProblemError("--checkpoint-every: a suite commits each instance's result as it ends")
     if args.heuristic_workers is not None:
         raise ProblemError("--heuristic-workers: a suite runs no side heuristic")
-    local_gpus(args, NO_GPU)  # --gpus other than 0: ClusterError (exit 2)
+    gpu_workers(args)  # a --gpus the machine cannot serve: ClusterError (exit 2)
+
+
+def gpu_workers(args: argparse.Namespace) -> bool:
+    """Whether the suite's workers bound their boxes on a GPU each: on a local cluster where it has
+    GPUs (``--gpus``; by default every visible one), on Slurm with ``--gpus-per-job``, on a given
+    scheduler with ``--gpus`` of 1 or more."""
+    if args.scheduler:
+        return args.gpus not in (None, 0)
+    if args.cluster == "slurm":
+        return bool(args.gpus_per_job)
+    return local_gpus(args) > 0
 
 
 def resume(args: argparse.Namespace) -> int:
@@ -170,14 +180,15 @@ def _run(
         from .verify import FIRST_RUN, code_cached
         from .vnnlib import parse_vnnlib
     prepare_cluster(args)
+    gpu = gpu_workers(args)
     first = (store.network_bytes(todo[0]), store.property_bytes(todo[0]))
     cached = code_cached(parse_onnx(first[0]), parse_vnnlib(first[1].decode("utf-8")), MinimizeOptions(parallel=False))
     notice = first_run_notice(args, None if cached else FIRST_RUN)
     with (
         StopSignals() as signals,
         Startup(
-            lambda: run_cluster(args, NO_GPU),
-            (warm_worker, first),
+            lambda: run_cluster(args),
+            (warm_worker, (*first, gpu)),
             dashboard_after=args.dashboard_after,
             notice=notice,
         ) as startup,
@@ -187,7 +198,7 @@ def _run(
             startup.tell_compile(sys.stderr)
         name = stop_event_name()
         event = Event(name, client=client)
-        futures = _submit(client, store, todo, name)
+        futures = _submit(client, store, todo, name, gpu)
         _publish(client, store, results, "live")
         deadline = None if args.time_limit is None else time.monotonic() + args.time_limit
         pending, stopped_at, link = dict(futures), None, None
@@ -225,8 +236,9 @@ def _publish(client: Client, store: SuiteStore, results: dict[int, SuiteResult],
     client.set_metadata(list(SUITE_METADATA), {**document, "rows": table})
 
 
-def _submit(client: Client, store: SuiteStore, todo: list[int], stop: str) -> dict:
-    """One ``decide`` task per instance of ``todo``, each file's bytes sent to the cluster once."""
+def _submit(client: Client, store: SuiteStore, todo: list[int], stop: str, gpu: bool) -> dict:
+    """One ``decide`` task per instance of ``todo`` (``gpu``: its boxes bounded on its worker's GPU),
+    each file's bytes sent to the cluster once."""
     files: dict[tuple[str, str], Any] = {}
 
     def scattered(kind: str, digest: str, read) -> Any:
@@ -242,7 +254,7 @@ def _submit(client: Client, store: SuiteStore, todo: list[int], stop: str) -> di
         prop = scattered("property", instance.property_sha256, lambda: store.property_bytes(index))  # noqa: B023
         names = (instance.network, instance.property)
         future = client.submit(
-            decide, network, prop, names, instance.timeout_s, stop, key=f"pbbflow-suite-{tag}-{index}", pure=False
+            decide, network, prop, names, instance.timeout_s, stop, gpu, key=f"pbbflow-suite-{tag}-{index}", pure=False
         )
         futures[future] = index
     return futures

@@ -143,6 +143,17 @@ def load_code(network: Network, prop: Property, options: MinimizeOptions) -> tup
     return outcome["seconds"], outcome["compiled"]
 
 
+def load_gpu_code(network: Network) -> float:
+    """Load the GPU kernel that bounds the split boxes (compiled on a machine's first run, then
+    from numba's cache, in every process); its seconds."""
+    from ..gpu.spatial.network_bounds import DeviceNetworkBounds
+
+    began = time.perf_counter()
+    zeros = np.zeros((1, network.n_inputs))
+    DeviceNetworkBounds(network).lower_bounds(zeros, zeros, np.ones((1, network.n_outputs)), np.zeros(1))
+    return time.perf_counter() - began
+
+
 def margin_problem(network: Network, region: Region):
     """Minimize the region's margin over its box of doubles."""
     model = Model("margin")

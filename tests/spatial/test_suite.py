@@ -20,7 +20,7 @@ import pytest
 from runwait import wait_for_handler
 from spatial_helpers import affine_net
 
-from pbbflow.cli.main import main
+from pbbflow.cli.main import build_parser, main
 from pbbflow.core.errors import RunStoreDamaged
 from pbbflow.spatial.onnx_network import read_onnx
 from pbbflow.spatial.options import MinimizeOptions
@@ -179,7 +179,7 @@ def _write(path: Path, text: str) -> Path:
         ("affine.onnx,p.vnnlib,5\n", ["NET", "PROP"], "verify --instances takes no network or property"),
         ("affine.onnx,p.vnnlib,5\n", ["--no-run"], r"--instances runs a suite as one resumable job: add --run"),
         ("affine.onnx,p.vnnlib,5\n", ["--result", "r.txt"], "--result is one instance's"),
-        ("affine.onnx,p.vnnlib,5\n", ["--gpus", "1"], "verify decides on the CPU; use --gpus 0"),
+        ("affine.onnx,p.vnnlib,5\n", ["--gpus", "99"], r"99 GPU\(s\) asked for, but \d+ visible"),
         ("affine.onnx,p.vnnlib,5\n", ["--node-limit", "5"], "--node-limit: a suite's instances stop"),
     ],
 )
@@ -210,6 +210,7 @@ def test_single_verify_refuses_suite_options_and_wants_its_two_files(tmp_path, c
         ([net], "verify takes MODEL.onnx PROPERTY.vnnlib, or --instances CSV --run PATH"),
         ([net, prop, "--run", str(tmp_path / "s.zarr")], "--run is for a suite"),
         ([net, prop, "--workers", "2"], "--workers is for a suite"),
+        ([net, prop, "--gpus", "2"], "--gpus 2: verify bounds one property's boxes on one GPU (--gpus 1)"),
     ):
         assert main(["verify", *argv]) == 2
         err = capsys.readouterr().err
@@ -385,3 +386,18 @@ def test_the_dashboard_page_shows_a_suite_per_instance(tmp_path):
     data = page.view.source.data
     assert list(data["index"]) == [0, 1, 2, 3] and list(data["answer"]) == ["", "sat", "", ""]
     assert data["seconds"][1] == 0.25 and data["property"][3] == "props/r_unsat.vnnlib"
+
+
+def test_the_suite_takes_gpu_workers_where_the_cluster_has_gpus(monkeypatch):
+    """A given scheduler with --gpus, Slurm with --gpus-per-job, a local cluster with the GPUs it
+    gets (none visible here: 0, or --gpus 0)."""
+    from pbbflow.spatial import suite_commands
+
+    parsed = build_parser().parse_args
+    csv = ["verify", "--instances", "i.csv", "--run", "s.zarr"]
+    assert suite_commands.gpu_workers(parsed([*csv, "--scheduler", "tcp://h:8786", "--gpus", "1"]))
+    assert not suite_commands.gpu_workers(parsed([*csv, "--scheduler", "tcp://h:8786"]))
+    assert suite_commands.gpu_workers(parsed([*csv, "--cluster", "slurm", "--gpus-per-job", "1"]))
+    assert not suite_commands.gpu_workers(parsed([*csv, "--cluster", "slurm"]))
+    monkeypatch.setattr(suite_commands, "local_gpus", lambda args: 0 if args.gpus == 0 else 2)
+    assert suite_commands.gpu_workers(parsed(csv)) and not suite_commands.gpu_workers(parsed([*csv, "--gpus", "0"]))

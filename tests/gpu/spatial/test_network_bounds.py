@@ -382,3 +382,21 @@ def test_verify_splits_boxes_on_the_gpu_as_on_the_cpu():
             assert y[0] >= y[1] + margin and all(-1 <= v <= 1 for v in on_gpu.x)
     assert {answer for answer, _ in answers} == {"sat", "unsat"}
     assert max(nodes for answer, nodes in answers if answer == "unsat") > 10
+
+
+def test_a_suite_task_decides_on_its_workers_gpu(tmp_path):
+    """``suite.decide(..., gpu=True)`` (a suite's task on a GPU worker): y = 2x + 1 on [-1, 1] never
+    reaches 3.5 (unsat after splitting) and reaches 2.5 (sat, checked), as on the CPU."""
+    from spatial_helpers import affine_net
+
+    from pbbflow.spatial.suite import decide
+
+    network = affine_net(tmp_path).read_bytes()
+    box = "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(assert (>= X_0 -1))\n(assert (<= X_0 1))\n"
+    for level, answer in ((3.5, "unsat"), (2.5, "sat")):
+        prop = (box + f"(assert (>= Y_0 {level}))").encode()
+        on_gpu = decide(network, prop, ("affine.onnx", "p.vnnlib"), 30.0, None, True)
+        on_cpu = decide(network, prop, ("affine.onnx", "p.vnnlib"), 30.0, None, False)
+        assert on_gpu["answer"] == on_cpu["answer"] == answer
+        if answer == "sat":
+            assert 2 * Fraction(on_gpu["x"][0]) + 1 >= Fraction(level)
