@@ -63,6 +63,7 @@ def main() -> None:
     parser.add_argument("--widths", type=float, nargs="+", default=[0.02, 0.05, 0.1])
     parser.add_argument("--time-limit", type=float, default=20.0, help="each row's timeout_seconds")
     parser.add_argument("--workers", type=int, default=None, help="local workers (default: one per core)")
+    parser.add_argument("--gpus", default=None, help="the suite's --gpus (default: its own, every visible GPU)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, help="write the JSON here (default: print it)")
     args = parser.parse_args()
@@ -71,7 +72,9 @@ def main() -> None:
         csv = write_suite(folder / "suite", args.networks, args.instances, args.widths, args.time_limit, args.seed)
         command = [sys.executable, "-m", "pbbflow.cli.main", "verify", "--instances", str(csv)]
         command += ["--run", str(folder / "suite.zarr"), "--json", "--quiet"]
-        command += [] if args.workers is None else ["--workers", str(args.workers)]
+        options = [] if args.workers is None else ["--workers", str(args.workers)]
+        options += [] if args.gpus is None else ["--gpus", args.gpus]
+        command += options
         began = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True)
         wall = time.perf_counter() - began
@@ -83,8 +86,9 @@ def main() -> None:
         "benchmark": "verify_suite",
         "command": "python " + " ".join(sys.argv),
         "machine": {"cpus": os.cpu_count(), "processor": platform.machine(), "python": platform.python_version()},
-        "suite_command": "pbbflow verify --instances instances.csv --run suite.zarr --json --quiet"
-        + ("" if args.workers is None else f" --workers {args.workers}"),
+        "suite_command": " ".join(
+            ["pbbflow verify --instances instances.csv --run suite.zarr --json --quiet", *options]
+        ),
         "exit_code": done.returncode,
         "wall_s": round(wall, 3),
         "instances_s": document["total_s"],
