@@ -66,14 +66,16 @@ def prepare_cluster(args: argparse.Namespace) -> None:
         import_jobqueue()
 
 
-def run_cluster(args: argparse.Namespace, no_gpu: str | None = None):
-    """The cluster the options name (``no_gpu`` as :func:`local_gpus`), as a context manager
-    (opened on start-up's thread: :func:`prepare_cluster` first)."""
+def run_cluster(args: argparse.Namespace, no_gpu: str | None = None, processes: bool = False):
+    """The cluster the options name (``no_gpu`` as :func:`local_gpus`; ``processes``: local CPU
+    workers as processes), as a context manager (opened on start-up's thread: :func:`prepare_cluster`
+    first)."""
     if args.scheduler:
         return open_cluster("address", scheduler=args.scheduler, connect_timeout=args.connect_timeout)
     if args.cluster == "slurm":
         return open_cluster("slurm", slurm=slurm_options(args))
-    return open_cluster("local", workers=args.workers, threads_per_worker=args.threads, gpus=local_gpus(args, no_gpu))
+    gpus = local_gpus(args, no_gpu)
+    return open_cluster("local", workers=args.workers, threads_per_worker=args.threads, gpus=gpus, processes=processes)
 
 
 def print_search_json(result: Result, startup: dict | None = None) -> None:

@@ -187,7 +187,7 @@ def _run(
     with (
         StopSignals() as signals,
         Startup(
-            lambda: run_cluster(args),
+            lambda: run_cluster(args, processes=True),  # its tasks hold the GIL between kernels
             (warm_worker, (*first, gpu)),
             dashboard_after=args.dashboard_after,
             notice=notice,

@@ -348,13 +348,28 @@ def _local_gpu_cluster(gpus: int, dashboard_address: str):
     )
 
 
-def _local_cpu_cluster(workers: int | None, threads_per_worker: int | None, dashboard_address: str):
+def _local_cpu_cluster(
+    workers: int | None, threads_per_worker: int | None, dashboard_address: str, processes: bool = False
+):
     """A LocalCluster of worker threads in this process (default: one single-threaded worker per
     core; the numba code releases the GIL): it starts in a fraction of a second, and it talks over
-    an in-memory transport, so it listens on no port that another local user could reach."""
+    an in-memory transport, so it listens on no port that another local user could reach. With
+    ``processes``, one worker process each instead, on 127.0.0.1 over TLS with credentials made for
+    this cluster alone (as :func:`_local_gpu_cluster`'s for several GPUs)."""
     n = workers or max(1, usable_cores() // (threads_per_worker or 1))
-    return _in_process_cluster(
-        dashboard_address, n_workers=n, threads_per_worker=threads_per_worker or max(1, usable_cores() // n)
+    threads = threads_per_worker or max(1, usable_cores() // n)
+    if not processes:
+        return _in_process_cluster(dashboard_address, n_workers=n, threads_per_worker=threads)
+    from distributed import LocalCluster
+    from distributed.security import Security
+
+    return LocalCluster(
+        host=LOOPBACK,
+        n_workers=n,
+        threads_per_worker=threads,
+        dashboard_address=dashboard_address,
+        security=Security.temporary(),
+        protocol="tls",
     )
 
 
@@ -431,6 +446,7 @@ def open_cluster(
     gpus: int | str | None = 0,
     dashboard_address: str = "127.0.0.1:0",
     connect_timeout: float = CONNECT_SECONDS,
+    processes: bool = False,
 ) -> Iterator[Client]:
     """Yield a Client on a cluster of ``kind``; close what was opened here on exit, also on errors.
 
@@ -438,7 +454,9 @@ def open_cluster(
       for one GPU, a LocalCUDACluster of one worker process per GPU on 127.0.0.1 over TLS for
       more; else a LocalCluster in this process of
       ``workers`` workers (default: one per core, or the cores divided by ``threads_per_worker``)
-      with ``threads_per_worker`` threads (default: the usable cores shared out between them).
+      with ``threads_per_worker`` threads (default: the usable cores shared out between them);
+      with ``processes``, those workers are processes on 127.0.0.1 over TLS (for tasks that hold
+      the GIL: a verification suite's).
     - ``"address"``: connect to the running scheduler at ``scheduler`` (within
       ``connect_timeout`` seconds); only the client is closed.
     - ``"slurm"``: submit ``slurm.jobs`` Slurm jobs of workers and wait for the first worker.
@@ -462,12 +480,13 @@ def open_cluster(
             # Local workers and schedulers read this config; LocalCUDACluster's workers get it from
             # their nanny, Slurm's from the job's environment (README, Performance).
             stack.enter_context(dask.config.set(QUIET_DASK))
-            if kind == "slurm" or devices > 1:  # their schedulers start here with the dashboard: add the page
+            apart = devices > 1 or (kind == "local" and not devices and processes)
+            if kind == "slurm" or apart:  # their schedulers start here with the dashboard: add the page
                 _register_page()
             if devices:
                 cluster = _local_gpu_cluster(devices, dashboard_address)
             elif kind == "local":
-                cluster = _local_cpu_cluster(workers, threads_per_worker, dashboard_address)
+                cluster = _local_cpu_cluster(workers, threads_per_worker, dashboard_address, processes)
             else:
                 cluster = _slurm_cluster(slurm, dashboard_address)
             stack.callback(_close_cluster, cluster)

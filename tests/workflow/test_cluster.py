@@ -103,6 +103,17 @@ def _listening_sockets() -> list[tuple[str, int]]:
     return found
 
 
+def test_local_cluster_of_worker_processes():
+    """``processes``: worker processes (for tasks that hold the GIL), speaking TLS on the loopback."""
+    with open_cluster("local", workers=2, threads_per_worker=1, processes=True) as client:
+        workers = client.scheduler_info()["workers"]
+        assert len(workers) == 2 and all(addr.startswith("tls://127.0.0.1:") for addr in workers)
+        pids = client.run(os.getpid)
+        assert len(set(pids.values())) == 2 and os.getpid() not in pids.values()
+        listening = _listening_sockets()
+        assert listening and all(ipaddress.ip_address(ip).is_loopback for ip, _ in listening), listening
+
+
 def test_local_cluster_two_workers():
     """Worker threads in this process over an in-memory transport: nothing listens for Dask's
     protocol, and the dashboards listen on the loopback only."""
