@@ -363,11 +363,13 @@ def _local_cpu_cluster(
     from distributed import LocalCluster
     from distributed.security import Security
 
-    return LocalCluster(
+    return LocalCluster(  # its scheduler runs here without Bokeh, as the in-process one: attach_dashboard
         host=LOOPBACK,
         n_workers=n,
         threads_per_worker=threads,
         dashboard_address=dashboard_address,
+        scheduler_kwargs={"dashboard": False},
+        worker_dashboard_address=None,
         security=Security.temporary(),
         protocol="tls",
     )
@@ -480,8 +482,7 @@ def open_cluster(
             # Local workers and schedulers read this config; LocalCUDACluster's workers get it from
             # their nanny, Slurm's from the job's environment (README, Performance).
             stack.enter_context(dask.config.set(QUIET_DASK))
-            apart = devices > 1 or (kind == "local" and not devices and processes)
-            if kind == "slurm" or apart:  # their schedulers start here with the dashboard: add the page
+            if kind == "slurm" or devices > 1:  # their schedulers start here with the dashboard: add the page
                 _register_page()
             if devices:
                 cluster = _local_gpu_cluster(devices, dashboard_address)
