@@ -149,8 +149,11 @@ def load_gpu_code(network: Network) -> float:
     from ..gpu.spatial.network_bounds import DeviceNetworkBounds
 
     began = time.perf_counter()
-    zeros = np.zeros((1, network.n_inputs))
-    DeviceNetworkBounds(network).lower_bounds(zeros, zeros, np.ones((1, network.n_outputs)), np.zeros(1))
+    device = DeviceNetworkBounds(network)
+    for size in (1, 2):  # one box and one row, then several of each: on a device, a search's first
+        # launch of two boxes compiled for 10 s more after a warm-up of one (an array layout, we think)
+        zeros = np.zeros((size, network.n_inputs))
+        device.lower_bounds(zeros, zeros, np.ones((size, network.n_outputs)), np.zeros(size))
     return time.perf_counter() - began
 
 

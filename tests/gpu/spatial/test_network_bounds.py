@@ -400,3 +400,9 @@ def test_a_suite_task_decides_on_its_workers_gpu(tmp_path):
         assert on_gpu["answer"] == on_cpu["answer"] == answer
         if answer == "sat":
             assert 2 * Fraction(on_gpu["x"][0]) + 1 >= Fraction(level)
+
+
+def test_the_gpu_code_loads_before_a_search():
+    from pbbflow.spatial.verify import load_gpu_code
+
+    assert load_gpu_code(NETWORKS["relu-2-4-4-2"]) >= 0.0
