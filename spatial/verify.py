@@ -144,17 +144,10 @@ def load_code(network: Network, prop: Property, options: MinimizeOptions) -> tup
 
 
 def load_gpu_code(network: Network) -> float:
-    """Load the GPU kernel that bounds the split boxes (compiled on a machine's first run, then
-    from numba's cache, in every process); its seconds."""
-    from ..gpu.spatial.network_bounds import DeviceNetworkBounds
+    """Load the GPU kernel that bounds the split boxes (:func:`pbbflow.gpu.spatial.network_bounds.load_kernel`); its seconds."""
+    from ..gpu.spatial.network_bounds import load_kernel
 
-    began = time.perf_counter()
-    device = DeviceNetworkBounds(network)
-    for size in (1, 2):  # one box and one row, then several of each: on a device, a search's first
-        # launch of two boxes compiled for 10 s more after a warm-up of one (an array layout, we think)
-        zeros = np.zeros((size, network.n_inputs))
-        device.lower_bounds(zeros, zeros, np.ones((size, network.n_outputs)), np.zeros(size))
-    return time.perf_counter() - began
+    return load_kernel(network)
 
 
 def margin_problem(network: Network, region: Region):

@@ -39,11 +39,13 @@ from ...spatial.defaults import CPU_SLICE_S, CPU_SUBDOMAINS, GPU_LOCAL_EVERY_SUB
 from ...spatial.explorer import Exploration, ExplorationBase
 from ...spatial.lagrangian import LAGRANGIANS, LagrangianBound, distance_scale
 from ...spatial.local import _LocalSolver
+from ...spatial.network import NetworkObjective
 from ...spatial.options import (
     BOUNDS,
     MinimizeOptions,
     _Incumbent,
     check_uniform_split,
+    prune_level,
     prune_terms,
     subdomains_per_dim,
 )
@@ -58,6 +60,7 @@ from .kernels import (
     bound_on_device,
     fill_edges,
 )
+from .network_bounds import DeviceNetworkBounds, load_kernel
 
 config.CUDA_LOW_OCCUPANCY_WARNINGS = False  # early phases bound few boxes by design
 PHASE_SUBDOMAINS = 1 << 21  # subdomain bounds per phase at most (about 30 ms of an H200 on the peaks ANN)
@@ -246,6 +249,8 @@ class GpuExploration(ExplorationBase):
             _LocalSolver(problem, self.incumbent, options.eps_abs, options.eps_rel) if options.local_solves else None
         )
         self._reserve = _Reserve(d)
+        objective = NetworkObjective.of(problem)
+        self._network = None if objective is None else (objective, DeviceNetworkBounds(objective.network))
         self._lagrangians = []  # (f, point, L): ExplorationBase._add_multipliers_at
         self._distance_scale = distance_scale(problem.lower, problem.upper)
         self._device_l = _DeviceLagrangians(d, self._distance_scale)
@@ -500,6 +505,8 @@ class GpuExploration(ExplorationBase):
         bound_on_device(
             dtape, n_children, children.skip_f, edges, n_per_dim, self._mode, feas_tol, children.threshold, found
         )
+        if self._network is not None and by_l is None:
+            self._raise_by_network(n_children, children, found)
         phase.offer_candidates(dtape, n_children, found.best_point, feas_tol, children.candidate, real)
         phase.keep_kernel()[grid, THREADS_PER_BLOCK](
             n_children,
@@ -531,6 +538,26 @@ class GpuExploration(ExplorationBase):
             self.incumbent.value = float(self._reals[phase.R_UB])
             self.incumbent.x = found.best_point[child].copy_to_host()
         return found
+
+    def _raise_by_network(self, n_children: int, children, found) -> None:
+        """Each child's bound below the prune level raised to the network objective's backward
+        linear bound over its box, bounded on the device (both bound f over the whole box; the CPU's
+        explorer does the same): a network's boxes are pruned by it far more than by its tape."""
+        objective, device = self._network
+        lo, hi = children.lo[:n_children].copy_to_host(), children.hi[:n_children].copy_to_host()
+        lb, emptied = found.box_lb[:n_children].copy_to_host(), children.emptied[:n_children].copy_to_host()
+        level = prune_level(self.ub, self.options)
+        usable = np.all(np.isfinite(lo) & np.isfinite(hi) & (lo <= hi), axis=1)
+        rows = np.flatnonzero(~emptied & usable & ~(lb >= level))
+        if not len(rows):
+            return
+        inputs = list(objective.inputs)
+        bounds = device.lower_bounds(lo[rows][:, inputs], hi[rows][:, inputs], objective.c, objective.d)
+        network_lb = bounds.max(axis=1) if objective.combine == "max" else bounds.min(axis=1)
+        higher = network_lb > lb[rows]  # NaN in either: the tape's bound stands
+        if np.any(higher):
+            lb[rows[higher]] = network_lb[higher]
+            found.box_lb[:n_children].copy_to_device(lb)
 
 
 class _DeviceLagrangians:
@@ -658,5 +685,8 @@ def load_code(problem: Problem, options: MinimizeOptions | None = None) -> tuple
     with event.install_recorder("numba:compile") as recorder:
         tiny = replace(options, node_limit=3, time_limit=None, local_solves=False)
         minimize_gpu(problem, tiny, phase_subdomains=1, capacity=1)
+        objective = NetworkObjective.of(problem)
+        if objective is not None:
+            load_kernel(objective.network)
         load_host_code(problem, options)
     return time.perf_counter() - began, bool(recorder.buffer)

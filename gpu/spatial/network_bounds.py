@@ -37,11 +37,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import time
 import types as pytypes
 from pathlib import Path
 
 import numpy as np
-from numba import cuda
+from numba import config, cuda
 from numba.cuda import libdevice
 
 from ...spatial import network_bounds as cpu
@@ -49,6 +50,8 @@ from ...spatial.network import Network
 from ..warp import SIMULATED
 from . import interval as spatial_interval
 from .interval import device_twin
+
+config.CUDA_LOW_OCCUPANCY_WARNINGS = False  # a search's first launches bound a box or two by design
 
 SCRATCH_BYTES = 256 << 20  # device scratch of one launch at most (a chunk of boxes), 256 MiB
 # threads of a box's block: the simulator runs each as a Python thread (few, and fewer than the rows of
@@ -478,3 +481,16 @@ class DeviceNetworkBounds:
             )
             out[first : first + count] = device_out[:count].copy_to_host()
         return out
+
+
+def load_kernel(network: Network) -> float:
+    """Load the kernel that bounds ``network``'s boxes (compiled on a machine's first run, then from
+    numba's cache, in every process): one box and one row, then two of each (on an H100 a first
+    launch of two boxes compiled for 10 s more after a warm-up of one; an array layout, we think);
+    its seconds."""
+    began = time.perf_counter()
+    device = DeviceNetworkBounds(network)
+    for size in (1, 2):
+        zeros = np.zeros((size, network.n_inputs))
+        device.lower_bounds(zeros, zeros, np.ones((size, network.n_outputs)), np.zeros(size))
+    return time.perf_counter() - began
