@@ -49,7 +49,6 @@ import io
 import math
 import os
 import re
-import shutil
 import tempfile
 import threading
 import time
@@ -72,11 +71,11 @@ from ..storage.runstore import (
     _digest,
     _file_errors,
     _lock,
-    _make_directory,
     _new_owner,
     _open_root,
     _plain_json,
     _probe,
+    reserve_directory,
     zarr_module,
 )
 from .network import Network
@@ -447,28 +446,7 @@ def is_suite_store(path: Path) -> bool:
 def _reserve(path: Path, overwrite: bool):
     """``path`` as an empty directory that this process holds (``RunStore.reserve``'s rules, for
     suite stores: one that holds anything is refused unless it is a suite store and ``overwrite``)."""
-    if overwrite and path.is_symlink():
-        raise RunStoreError(path, "is a symbolic link; refusing to overwrite through it (name the store itself)")
-    _make_directory(path)
-    lock = _lock(path)
-    try:
-        if any(path.iterdir()):
-            if not overwrite:
-                raise RunStoreError(path, "already exists; pass --overwrite to replace it")
-            if not is_suite_store(path):
-                raise RunStoreError(path, "exists and is not a pbbflow suite store; refusing to overwrite it")
-            with _file_errors(path, "empty it"):
-                for entry in path.iterdir():  # the directory itself stays: its inode is what is locked
-                    if entry.is_dir() and not entry.is_symlink():
-                        shutil.rmtree(entry)
-                    else:
-                        entry.unlink()
-        with _file_errors(path, "write it"):
-            _probe(path)
-    except BaseException:
-        lock.release()
-        raise
-    return lock
+    return reserve_directory(path, overwrite, is_suite_store, "suite store")
 
 
 # ---------------------------------------------------------------------------- the results table

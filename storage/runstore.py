@@ -68,7 +68,7 @@ import socket
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -156,6 +156,35 @@ def _series_column(name: str, values: Any) -> np.ndarray:
     raise ValueError(f"series column {name!r} must be numeric, got dtype {a.dtype}")
 
 
+def reserve_directory(path: Path, overwrite: bool, is_kind: Callable[[Path], bool], kind: str) -> DirectoryLock:
+    """``path`` as an empty directory that this process holds (a missing one is made): one that
+    holds anything is refused unless ``is_kind(path)`` (a pbbflow ``kind``: "run store") and
+    ``overwrite`` (it is then emptied), as is a symbolic link with ``overwrite``; then a file must
+    be writable there. RunStoreError (one line) otherwise."""
+    if overwrite and path.is_symlink():
+        raise RunStoreError(path, "is a symbolic link; refusing to overwrite through it (name the store itself)")
+    _make_directory(path)
+    lock = _lock(path)
+    try:
+        if any(path.iterdir()):
+            if not overwrite:
+                raise RunStoreError(path, "already exists; pass --overwrite to replace it")
+            if not is_kind(path):
+                raise RunStoreError(path, f"exists and is not a pbbflow {kind}; refusing to overwrite it")
+            with _file_errors(path, "empty it"):
+                for entry in path.iterdir():  # the directory itself stays: its inode is what is locked
+                    if entry.is_dir() and not entry.is_symlink():
+                        shutil.rmtree(entry)
+                    else:
+                        entry.unlink()
+        with _file_errors(path, "write it"):
+            _probe(path)
+    except BaseException:
+        lock.release()
+        raise
+    return lock
+
+
 class RunStore:
     """A pbbflow run on disk: instance, options and versioned checkpoints (see the module docstring)."""
 
@@ -174,29 +203,7 @@ class RunStore:
         this itself; call it first to fail before any work).  A missing directory is made; one that
         holds anything is refused unless it is a run store and ``overwrite`` (it is then emptied),
         as is a symbolic link with ``overwrite``.  Then a file must be writable there."""
-        path = Path(path)
-        if overwrite and path.is_symlink():
-            raise RunStoreError(path, "is a symbolic link; refusing to overwrite through it (name the store itself)")
-        _make_directory(path)
-        lock = _lock(path)
-        try:
-            if any(path.iterdir()):
-                if not overwrite:
-                    raise RunStoreError(path, "already exists; pass --overwrite to replace it")
-                if not _is_run_store(path):
-                    raise RunStoreError(path, "exists and is not a pbbflow run store; refusing to overwrite it")
-                with _file_errors(path, "empty it"):
-                    for entry in path.iterdir():  # the directory itself stays: its inode is what is locked
-                        if entry.is_dir() and not entry.is_symlink():
-                            shutil.rmtree(entry)
-                        else:
-                            entry.unlink()
-            with _file_errors(path, "write it"):
-                _probe(path)
-        except BaseException:
-            lock.release()
-            raise
-        return lock
+        return reserve_directory(Path(path), overwrite, _is_run_store, "run store")
 
     @classmethod
     def create(cls, path: str | os.PathLike[str], instance: RunInstance, *, overwrite: bool = False) -> RunStore:
