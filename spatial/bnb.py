@@ -40,6 +40,7 @@ from ..core.result import Result, Status
 from .bounds import Mode, bound_boxes, evaluate_point
 from .boxes import BoxSet
 from .contract import contract_boxes
+from .defaults import FEAS_TOL
 from .explorer import Exploration
 from .local import _LocalSolver
 from .network import NetworkObjective
@@ -162,6 +163,9 @@ def load_float_code(problem: Problem) -> None:
 
     evaluate_float(problem.tape, problem.lower)
     evaluate_float_gradients(problem.tape, problem.lower)
+    local = _LocalSolver(problem, _Incumbent(problem, FEAS_TOL))  # its kinks' slots, found at its start
+    if local.kink_arguments is not None:
+        local.kink_arguments(problem.lower)
 
 
 def minimize(
