@@ -70,11 +70,10 @@ from ..storage.runstore import (
     _describe,
     _digest,
     _file_errors,
-    _lock,
     _new_owner,
     _open_root,
     _plain_json,
-    _probe,
+    claim_directory,
     reserve_directory,
     zarr_module,
 )
@@ -304,20 +303,13 @@ class SuiteStore:
         or it cannot be written.  Returns ``self``."""
         if self._owner is not None:
             return self
-        lock, owner = _lock(self._path), _new_owner()
-        try:
-            root = _open_root(self._path, mode="r+")
-            if root.attrs.get("sha256") != self._sha256:
-                raise RunStoreError(self._path, "was replaced by another suite since it was opened; open it again")
-            with _file_errors(self._path, "write it"):
-                root.update_attributes({"owner": owner})
-                _probe(self._path / _RESULTS)
-                for leftover in (self._path / _RESULTS).rglob("*.partial"):  # a killed writer's torn files
-                    leftover.unlink(missing_ok=True)
-        except BaseException:
-            lock.release()
-            raise
-        self._lock, self._owner = lock, owner["run"]
+        results = self._path / _RESULTS
+
+        def tidy() -> None:
+            for leftover in results.rglob("*.partial"):  # a killed writer's torn files
+                leftover.unlink(missing_ok=True)
+
+        self._lock, self._owner = claim_directory(self._path, self._sha256, results, "suite", tidy)
         return self
 
     def release(self) -> None:

@@ -185,6 +185,29 @@ def reserve_directory(path: Path, overwrite: bool, is_kind: Callable[[Path], boo
     return lock
 
 
+def claim_directory(
+    path: Path, sha256: str, writes: Path, kind: str, tidy: Callable[[], None] | None = None
+) -> tuple[DirectoryLock, str]:
+    """Hold the store at ``path`` for writing: its lock, then this run as its ``owner`` (the run id
+    is returned with the lock), where its root still has the ``sha256`` it was opened with (else
+    another ``kind`` replaced it) and a file can be written in ``writes``; ``tidy()`` then runs
+    under the lock (a store's leftovers). RunStoreError (one line) otherwise."""
+    lock, owner = _lock(path), _new_owner()
+    try:
+        root = _open_root(path, mode="r+")
+        if root.attrs.get("sha256") != sha256:
+            raise RunStoreError(path, f"was replaced by another {kind} since it was opened; open it again")
+        with _file_errors(path, "write it"):
+            root.update_attributes({"owner": owner})
+            _probe(writes)  # where commits write
+            if tidy is not None:
+                tidy()
+    except BaseException:
+        lock.release()
+        raise
+    return lock, owner["run"]
+
+
 class RunStore:
     """A pbbflow run on disk: instance, options and versioned checkpoints (see the module docstring)."""
 
@@ -264,18 +287,7 @@ class RunStore:
         no-op if already held."""
         if self._owner is not None:
             return self
-        lock, owner = _lock(self._path), _new_owner()
-        try:
-            root = _open_root(self._path, mode="r+")
-            if root.attrs.get("sha256") != self._sha256:
-                raise RunStoreError(self._path, "was replaced by another run since it was opened; open it again")
-            with _file_errors(self._path, "write it"):
-                root.update_attributes({"owner": owner})
-                _probe(self._path / _CKPT)  # where commits write their versions
-        except BaseException:
-            lock.release()
-            raise
-        self._lock, self._owner = lock, owner["run"]
+        self._lock, self._owner = claim_directory(self._path, self._sha256, self._path / _CKPT, "run")
         return self
 
     def release(self) -> None:
