@@ -9,6 +9,7 @@ before the clock starts.
     python benchmarks/gpu_explorer.py --instances ta021 --ivms 4096 16384 32768
     python benchmarks/gpu_explorer.py --instances ta017 --check-cpu ta017
     python benchmarks/gpu_explorer.py --instances ta051 ta056 --ub-offset 1 --max-seconds 60   # 50 x 20, best + 1
+    python benchmarks/gpu_explorer.py --instances ta056 --ub-offset 1 --max-seconds 20 --steps auto 32 128
 """
 
 from __future__ import annotations
@@ -58,13 +59,21 @@ BEST_KNOWN = {
 REFERENCE_TA021_NODES_PER_S = 63e6
 
 
-def run_one(name: str, ivms: int | None, max_seconds: float, branch: str = "minmin", ub_offset: int = 0) -> dict:
+def run_one(
+    name: str,
+    ivms: int | None,
+    max_seconds: float,
+    branch: str = "minmin",
+    ub_offset: int = 0,
+    steps: int | None = None,
+) -> dict:
+    """One run from the whole of [0, n!); ``steps``: nodes per IVM and launch (None: the explorer's own sizing)."""
     p = load_instance(name).p
     ub = BEST_KNOWN[name] + ub_offset
     explorer = GpuExplorer(p, ivms=ivms, branch=branch)
     explorer.load(WorkUnit.full(p.shape[0]))
     started = time.perf_counter()
-    counts = explorer.run(ub, max_seconds=max_seconds)
+    counts = explorer.run(ub, max_seconds=max_seconds, steps=steps)
     seconds = time.perf_counter() - started
     finished = not explorer.remaining()
     return {
@@ -72,6 +81,8 @@ def run_one(name: str, ivms: int | None, max_seconds: float, branch: str = "minm
         "ub": ub,
         "branch": branch,
         "ivms": explorer.k,
+        "steps": "auto" if steps is None else steps,
+        "last_steps": explorer.steps,
         "finished": finished,
         "improved": explorer.best() is not None,
         "nodes": counts.nodes,
@@ -79,6 +90,7 @@ def run_one(name: str, ivms: int | None, max_seconds: float, branch: str = "minm
         "seconds": round(seconds, 3),
         "nodes_per_s": round(counts.nodes / seconds),
         "launches": counts.launches,
+        "ms_per_launch": round(counts.kernel_s / max(counts.launches, 1) * 1000, 3),
         "kernel_share": round(counts.kernel_s / seconds, 4),
         "peak_active_ivms": counts.peak_active,
         "ivm_memory_bytes": explorer.memory_bytes,
@@ -105,15 +117,19 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=120.0, help="per run")
     parser.add_argument("--branch", default="minmin")
     parser.add_argument("--ub-offset", type=int, default=0, help="UB = optimum or best known + this")
+    parser.add_argument(
+        "--steps", nargs="+", default=["auto"], help="nodes per IVM and launch, or auto (the explorer's own sizing)"
+    )
     parser.add_argument("--commit", help="the code's commit, recorded in the JSON")
     parser.add_argument("--check-cpu", nargs="*", default=[], help="instances to count with the CPU explorer too")
     args = parser.parse_args()
     for name in args.instances + args.check_cpu:
         compile_kernels(load_instance(name).p, args.branch)  # before the clock: one kernel per machine count
     runs = [
-        run_one(name, ivms, args.max_seconds, args.branch, args.ub_offset)
+        run_one(name, ivms, args.max_seconds, args.branch, args.ub_offset, None if steps == "auto" else int(steps))
         for name in args.instances
         for ivms in args.ivms
+        for steps in args.steps
     ]
     checks = []
     for name in args.check_cpu:
