@@ -34,6 +34,7 @@ def _kernels() -> dict:
         "classify": (kernels.classify, f"({J2}, {J2}, {I2}, {J1}, {I1})"),
         "list_victims": (kernels.list_victims, f"({J2}, {J2}, {I2}, {J1}, {I1}, int64)"),
         "steal": (kernels.steal, f"({J2}, {J2}, {J2}, {I2}, {J1}, {J1}, {I1})"),
+        "pack_work": (kernels.pack_work, f"({J2}, {J2}, {J2}, {I2}, uint64[:, :, ::1])"),
         "bound_subdomains": (
             spatial_kernels.bounding_kernel(),
             f"({TAPE}, {B1}, int64, {B1}, {A3}, int64, int64, int64, float64, {A1}, {A2}, {A1}, "

@@ -26,12 +26,16 @@ from ...flowshop.packed import PackedUnit, limbs
 from .. import default_ivms
 from ..warp import WARP, WARPS_PER_BLOCK
 from . import kernels as K
-from .factoradic import digits_to_limbs, limbs_to_digits
+from .factoradic import limbs_to_digits
 
 STEAL_BELOW = 0.8  # steal when fewer than this share of the IVMs is busy (paper, section 3.3)
 VICTIM_SLACK = 2  # victims: intervals within this many leading factoradic digits of the largest
-LAUNCH_SECONDS = 0.002  # aim of one explore launch: an idle IVM waits up to one launch for a steal
-MIN_STEPS, MAX_STEPS = 4, 1 << 16
+# Nodes per IVM and explore launch.  A launch has a fixed cost (each block stages the instance, each IVM
+# loads and stores its state), worth about 3 node steps on ta056; an idle IVM waits up to one launch for a
+# steal.  128 was the fastest on both size classes of an H100 (gpu_launch_steps_h100_2026-12-06.json): ta056
+# from 3680 at 764 M nodes/s (9 ms launches) against 646 with launches sized to 2 ms (16 steps); ta021-ta030
+# in 5.70 s against 6.01 (2 ms launches at 128, and no ramp from a few steps on the small trees).
+STEPS = 128
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,7 @@ class GpuExplorer:
         state = np.zeros((ivms, DEVICE_COLUMNS), np.int64)
         state[:, DONE] = 1
         self.state = cuda.to_device(state)
+        self.bounds = cuda.device_array((ivms, 2, limbs(n)), np.uint64)  # remaining()'s intervals
         self.best_schedule = cuda.to_device(np.zeros((ivms, n), np.int32))
         self.best_cost = cuda.to_device(np.full(ivms, np.iinfo(np.int32).max, np.int32))
         self.ub = cuda.to_device(np.zeros(1, np.int32))
@@ -116,7 +121,7 @@ class GpuExplorer:
         self.steal_start[K.C_MIN_LEADING] = n + 1
         self.idle = cuda.device_array(ivms, np.int32)
         self.victims = cuda.device_array(ivms, np.int32)
-        self.steps = MIN_STEPS
+        self.steps = STEPS
         self.pack_sums = n * int(p.astype(np.int64).sum()) < 2**31  # every child LB sum fits in 31 bits
         self.initial_ub: int | None = None
 
@@ -133,6 +138,7 @@ class GpuExplorer:
             self.end,
             self.start,
             self.state,
+            self.bounds,
             self.best_schedule,
             self.best_cost,
             self.idle,
@@ -164,22 +170,15 @@ class GpuExplorer:
         self.best_cost.copy_to_device(np.full(self.k, np.iinfo(np.int32).max, np.int32))
 
     def remaining(self) -> PackedUnit:
-        """What the IVMs have not explored yet."""
-        state = self.state.copy_to_host()
-        busy = np.flatnonzero(state[:, DONE] == 0)
-        positions = np.zeros((busy.size, self.n + 1), np.int32)
-        positions[:, 1:] = self.V.copy_to_host()[busy]
-        pending = state[busy, INIT] != 0  # stolen, not decoded yet: the position is the start
-        positions[pending] = self.start.copy_to_host()[busy[pending]]
-        ends = np.ascontiguousarray(self.end.copy_to_host()[busy])
-        bounds = np.zeros((busy.size, 2, limbs(self.n)), np.uint64)
-        starts_limbs = np.zeros((busy.size, limbs(self.n)), np.uint64)
-        ends_limbs = np.zeros_like(starts_limbs)
-        digits_to_limbs(positions, starts_limbs)
-        digits_to_limbs(ends, ends_limbs)
-        bounds[:, 0, :] = starts_limbs
-        bounds[:, 1, :] = ends_limbs
-        return PackedUnit.from_disjoint_bounds(self.n, bounds)
+        """What the IVMs have not explored yet (packed into limbs on the device: ``kernels.pack_work``)."""
+        threads = 128
+        K.pack_work[(self.k + threads - 1) // threads, threads, self.stream](
+            self.V, self.start, self.end, self.state, self.bounds
+        )
+        state = self.state.copy_to_host(stream=self.stream)
+        bounds = self.bounds.copy_to_host(stream=self.stream)
+        self.stream.synchronize()
+        return PackedUnit.from_disjoint_bounds(self.n, bounds[state[:, DONE] == 0])
 
     def best(self) -> tuple[int, np.ndarray] | None:
         """The best schedule found below the UB of the last ``run`` start, if any."""
@@ -201,7 +200,7 @@ class GpuExplorer:
     ) -> RunCounts:
         """Explore under ``ub`` until the work is done or a budget is reached (checked between launches).
 
-        ``steps``: nodes per IVM and launch (default: sized to ``LAUNCH_SECONDS``).
+        ``steps``: nodes per IVM and launch, from this call on (default: ``STEPS``, or the last call's).
         ``on_launch(nodes, leaves, ub)`` is called after every launch with the totals of this
         call; it returns True to stop here (e.g. when other explorers wait for work).
         The next launch is queued before the host reads a launch's counters, so that the device
@@ -238,8 +237,6 @@ class GpuExplorer:
             )
             if stopping:
                 continue
-            if steps is None:
-                self._adapt(elapsed)
             if active < STEAL_BELOW * self.k:
                 self._steal()
         return RunCounts(nodes, leaves, launches, peak_active, kernel_s)
@@ -275,13 +272,6 @@ class GpuExplorer:
         launch.done.record(self.stream)
         return launch
 
-    def _adapt(self, elapsed: float) -> None:
-        """Size the next launch to last about ``LAUNCH_SECONDS``."""
-        if elapsed < LAUNCH_SECONDS / 2:
-            self.steps = min(MAX_STEPS, self.steps * 2)
-        elif elapsed > LAUNCH_SECONDS * 2:
-            self.steps = max(MIN_STEPS, self.steps // 2)
-
     def _steal(self) -> None:
         """Queue a round of stealing on the stream: idle IVMs take half of a busy one's interval."""
         self.steal_counters.copy_to_device(self.steal_start, stream=self.stream)
@@ -306,7 +296,7 @@ def compile_kernels(p: np.ndarray, branch: str = DEFAULT_BRANCH) -> None:
         launches += 1
         return launches >= 2
 
-    explorer.run(int(np.asarray(p, dtype=np.int64).sum()), steps=MIN_STEPS, on_launch=second_launch)
+    explorer.run(int(np.asarray(p, dtype=np.int64).sum()), steps=4, on_launch=second_launch)
     explorer.remaining()
 
 

@@ -6,9 +6,9 @@ weight ``n!`` (so that ``n!`` itself, the end of the whole space, is ``[1, 0, ..
 Lexicographic order is numeric order.  The functions are ``numba.njit`` bodies: the CUDA
 kernels call them per thread and the tests call them on the CPU against gmpy2.
 
-``digits_to_limbs`` / ``limbs_to_digits`` convert whole batches between digit vectors and the
-uint64 limbs of ``PackedUnit`` (most significant first), so a GPU's thousands of intervals
-reach the coordinator without a Python integer per bound.
+``to_limbs`` (one vector, per IVM in the kernels) and ``limbs_to_digits`` (whole batches) convert
+between digit vectors and the uint64 limbs of ``PackedUnit`` (most significant first), so a GPU's
+thousands of intervals reach the coordinator without a Python integer per bound.
 """
 
 from __future__ import annotations
@@ -72,31 +72,32 @@ def leading_digit(x) -> int:
     return x.shape[0]
 
 
-@njit(cache=True)
-def digits_to_limbs(digits, limbs):
-    """Rows of (n+1)-digit vectors into rows of uint64 limbs, most significant first."""
-    k, width = limbs.shape
-    n = digits.shape[1] - 1
-    words = np.zeros(2 * width, dtype=np.uint64)  # 32-bit words, least significant first
-    for row in range(k):
-        words[:] = 0
-        words[0] = digits[row, 0]
-        for i in range(1, n + 1):
-            carry = np.uint64(digits[row, i])
-            r = np.uint64(n - i + 1)
-            for w in range(2 * width):
-                t = words[w] * r + carry
-                words[w] = t & np.uint64(0xFFFFFFFF)
-                carry = t >> np.uint64(32)
-        for limb in range(width):
-            low = words[2 * (width - 1 - limb)]
-            high = words[2 * (width - 1 - limb) + 1]
-            limbs[row, limb] = (high << np.uint64(32)) | low
+@njit(inline="always")
+def to_limbs(digits, words, limbs) -> None:
+    """One (n+1)-digit vector into uint64 limbs, most significant first; ``words``: scratch of
+    ``2 * len(limbs)`` uint64 (32-bit words, least significant first).  The kernels call it per IVM."""
+    n = digits.shape[0] - 1
+    width = limbs.shape[0]
+    for w in range(2 * width):
+        words[w] = 0
+    words[0] = digits[0]
+    for i in range(1, n + 1):
+        carry = np.uint64(digits[i])
+        r = np.uint64(n - i + 1)
+        for w in range(2 * width):
+            t = words[w] * r + carry
+            words[w] = t & np.uint64(0xFFFFFFFF)
+            carry = t >> np.uint64(32)
+    for limb in range(width):
+        low = words[2 * (width - 1 - limb)]
+        high = words[2 * (width - 1 - limb) + 1]
+        limbs[limb] = (high << np.uint64(32)) | low
 
 
 @njit(cache=True)
 def limbs_to_digits(limbs, digits):
-    """Inverse of :func:`digits_to_limbs` (values must lie in ``[0, n!]``)."""
+    """Rows of limbs into rows of (n+1)-digit vectors: the inverse of :func:`to_limbs` (values must lie
+    in ``[0, n!]``)."""
     k, width = limbs.shape
     n = digits.shape[1] - 1
     words = np.zeros(2 * width, dtype=np.uint64)  # most significant first

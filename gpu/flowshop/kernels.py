@@ -41,11 +41,12 @@ from __future__ import annotations
 
 import functools
 
-from numba import cuda, int32, int64, uint32
+from numba import cuda, int32, int64, uint32, uint64
 
 from ...flowshop import bounds
 from ...flowshop.choices import BACKWARD, FORWARD, MINMIN
 from ...flowshop.ivm import DONE, INIT, LEAVES, LEVEL, NODES
+from ...flowshop.packed import limbs
 from ..warp import (
     SIMULATED,
     WARP,
@@ -70,6 +71,7 @@ fd_add = shared_body(factoradic.add)
 fd_halve = shared_body(factoradic.halve)
 fd_compare = shared_body(factoradic.compare)
 fd_leading_digit = shared_body(factoradic.leading_digit)
+fd_to_limbs = shared_body(factoradic.to_limbs)
 
 # ``state`` (int64, one row per IVM): the IVM state's columns below DEVICE_COLUMNS (flowshop/ivm.py)
 # ``counters`` (int64): totals over the IVMs, reset by the host
@@ -78,6 +80,7 @@ N_COUNTERS = 6
 
 MAX_CHUNKS = 16  # levels and children per lane: n <= 512
 STAGED_BYTES = 16 * 1024  # the largest instance copied to a block's shared memory (int32, rows padded)
+MAX_WORDS = 2 * limbs(MAX_CHUNKS * WARP)  # 32-bit words of the largest bound
 MAX_MACHINES = 255  # static shared memory of a block: (4 * 4 * m + 32 * (m | 1)) int32 <= 48 KB
 # 64 registers per thread (the n <= 32 kernel uses 95-110 without a limit: benchmarks/kernel_resources.py).
 # ta021 + ta026 + ta027 on an H200, seconds in two runs (benchmarks/results/
@@ -618,3 +621,24 @@ def steal(V, end, start, state, idle, victims, counters):
         end[victim, d] = mid[d]
     state[thief, DONE] = 0
     state[thief, INIT] = 1
+
+
+@cuda.jit(cache=True)
+def pack_work(V, start, end, state, bounds):
+    """Each busy IVM's interval ``[position, end)`` as uint64 limbs, most significant first, in
+    ``bounds[w, 0]`` and ``bounds[w, 1]`` (a stolen interval not decoded yet starts at its start);
+    an idle IVM's row is left as it was.  The host reads 8 limbs an IVM at n = 50 instead of 153 digits."""
+    w = cuda.grid(1)
+    if w >= state.shape[0] or state[w, DONE] != 0:
+        return
+    n = V.shape[1]
+    position = cuda.local.array(513, int32)
+    words = cuda.local.array(MAX_WORDS, uint64)
+    if state[w, INIT] != 0:
+        for d in range(n + 1):
+            position[d] = start[w, d]
+    else:
+        position_of(V, w, position)
+    width = bounds.shape[2]
+    fd_to_limbs(position[: n + 1], words[: 2 * width], bounds[w, 0])
+    fd_to_limbs(end[w], words[: 2 * width], bounds[w, 1])

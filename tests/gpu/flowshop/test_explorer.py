@@ -14,6 +14,7 @@ from pbbflow.flowshop.evaluation import brute_force_optimum, makespan
 from pbbflow.flowshop.explorer import explore
 from pbbflow.flowshop.factoradic import digits_to_int, factorial, int_to_digits
 from pbbflow.flowshop.intervals import WorkUnit
+from pbbflow.flowshop.ivm import DONE, INIT
 from pbbflow.flowshop.load import load_instance
 from pbbflow.flowshop.packed import PackedUnit, limbs
 from pbbflow.gpu.flowshop import factoradic as fd
@@ -61,7 +62,9 @@ def test_digit_vectors_and_limbs_round_trip(n, data):
     values = data.draw(st.lists(st.integers(0, total), min_size=1, max_size=5))
     digits = np.stack([vector(x, n) for x in values])
     words = np.zeros((len(values), limbs(n)), np.uint64)
-    fd.digits_to_limbs(digits, words)
+    scratch = np.zeros(2 * limbs(n), np.uint64)
+    for row in range(len(values)):
+        fd.to_limbs(digits[row], scratch, words[row])
     packed = b"".join(int(x).to_bytes(8 * limbs(n), "big") for x in values)
     assert words.astype(">u8").tobytes() == packed
     back = np.zeros_like(digits)
@@ -191,6 +194,25 @@ def test_idle_ivms_steal_work():
     assert counts.nodes == explore(p, WorkUnit.full(7), optimum).nodes == 109
 
 
+def test_the_work_left_is_packed_on_the_device_as_the_ivms_hold_it():
+    """``remaining`` (limbs made by the pack_work kernel) equals the IVMs' intervals read from their
+    digit rows on the host, a stolen interval not decoded yet included (a steal queued after the
+    last launch)."""
+    p = random_instance(10, 7, 5)
+    optimum = brute_force_optimum(p)[0]
+    explorer = GpuExplorer(p, ivms=6)
+    explorer.load(WorkUnit(7, [(0, 5040)]))
+    explorer.run(optimum, steps=2, on_launch=lambda nodes, leaves, ub: True)  # two launches
+    explorer._steal()
+    explorer.stream.synchronize()
+    state = explorer.state.copy_to_host()
+    V, start, end = explorer.V.copy_to_host(), explorer.start.copy_to_host(), explorer.end.copy_to_host()
+    busy = np.flatnonzero(state[:, DONE] == 0)
+    intervals = [(value(start[w] if state[w, INIT] else np.concatenate([[0], V[w]])), value(end[w])) for w in busy]
+    assert len(busy) == 2 and state[busy, INIT].sum() == 1  # the thief has not decoded its start yet
+    assert explorer.remaining().to_work_unit() == WorkUnit(7, intervals)
+
+
 def test_a_partial_unit_of_many_intervals():
     p = random_instance(21, 7, 5)
     optimum = brute_force_optimum(p)[0]  # UB = optimum: a fixed tree (above it, counts depend on timing)
@@ -234,7 +256,7 @@ def test_every_flowshop_kernel_compiles_for_sm90(sm90_ptx):
     """numba-cuda (not the simulator, which types more leniently) types and compiles the explore
     kernel of both size classes and the stealing kernels; the selection votes across the warp."""
     names = {path.stem for path in sm90_ptx.glob("*.ptx")}
-    assert {"explore_n20", "explore_n50", "classify", "list_victims", "steal"} <= names
+    assert {"explore_n20", "explore_n50", "classify", "list_victims", "steal", "pack_work"} <= names
     for size in ("n20", "n50"):
         ptx = (sm90_ptx / f"explore_{size}.ptx").read_text()
         assert "vote.sync.ballot" in ptx and "shfl.sync" in ptx
