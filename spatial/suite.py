@@ -67,13 +67,13 @@ from ..core.family import SUITE_KIND
 from ..core.files import FileRefused, read_bytes, read_json
 from ..core.text import shorten
 from ..storage.runstore import (
-    _describe,
-    _digest,
-    _file_errors,
-    _new_owner,
-    _open_root,
-    _plain_json,
+    checksum,
     claim_directory,
+    describe_owner,
+    file_errors,
+    new_owner,
+    open_root,
+    plain_json,
     reserve_directory,
     zarr_module,
 )
@@ -246,10 +246,10 @@ class SuiteStore:
             "store_id": uuid.uuid4().hex,
         }
         arrays = _blob_arrays(suite.blobs)
-        sha256 = _digest(arrays, signed)
-        lock, owner = _reserve(path, overwrite), _new_owner()
+        sha256 = checksum(arrays, signed)
+        lock, owner = _reserve(path, overwrite), new_owner()
         try:
-            with _file_errors(path, "write it"):
+            with file_errors(path, "write it"):
                 attrs = {**signed, "sha256": sha256, "owner": owner}
                 root = zarr_module().open_group(path, mode="w-", attributes=attrs)
                 for group in _BLOBS.values():
@@ -269,7 +269,7 @@ class SuiteStore:
         """An existing suite store, its instance list and files verified; RunStoreError if it is
         missing, not a suite store, of another format or damaged."""
         path = Path(path)
-        root = _open_root(path)
+        root = open_root(path)
         attrs = root.attrs.asdict()
         header = attrs.get("pbbflow")
         if not isinstance(header, dict) or header.get("kind") != SUITE_KIND:
@@ -286,7 +286,7 @@ class SuiteStore:
                 f"{group}/{entry[f'{what}_sha256']}" for entry in signed["instances"] for what, group in _BLOBS.items()
             }
             arrays = sorted((name, np.asarray(root[name][...], dtype=np.uint8)) for name in needed)
-            intact = _digest(arrays, signed) == attrs["sha256"]
+            intact = checksum(arrays, signed) == attrs["sha256"]
             store = cls(path, attrs)
         except KeyError as e:
             raise RunStoreDamaged(path, f"damaged suite store: missing {e}") from None
@@ -364,7 +364,7 @@ class SuiteStore:
 
     def _result(self, name: str, attrs: dict) -> SuiteResult:
         where = f"{_RESULTS}/{name}"
-        if _digest([], {**attrs, "store_sha256": self._sha256}) != attrs.get("sha256"):
+        if checksum([], {**attrs, "store_sha256": self._sha256}) != attrs.get("sha256"):
             raise RunStoreDamaged(self._path, f"{where} fails its sha256 checksum (tampered or damaged)")
         try:
             result = SuiteResult(**{key: attrs[key] for key in SuiteResult.__dataclass_fields__})
@@ -384,12 +384,12 @@ class SuiteStore:
         owner = _root_attrs(self._path).get("owner")
         if not isinstance(owner, dict) or owner.get("run") != self._owner:
             raise RunStoreError(
-                self._path, f"taken over by another run ({_describe(owner)}); this run no longer writes to it"
+                self._path, f"taken over by another run ({describe_owner(owner)}); this run no longer writes to it"
             )
         with self._guard:
             self._seq += 1
             seq = self._seq
-        attrs = _plain_json(
+        attrs = plain_json(
             {
                 "complete": True,
                 "index": index,
@@ -405,8 +405,8 @@ class SuiteStore:
             },
             "a suite result",
         )
-        attrs["sha256"] = _digest([], {**attrs, "store_sha256": self._sha256})
-        with _file_errors(self._path, "write it"):
+        attrs["sha256"] = checksum([], {**attrs, "store_sha256": self._sha256})
+        with file_errors(self._path, "write it"):
             root = zarr_module().open_group(self._path, mode="r+", use_consolidated=False)
             root.create_group(f"{_RESULTS}/{index:06d}", overwrite=True, attributes=attrs)  # one zarr.json: the commit
         return SuiteResult(**{key: attrs[key] for key in SuiteResult.__dataclass_fields__})

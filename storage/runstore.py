@@ -111,7 +111,7 @@ class Checkpoint:
     result: dict | None
 
 
-def _plain_json(value: Any, what: str) -> Any:
+def plain_json(value: Any, what: str) -> Any:
     """Return ``value`` as it reads back from JSON; TypeError/ValueError if it is not plain JSON."""
     try:
         return json.loads(json.dumps(value, allow_nan=False))
@@ -123,7 +123,7 @@ def _canonical(attrs: Mapping[str, Any]) -> bytes:
     return json.dumps(attrs, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
 
 
-def _digest(arrays: Iterable[tuple[str, np.ndarray]], attrs: Mapping[str, Any]) -> str:
+def checksum(arrays: Iterable[tuple[str, np.ndarray]], attrs: Mapping[str, Any]) -> str:
     """sha256 over named arrays (name, dtype, shape, little-endian bytes) and canonical JSON attrs."""
     h = hashlib.sha256()
     for name, a in arrays:
@@ -171,13 +171,13 @@ def reserve_directory(path: Path, overwrite: bool, is_kind: Callable[[Path], boo
                 raise RunStoreError(path, "already exists; pass --overwrite to replace it")
             if not is_kind(path):
                 raise RunStoreError(path, f"exists and is not a pbbflow {kind}; refusing to overwrite it")
-            with _file_errors(path, "empty it"):
+            with file_errors(path, "empty it"):
                 for entry in path.iterdir():  # the directory itself stays: its inode is what is locked
                     if entry.is_dir() and not entry.is_symlink():
                         shutil.rmtree(entry)
                     else:
                         entry.unlink()
-        with _file_errors(path, "write it"):
+        with file_errors(path, "write it"):
             _probe(path)
     except BaseException:
         lock.release()
@@ -192,12 +192,12 @@ def claim_directory(
     is returned with the lock), where its root still has the ``sha256`` it was opened with (else
     another ``kind`` replaced it) and a file can be written in ``writes``; ``tidy()`` then runs
     under the lock (a store's leftovers). RunStoreError (one line) otherwise."""
-    lock, owner = _lock(path), _new_owner()
+    lock, owner = _lock(path), new_owner()
     try:
-        root = _open_root(path, mode="r+")
+        root = open_root(path, mode="r+")
         if root.attrs.get("sha256") != sha256:
             raise RunStoreError(path, f"was replaced by another {kind} since it was opened; open it again")
-        with _file_errors(path, "write it"):
+        with file_errors(path, "write it"):
             root.update_attributes({"owner": owner})
             _probe(writes)  # where commits write
             if tidy is not None:
@@ -234,13 +234,13 @@ class RunStore:
         ``path`` may hold)."""
         path = Path(path)
         arrays = sorted(instance.arrays().items())
-        options = _plain_json(instance.options, "options")
+        options = plain_json(instance.options, "options")
         header = {"format": FORMAT, "kind": KIND, "family": instance.kind}
         signed = {"pbbflow": header, "instance": str(instance.name), "options": options, "store_id": uuid.uuid4().hex}
-        sha256 = _digest([(f"instance/{k}", a) for k, a in arrays], signed)
-        lock, owner = cls.reserve(path, overwrite=overwrite), _new_owner()
+        sha256 = checksum([(f"instance/{k}", a) for k, a in arrays], signed)
+        lock, owner = cls.reserve(path, overwrite=overwrite), new_owner()
         try:
-            with _file_errors(path, "write it"):
+            with file_errors(path, "write it"):
                 attributes = {**signed, "sha256": sha256, "owner": owner, "current": None}
                 root = zarr_module().open_group(path, mode="w-", attributes=attributes)
                 group = root.create_group("instance")
@@ -259,7 +259,7 @@ class RunStore:
         """Open an existing run store, its instance and options verified (checksum, then validity by
         its family); RunStoreError if it is missing, foreign, of another format or damaged."""
         path = Path(path)
-        root = _open_root(path)
+        root = open_root(path)
         attrs = root.attrs.asdict()
         header = attrs.get("pbbflow")
         kind = _family_of(path, header)
@@ -268,7 +268,7 @@ class RunStore:
             group = root["instance"]
             arrays = {name: np.asarray(_array(group, name)[...]) for name in sorted(group.array_keys())}
             signed = {key: attrs[key] for key in _SIGNED}
-            intact = _digest([(f"instance/{k}", a) for k, a in arrays.items()], signed) == attrs["sha256"]
+            intact = checksum([(f"instance/{k}", a) for k, a in arrays.items()], signed) == attrs["sha256"]
         except KeyError as e:
             raise RunStoreDamaged(path, f"damaged run store: missing {e}") from None
         except Exception as e:  # zarr raises assorted errors on corrupt metadata or chunks; json on NaN
@@ -365,10 +365,10 @@ class RunStore:
             "seq": seq,
             "nodes": str(operator.index(nodes)),
             "leaves": str(operator.index(leaves)),
-            "incumbent": _plain_json(incumbent, "incumbent"),
+            "incumbent": plain_json(incumbent, "incumbent"),
             "settled": None if settled == math.inf else settled,
             "elapsed_s": elapsed_s,
-            "result": _plain_json(result, "result"),
+            "result": plain_json(result, "result"),
             "series_columns": list(cols),
         }
         attrs["sha256"] = self._version_digest(arrays, attrs)
@@ -393,7 +393,7 @@ class RunStore:
         """The current checkpoint, verified; RunStoreError if none was committed or it is damaged."""
         pointer, deadline = None, time.monotonic() + _READ_PATIENCE_S
         while True:
-            root = _open_root(self._path)
+            root = open_root(self._path)
             attrs = root.attrs.asdict()
             if attrs.get("sha256") != self._sha256:
                 raise RunStoreError(self._path, "was replaced by another run since it was opened; open it again")
@@ -467,20 +467,20 @@ class RunStore:
         """The root group, writable; RunStoreError unless this object holds the store."""
         if self._owner is None:
             raise RunStoreError(self._path, "opened for reading: claim() it to write")
-        root = _open_root(self._path, mode="r+")
+        root = open_root(self._path, mode="r+")
         owner = root.attrs.get("owner")
         if not isinstance(owner, dict) or owner.get("run") != self._owner:
             raise RunStoreError(
-                self._path, f"taken over by another run ({_describe(owner)}); this run no longer writes to it"
+                self._path, f"taken over by another run ({describe_owner(owner)}); this run no longer writes to it"
             )
         return root
 
     def _version_digest(self, arrays: Iterable[tuple[str, np.ndarray]], attrs: Mapping[str, Any]) -> str:
         """A version's sha256, bound to this store by the root's."""
-        return _digest(arrays, {**attrs, "store_sha256": self._sha256})
+        return checksum(arrays, {**attrs, "store_sha256": self._sha256})
 
 
-def _new_owner() -> dict:
+def new_owner() -> dict:
     """A new run id, with where and when it runs, for the root's ``owner``."""
     return {
         "run": uuid.uuid4().hex,
@@ -490,14 +490,14 @@ def _new_owner() -> dict:
     }
 
 
-def _describe(owner: Any) -> str:
+def describe_owner(owner: Any) -> str:
     if not isinstance(owner, dict):
         return "unknown: the store names no owner"
     return f"pid {owner.get('pid')} on host {owner.get('host')}, since {owner.get('since')}"
 
 
 @contextlib.contextmanager
-def _file_errors(path: Path, doing: str) -> Iterator[None]:
+def file_errors(path: Path, doing: str) -> Iterator[None]:
     """An OSError inside becomes one line: RunStoreError("cannot <doing> (<reason>)")."""
     try:
         yield
@@ -533,7 +533,7 @@ def _lock(path: Path) -> DirectoryLock:
             owner = read_json(path / "zarr.json")["attributes"].get("owner")
         except (FileRefused, KeyError, TypeError, AttributeError):
             owner = None
-        holder = _describe(owner) if owner is not None else "a process that is creating it"
+        holder = describe_owner(owner) if owner is not None else "a process that is creating it"
         raise RunStoreError(path, f"in use by another run ({holder}); a run store has one writer at a time") from None
     except OSError as e:
         raise RunStoreError(path, f"cannot open it ({e.strerror})") from None
@@ -548,7 +548,7 @@ def zarr_module():
     return zarr
 
 
-def _open_root(path: Path, mode: str = "r") -> zarr.Group:
+def open_root(path: Path, mode: str = "r") -> zarr.Group:
     if not path.exists():
         raise RunStoreMissing(path, "does not exist")
     _check_metadata(path)

@@ -1166,7 +1166,7 @@ def resign_checkpoint(path: Path, change) -> None:
     change(attrs)
     keys = ["starts", "ends", "end_is_total", "permutation", *(f"series/{c}" for c in attrs["series_columns"])]
     arrays = [(key, version[key][...]) for key in keys]
-    attrs["sha256"] = runstore._digest(arrays, {**attrs, "store_sha256": root.attrs["sha256"]})
+    attrs["sha256"] = runstore.checksum(arrays, {**attrs, "store_sha256": root.attrs["sha256"]})
     version.update_attributes(attrs)
 
 

@@ -216,7 +216,7 @@ def resign_root(path) -> None:
     """Recompute the root's sha256 after an edit: what a deliberate forger would do."""
     root = zarr.open_group(path, mode="r+")
     attrs = root.attrs.asdict()
-    root.attrs["sha256"] = runstore._digest(
+    root.attrs["sha256"] = runstore.checksum(
         [("instance/p", root["instance/p"][...])], {k: attrs[k] for k in runstore._SIGNED}
     )
 
