@@ -55,10 +55,11 @@ def gpus(text: str) -> int | str:
 class RunHelp:
     """How the help of the options every run-driving command shares speaks of that command's runs."""
 
-    nodes: str  # what a run counts for --node-limit, e.g. "decomposed this many nodes"
+    nodes: str | None  # what a run counts for --node-limit, e.g. "decomposed this many nodes" (None: no such option)
     gpus: str  # the help of --gpus
-    heuristic_workers: str  # the help of --heuristic-workers
+    heuristic_workers: str | None  # the help of --heuristic-workers (None: no such option)
     with_run: bool = False  # its cluster options apply with --run only (minimize); --gpus also without
+    checkpoints: bool = True  # it takes --checkpoint-every
 
 
 def add_run_options(
@@ -78,20 +79,22 @@ def add_run_options(
         metavar="DURATION",
         help=f"stop after this long (90, 90s, 5m, 1.5h); {resumable}",
     )
-    parser.add_argument(
-        "--node-limit",
-        type=positive_int,
-        default=None,
-        metavar="INT",
-        help=f"stop once the run has {words.nodes} ({run}checked between checkpoints)",
-    )
-    parser.add_argument(
-        "--checkpoint-every",
-        type=parse_duration,
-        default=CHECKPOINT_EVERY_S,
-        metavar="DURATION",
-        help=f"{run}write a checkpoint this often (default: {CHECKPOINT_EVERY_S:g}s)",
-    )
+    if words.nodes is not None:
+        parser.add_argument(
+            "--node-limit",
+            type=positive_int,
+            default=None,
+            metavar="INT",
+            help=f"stop once the run has {words.nodes} ({run}checked between checkpoints)",
+        )
+    if words.checkpoints:
+        parser.add_argument(
+            "--checkpoint-every",
+            type=parse_duration,
+            default=CHECKPOINT_EVERY_S,
+            metavar="DURATION",
+            help=f"{run}write a checkpoint this often (default: {CHECKPOINT_EVERY_S:g}s)",
+        )
     cluster = parser.add_argument_group("cluster (with --run)" if words.with_run else "cluster")
     cluster.add_argument(
         "--cluster",
@@ -118,9 +121,10 @@ def add_run_options(
     )
     if add_settings is not None:
         add_settings(cluster)
-    cluster.add_argument(
-        "--heuristic-workers", type=non_negative_int, default=None, metavar="N", help=words.heuristic_workers
-    )
+    if words.heuristic_workers is not None:
+        cluster.add_argument(
+            "--heuristic-workers", type=non_negative_int, default=None, metavar="N", help=words.heuristic_workers
+        )
     cluster.add_argument(
         "--threads",
         type=positive_int,

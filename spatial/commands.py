@@ -58,11 +58,12 @@ RUN_ONLY = {
     "overwrite": False,
 }
 # the shared run options' help for verify, whose cluster options apply to a suite (--instances)
-VERIFY_RUNS = RunHelp(
-    nodes="with --instances: not taken (each instance stops at its row's time limit)",
+VERIFY_RUNS = RunHelp(  # no node limit (each instance stops at its row's time limit), checkpoints or heuristic
+    nodes=None,
     gpus="1: bound the split boxes on the GPU (default: the CPU); with --instances, GPU workers",
-    heuristic_workers="not taken by verify",
+    heuristic_workers=None,
     with_run=True,
+    checkpoints=False,
 )
 # the shared run options' help for minimize, whose cluster options apply with --run
 MINIMIZE_RUNS = RunHelp(
@@ -248,8 +249,8 @@ def verify_command(args: argparse.Namespace) -> int:
         return suite_command(args)
     if args.network is None or args.property is None:
         raise ProblemError("verify takes MODEL.onnx PROPERTY.vnnlib, or --instances CSV --run PATH")
-    given = [name for name, default in RUN_ONLY.items() if getattr(args, name) != default]
-    given += [name for name in ("run", "node_limit") if getattr(args, name) is not None]
+    given = [name for name, default in RUN_ONLY.items() if getattr(args, name, default) != default]
+    given += ["run"] if args.run is not None else []
     if given:
         option = f"--{given[0].replace('_', '-')}"
         raise ProblemError(f"{option} is for a suite (verify --instances CSV --run PATH); one property runs here")

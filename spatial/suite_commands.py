@@ -77,12 +77,13 @@ def suite_command(args: argparse.Namespace) -> int:
 
 
 def check_options(args: argparse.Namespace) -> None:
-    """ProblemError (exit 2) for a run option that a suite does not take."""
-    if args.node_limit is not None:
+    """ProblemError (exit 2) for a run option that a suite does not take (``resume`` has them all;
+    ``verify`` lists none of the first three)."""
+    if getattr(args, "node_limit", None) is not None:
         raise ProblemError("--node-limit: a suite's instances stop at their rows' time limits")
-    if args.checkpoint_every != CHECKPOINT_EVERY_S:
+    if getattr(args, "checkpoint_every", CHECKPOINT_EVERY_S) != CHECKPOINT_EVERY_S:
         raise ProblemError("--checkpoint-every: a suite commits each instance's result as it ends")
-    if args.heuristic_workers is not None:
+    if getattr(args, "heuristic_workers", None) is not None:
         raise ProblemError("--heuristic-workers: a suite runs no side heuristic")
     gpu_workers(args)  # a --gpus the machine cannot serve: ClusterError (exit 2)
 

@@ -53,7 +53,10 @@ FORBIDDEN = {  # command -> options it must not list, and words its help must no
     "solve": (SPATIAL_ONLY, SPATIAL_WORDS),
     "heuristic": (SPATIAL_ONLY | RUN_ONLY | {"--ivms", "--bound", "--branch", "--ub"}, SPATIAL_WORDS),
     "minimize": (FLOWSHOP_ONLY, FLOWSHOP_WORDS),
-    "verify": (FLOWSHOP_ONLY | SPATIAL_ONLY | {"--bound"}, FLOWSHOP_WORDS),  # its cluster options: a suite's
+    "verify": (  # its cluster options: a suite's, which takes no node limit, checkpoint period or heuristic
+        FLOWSHOP_ONLY | SPATIAL_ONLY | {"--bound", "--node-limit", "--checkpoint-every", "--heuristic-workers"},
+        FLOWSHOP_WORDS,
+    ),
     "resume": ((FLOWSHOP_ONLY - {"--ivms"}) | SPATIAL_ONLY | {"--bound", "--overwrite"}, None),
     "info": (FLOWSHOP_ONLY | SPATIAL_ONLY | RUN_ONLY | {"--time-limit", "--bound"}, None),
     "plot": (FLOWSHOP_ONLY | SPATIAL_ONLY | RUN_ONLY | {"--time-limit", "--bound", "--json"}, None),

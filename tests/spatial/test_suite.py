@@ -149,6 +149,25 @@ def test_a_suite_answers_as_verify_writes_its_table_and_info_shows_it(tmp_path, 
     assert "[1/4]" not in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--node-limit", "5"], "--node-limit: a suite's instances stop"),
+        (["--checkpoint-every", "5"], "--checkpoint-every: a suite commits"),
+        (["--heuristic-workers", "1"], "--heuristic-workers: a suite runs no side heuristic"),
+    ],
+)
+def test_resume_refuses_the_run_options_a_suite_does_not_take(tmp_path, capsys, option, message):
+    """``resume`` lists every run option (for runs of any kind); on a suite these three exit 2, one line."""
+    csv, _ = small_suite(tmp_path)
+    store = tmp_path / "s.zarr"
+    SuiteStore.create(store, read_instances(csv)).release()
+    assert main(["resume", str(store), *option]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+    assert SuiteStore.open(store).results() == {}  # nothing ran
+
+
 def test_a_suite_resumes_from_its_store_after_its_files_moved(tmp_path, capsys):
     csv, _ = small_suite(tmp_path)
     store = tmp_path / "s.zarr"
@@ -180,7 +199,6 @@ def _write(path: Path, text: str) -> Path:
         ("affine.onnx,p.vnnlib,5\n", ["--no-run"], r"--instances runs a suite as one resumable job: add --run"),
         ("affine.onnx,p.vnnlib,5\n", ["--result", "r.txt"], "--result is one instance's"),
         ("affine.onnx,p.vnnlib,5\n", ["--gpus", "99"], r"99 GPU\(s\) asked for, but \d+ visible"),
-        ("affine.onnx,p.vnnlib,5\n", ["--node-limit", "5"], "--node-limit: a suite's instances stop"),
     ],
 )
 def test_instance_list_and_option_errors_are_one_line_exit_2_and_leave_no_store(tmp_path, capsys, rows, argv, message):
