@@ -21,6 +21,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -45,33 +46,26 @@ def largest_output(k: int, box: list[tuple[float, float]], n_outputs: int = 5) -
     return "\n".join([*lines, f"(assert (and {conditions}))"])
 
 
-def run(network, prop, time_limit: float, falsify: bool) -> dict:
+def run(network, prop, time_limit: float, **how) -> dict:
+    """Decide ``prop`` on one thread (``how``: ``verify``'s keywords); its answer, boxes and seconds."""
     began = time.perf_counter()
-    verdict = verify(network, prop, MinimizeOptions(parallel=False, time_limit=time_limit), falsify=falsify)
+    verdict = verify(network, prop, MinimizeOptions(parallel=False, time_limit=time_limit), **how)
     return {"answer": verdict.answer, "nodes": verdict.nodes, "seconds": round(time.perf_counter() - began, 4)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--instances", type=int, default=10, help="centres per width")
-    parser.add_argument("--widths", type=float, nargs="+", default=[0.02, 0.05])
-    parser.add_argument("--time-limit", type=float, default=20.0)
+def add_instance_options(parser: argparse.ArgumentParser, instances: int, widths: list[float]) -> None:
+    """The options of the instances (shared with ``verify_gpu.py``)."""
+    parser.add_argument("--instances", type=int, default=instances, help="centres per width")
+    parser.add_argument("--widths", type=float, nargs="+", default=widths)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, help="also write the JSON here after every instance")
-    args = parser.parse_args()
-    if not ACAS.exists():
-        write_acas_shaped(ACAS)
-    network = read_onnx(ACAS)
-    load_code(margin_problem(network, parse_vnnlib(largest_output(0, [(0.0, 0.01)] * 5)).regions[0]))
+
+
+def side_by_side(report: dict, ways: dict[str, Callable], args: argparse.Namespace) -> None:
+    """Decide every instance each of ``ways`` (name -> function of the property), the first way
+    alternating; record them in ``report`` with a summary, and write it to ``--out`` or print it."""
     rng = np.random.default_rng(args.seed)
-    report = {
-        "benchmark": "verify_falsify",
-        "command": "python " + " ".join(sys.argv),
-        "machine": {"cpus": os.cpu_count(), "processor": platform.machine(), "python": platform.python_version()},
-        "network": ACAS.name,
-        "time_limit_s": args.time_limit,
-        "instances": [],
-    }
+    report["instances"] = []
     index = 0
     for width in args.widths:
         for _ in range(args.instances):
@@ -79,10 +73,8 @@ def main() -> None:
             box = [(round(float(c) - width / 2, 6), round(float(c) + width / 2, 6)) for c in centre]
             k = index % 5
             prop = parse_vnnlib(largest_output(k, box))
-            ways = (True, False) if index % 2 == 0 else (False, True)
-            results = {
-                ("with_descent" if way else "search_alone"): run(network, prop, args.time_limit, way) for way in ways
-            }
+            order = list(ways) if index % 2 == 0 else list(ways)[::-1]
+            results = {name: ways[name](prop) for name in order}
             decided = {r["answer"] for r in results.values() if r["answer"] in ("sat", "unsat")}
             report["instances"].append(
                 {"width": width, "largest": k, "box": box, **results, "agree": len(decided) <= 1}
@@ -96,8 +88,11 @@ def main() -> None:
             answer: sum(1 for r in report["instances"] if r[way]["answer"] == answer)
             for answer in ("sat", "unsat", "timeout", "unknown")
         }
-        | {"seconds": round(sum(r[way]["seconds"] for r in report["instances"]), 3)}
-        for way in ("with_descent", "search_alone")
+        | {
+            "seconds": round(sum(r[way]["seconds"] for r in report["instances"]), 3),
+            "boxes": sum(r[way]["nodes"] for r in report["instances"]),
+        }
+        for way in ways
     }
     report["summary"]["all_agree"] = all(r["agree"] for r in report["instances"])
     text = json.dumps(report, indent=1)
@@ -105,6 +100,29 @@ def main() -> None:
         args.out.write_text(text)
     else:
         print(text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_instance_options(parser, 10, [0.02, 0.05])
+    parser.add_argument("--time-limit", type=float, default=20.0)
+    args = parser.parse_args()
+    if not ACAS.exists():
+        write_acas_shaped(ACAS)
+    network = read_onnx(ACAS)
+    load_code(margin_problem(network, parse_vnnlib(largest_output(0, [(0.0, 0.01)] * 5)).regions[0]))
+    report = {
+        "benchmark": "verify_falsify",
+        "command": "python " + " ".join(sys.argv),
+        "machine": {"cpus": os.cpu_count(), "processor": platform.machine(), "python": platform.python_version()},
+        "network": ACAS.name,
+        "time_limit_s": args.time_limit,
+    }
+    ways = {
+        "with_descent": lambda prop: run(network, prop, args.time_limit, falsify=True),
+        "search_alone": lambda prop: run(network, prop, args.time_limit, falsify=False),
+    }
+    side_by_side(report, ways, args)
 
 
 if __name__ == "__main__":
