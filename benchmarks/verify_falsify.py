@@ -61,6 +61,20 @@ def add_instance_options(parser: argparse.ArgumentParser, instances: int, widths
     parser.add_argument("--out", type=Path, help="also write the JSON here after every instance")
 
 
+def acas_network_and_report(benchmark: str, args: argparse.Namespace):
+    """The ACAS-shaped network (written first where missing) and the report's header."""
+    if not ACAS.exists():
+        write_acas_shaped(ACAS)
+    report = {
+        "benchmark": benchmark,
+        "command": "python " + " ".join(sys.argv),
+        "machine": {"cpus": os.cpu_count(), "processor": platform.machine(), "python": platform.python_version()},
+        "network": ACAS.name,
+        "time_limit_s": args.time_limit,
+    }
+    return read_onnx(ACAS), report
+
+
 def side_by_side(report: dict, ways: dict[str, Callable], args: argparse.Namespace) -> None:
     """Decide every instance each of ``ways`` (name -> function of the property), the first way
     alternating; record them in ``report`` with a summary, and write it to ``--out`` or print it."""
@@ -107,17 +121,8 @@ def main() -> None:
     add_instance_options(parser, 10, [0.02, 0.05])
     parser.add_argument("--time-limit", type=float, default=20.0)
     args = parser.parse_args()
-    if not ACAS.exists():
-        write_acas_shaped(ACAS)
-    network = read_onnx(ACAS)
+    network, report = acas_network_and_report("verify_falsify", args)
     load_code(margin_problem(network, parse_vnnlib(largest_output(0, [(0.0, 0.01)] * 5)).regions[0]))
-    report = {
-        "benchmark": "verify_falsify",
-        "command": "python " + " ".join(sys.argv),
-        "machine": {"cpus": os.cpu_count(), "processor": platform.machine(), "python": platform.python_version()},
-        "network": ACAS.name,
-        "time_limit_s": args.time_limit,
-    }
     ways = {
         "with_descent": lambda prop: run(network, prop, args.time_limit, falsify=True),
         "search_alone": lambda prop: run(network, prop, args.time_limit, falsify=False),

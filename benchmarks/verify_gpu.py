@@ -13,17 +13,13 @@ apart, before the instances.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from network_bounds import ACAS, write_acas_shaped  # noqa: E402
-from verify_falsify import add_instance_options, largest_output, run, side_by_side  # noqa: E402
+from verify_falsify import acas_network_and_report, add_instance_options, largest_output, run, side_by_side  # noqa: E402
 
-from pbbflow.spatial.onnx_network import read_onnx  # noqa: E402
 from pbbflow.spatial.options import MinimizeOptions  # noqa: E402
 from pbbflow.spatial.verify import load_code, verify  # noqa: E402
 from pbbflow.spatial.vnnlib import parse_vnnlib  # noqa: E402
@@ -37,18 +33,9 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--ways", nargs="+", choices=WAYS, default=list(WAYS))
     args = parser.parse_args()
-    if not ACAS.exists():
-        write_acas_shaped(ACAS)
-    network = read_onnx(ACAS)
+    network, report = acas_network_and_report("verify_gpu", args)
     warm = parse_vnnlib(largest_output(0, [(0.0, 0.01)] * 5))
     load_code(network, warm, MinimizeOptions(parallel=False))
-    report = {
-        "benchmark": "verify_gpu",
-        "command": "python " + " ".join(sys.argv),
-        "machine": {"cpus": os.cpu_count(), "processor": platform.machine(), "python": platform.python_version()},
-        "network": ACAS.name,
-        "time_limit_s": args.time_limit,
-    }
     if "gpu" in args.ways:
         began = time.perf_counter()
         verify(network, warm, MinimizeOptions(parallel=False), falsify=False, gpu=True)
