@@ -120,10 +120,16 @@ class Engine(Protocol):
         """Explore this set (the wire format) from now on."""
 
     def run(
-        self, ub: Any, seconds: float, report: Callable[[Any, Any], None], waiting: Callable[[], bool]
+        self,
+        ub: Any,
+        seconds: float,
+        report: Callable[[Any, Any], None],
+        waiting: Callable[[], bool],
+        max_nodes: int | None = None,
     ) -> tuple[int, int, tuple[Any, Any] | None]:
         """Explore for about ``seconds`` below ``ub``, or until ``waiting()`` says others wait (cheap
-        to call: the task asks the coordinator at most every 0.2 s); may send improvements early
+        to call: the task asks the coordinator at most every 0.2 s), or until about ``max_nodes``
+        nodes (the run's node limit; None: no limit); may send improvements early
         through ``report(value, solution)``.  Returns the nodes and leaves
         of this call and the best ``(value, solution)`` it found (None if none)."""
 

@@ -61,7 +61,9 @@ class CpuEngine:
     def load(self, data: bytes) -> None:
         self.unit = WorkUnit.from_bytes(self.p.shape[0], data)
 
-    def run(self, ub: int, seconds: float, report, waiting) -> tuple[int, int, tuple[int, list[int]] | None]:
+    def run(
+        self, ub: int, seconds: float, report, waiting, max_nodes: int | None = None
+    ) -> tuple[int, int, tuple[int, list[int]] | None]:
         result = explore(
             self.p,
             self.unit,
@@ -70,6 +72,7 @@ class CpuEngine:
             branch=self.branch,
             threads=self.capacity,
             max_seconds=seconds,
+            max_nodes=max_nodes,
             chunk_seconds=CHUNK_SECONDS,
             progress_every=PROGRESS_SECONDS,
             on_progress=lambda snapshot: waiting(),
@@ -100,7 +103,9 @@ class GpuEngine:
     def load(self, data: bytes) -> None:
         self.gpu.load(PackedUnit.from_bytes(self.n, data))
 
-    def run(self, ub: int, seconds: float, report, waiting) -> tuple[int, int, tuple[int, list[int]] | None]:
+    def run(
+        self, ub: int, seconds: float, report, waiting, max_nodes: int | None = None
+    ) -> tuple[int, int, tuple[int, list[int]] | None]:
         sent = ub
 
         def on_launch(nodes: int, leaves: int, current: int) -> bool:
@@ -111,7 +116,7 @@ class GpuEngine:
                 sent = makespan
             return waiting()  # others idle: checkpoint now, so that they get half of ours
 
-        counts = self.gpu.run(ub, max_seconds=seconds, on_launch=on_launch)
+        counts = self.gpu.run(ub, max_seconds=seconds, max_nodes=max_nodes, on_launch=on_launch)
         best = self.gpu.best()
         return counts.nodes, counts.leaves, None if best is None else (best[0], [int(j) for j in best[1]])
 

@@ -105,9 +105,11 @@ class ExplorationEngine:
     def load(self, data: bytes) -> None:
         self.exploration.replace(BoxSet.from_bytes(data, self.problem.dimension))
 
-    def run(self, ub: float, seconds: float, report, waiting) -> tuple[int, int, tuple[float, list[float]] | None]:
+    def run(
+        self, ub: float, seconds: float, report, waiting, max_nodes: int | None = None
+    ) -> tuple[int, int, tuple[float, list[float]] | None]:
         self.exploration.prune_at(ub)
-        result = self.exploration.run(should_stop=waiting, time_limit=seconds)
+        result = self.exploration.run(should_stop=waiting, time_limit=seconds, node_limit=max_nodes)
         self.exploration.settle()  # a report holds no box the run's incumbent prunes
         best = None
         if result.objective is not None and result.objective < self.reported:

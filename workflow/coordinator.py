@@ -140,6 +140,7 @@ class Coordinator(SchedulerPlugin):
             settled=request.settled,
             pieces=request.pieces,
             min_split=request.min_split,
+            node_limit=request.node_limit,
         )
         self.histories[run] = RunHistory(request.label or run, kind=request.kind)
         self.histories[run].record(self.runs[run])
@@ -163,7 +164,9 @@ class Coordinator(SchedulerPlugin):
             report.attempt,
         )
         work = reply.work.to_bytes() if reply.action == Action.REPLACE else None
-        return CheckpointReply(reply.action, reply.ub, work, reply.hurry, ledger.solution, reply.generation)
+        return CheckpointReply(
+            reply.action, reply.ub, work, reply.hurry, ledger.solution, reply.generation, ledger.nodes_left()
+        )
 
     @_handler(Improve)
     def improve(self, run: str, request: Improve) -> ImproveReply:

@@ -62,6 +62,7 @@ class Ledger:
         leaves: int = 0,
         min_split: int = 2,
         settled: float = math.inf,
+        node_limit: int | None = None,
     ) -> None:
         self.space = unassigned.space
         self.pool: deque[WorkSet] = deque(_cut(unassigned.pieces(), pieces))  # handed out in order
@@ -77,6 +78,7 @@ class Ledger:
         self.leaves = leaves
         self.settled = settled  # a lower bound of all the work discarded without being explored to its end
         self.min_split = max(2, min_split)
+        self.node_limit = node_limit  # the run stops once ``nodes`` reach it
         self.stopping = False
         self.stopped: set[str] = set()  # explorers told to stop (after ``stop``)
         self.checkpoints = 0
@@ -117,6 +119,12 @@ class Ledger:
     def pieces(self) -> int:
         """The pieces of work open (intervals, boxes) as of the last checkpoints."""
         return sum(len(s) for s in self._sets())
+
+    def nodes_left(self) -> int | None:
+        """The nodes an explorer may decompose before its next checkpoint: those left below the
+        node limit (each explorer may take them all, so a run of k explorers passes the limit by
+        less than k times them); None without a limit."""
+        return None if self.node_limit is None else max(1, self.node_limit - self.nodes)
 
     @property
     def finished(self) -> bool:
@@ -159,6 +167,8 @@ class Ledger:
         self.checkpoints += 1
         self.nodes += nodes
         self.leaves += leaves
+        if self.node_limit is not None and self.nodes >= self.node_limit:
+            self.stop()
         self.settled = min(self.settled, settled)
         self.worker_of[explorer] = worker
         self.capacity_of[explorer] = max(1, capacity)

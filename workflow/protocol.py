@@ -95,6 +95,7 @@ class CheckpointReply(Message):
     hurry: bool = False  # others wait for work: checkpoint again soon
     solution: Any = None  # the incumbent, if the run has one
     generation: int = 0  # what the next checkpoint echoes
+    nodes_left: int | None = None  # explore at most about this many nodes before the next checkpoint
 
     @classmethod
     def from_wire(cls, message: dict) -> Self:
@@ -167,6 +168,7 @@ class Open(Message):
     min_split: int = 2
     label: str = ""  # the run's name on the dashboard
     client: str | None = None  # the id of the client that drives it: the run closes when it leaves
+    node_limit: int | None = None  # the run stops once its nodes (``nodes`` included) reach it
 
 
 @dataclass(frozen=True)

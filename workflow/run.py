@@ -126,6 +126,7 @@ class _Session:
         budget_s: float,
         settings: Mapping[str, Any],
         heuristics: int | None,
+        node_limit: int | None = None,
     ) -> None:
         self.store, self.client = store, client
         self.start = store.latest()
@@ -160,6 +161,7 @@ class _Session:
                 pieces=max(1, len(info)),
                 label=instance.name,
                 client=client.id,
+                node_limit=node_limit,
             )
         )
         self.budget_s, self.settings = budget_s, dict(settings)
@@ -357,8 +359,10 @@ def drive(
 ) -> Result:
     """Continue the run in ``store`` until it ends, a limit is reached or ``stop`` is set.
 
-    ``time_limit`` counts this session's seconds; ``node_limit`` the run's total nodes (checked
-    between explorer checkpoints, so it is a soft limit).  ``settings``: the session's settings for the
+    ``time_limit`` counts this session's seconds; ``node_limit`` the run's total nodes: the
+    coordinator stops the run once its explorers' checkpoints reach it, and an explorer decomposes
+    about the nodes left at most before its next one (a soft limit: k explorers may pass it by
+    about k times what was left).  ``settings``: the session's settings for the
     family's engines (``RunInstance.engine_options``; flow shop's ``ivms``: IVMs per GPU worker);
     the family's defaults where absent.  ``heuristics``: iterated greedy tasks that send improvements to the coordinator
     during the search (default: the family's ``side_heuristics_per_gpu`` beside each GPU worker;
@@ -375,7 +379,7 @@ def drive(
     if finished(store) or stop.is_set():
         return result_of(store)
     warm_workers(client, *store.instance.worker_code())
-    session = _Session(store, client, budget_s, settings or {}, heuristics)
+    session = _Session(store, client, budget_s, settings or {}, heuristics, node_limit)
     try:
         failure = _search(session, stop, time_limit, node_limit, checkpoint_every, on_progress)
         if failure is None:

@@ -106,7 +106,8 @@ def explorer_task(run: str, explorer: str, kind: str, options: dict, budget_s: f
             engine.load(reply.work)
         if offer is not None and reply.solution is not None:
             offer(reply.ub, reply.solution)
-        nodes, leaves, best = engine.run(reply.ub, budget * HURRY if reply.hurry else budget, report, waiting)
+        seconds = budget * HURRY if reply.hurry else budget
+        nodes, leaves, best = engine.run(reply.ub, seconds, report, waiting, reply.nodes_left)
         totals["nodes"] += nodes
         totals["leaves"] += leaves
         totals["explorations"] += 1

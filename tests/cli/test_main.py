@@ -1091,11 +1091,11 @@ def test_an_internal_error_in_an_explorer_checkpoints_and_logs_its_traceback(cap
 
     real_run, calls = _CpuEngine.run, []
 
-    def failing_run(self, ub, seconds, report, waiting):
+    def failing_run(self, ub, seconds, report, waiting, max_nodes=None):
         calls.append(ub)
         if len(calls) > 1:
             raise RuntimeError("injected failure")
-        return real_run(self, ub, 0.05, report, waiting)
+        return real_run(self, ub, 0.05, report, waiting, max_nodes)
 
     monkeypatch.setattr(_CpuEngine, "run", failing_run)
     path = tmp_path / "my run.zarr"

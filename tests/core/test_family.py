@@ -119,9 +119,9 @@ class ScanEngine:
     def load(self, data: bytes) -> None:
         self.left = self.space.decode(data).bounds.copy()
 
-    def run(self, ub, seconds: float, report, waiting):
+    def run(self, ub, seconds: float, report, waiting, max_nodes=None):
         nodes, best, ends = 0, None, time.monotonic() + seconds
-        while len(self.left) and time.monotonic() < ends:
+        while len(self.left) and time.monotonic() < ends and (max_nodes is None or nodes < max_nodes):
             a, b = self.left[0]
             stop = min(b, a + 1000)
             values = value(np.arange(a, stop))
@@ -397,6 +397,26 @@ def test_a_third_familys_run_store_is_driven_stopped_and_resumed_untouched(toy_f
     assert result == result_of(RunStore.open(path))
     assert result["status"] == "optimal" and result["nodes"] == SIZE and result["minimum"] == everything.min()
     assert RunStore.open(path).kind == "toy" and value(np.array([result["k"]]))[0] == everything.min()
+
+
+def test_a_node_limit_stops_explorers_in_their_budget_and_the_run_near_it(toy_family, tmp_path):
+    """Explorers with a budget of a minute stop near the run's node limit (each decomposes at
+    most what is left of it, in the toy's chunks of 1,000), and the resumed run counts every
+    integer once."""
+    path = tmp_path / "toy.zarr"
+    create_run(
+        path, ToyRun(SIZE), work=ToyRun(SIZE).space().decode(np.array([[0, SIZE]], dtype="<i8").tobytes())
+    ).release()
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
+        began = time.monotonic()
+        stopped = drive(RunStore.open(path), client, budget_s=60, node_limit=5_000, heuristics=0)
+        assert time.monotonic() - began < 30
+        result = drive(RunStore.open(path), client, budget_s=0.05, heuristics=0)
+    assert stopped["status"] == "limit" and 5_000 <= stopped["nodes"] <= 2 * 5_000
+    assert result["status"] == "optimal" and result["nodes"] == SIZE
 
 
 def test_a_third_familys_run_is_resumed_and_described_by_the_command(toy_family, tmp_path, capsys):

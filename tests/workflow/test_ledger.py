@@ -95,6 +95,20 @@ def test_stop_keeps_every_copy():
     assert ledger.remaining() == unit((50, TOTAL))
 
 
+def test_the_node_limit_gives_each_explorer_what_is_left_and_stops_the_run_once_reached():
+    ledger = Ledger(FULL, ub=100, pieces=2, nodes=10, node_limit=50)
+    assert ledger.nodes_left() == 40
+    assert ledger.checkpoint("a", "w", EMPTY).action == REPLACE
+    assert ledger.checkpoint("a", "w", unit((20, 360)), nodes=30).action == CONTINUE
+    assert ledger.nodes_left() == 10 and not ledger.stopping
+    assert ledger.checkpoint("b", "w", EMPTY).action == REPLACE  # a first report: nothing counted
+    assert ledger.checkpoint("b", "w", unit((400, TOTAL)), nodes=15).action == STOP
+    assert ledger.stopping and ledger.nodes == 55 and ledger.nodes_left() == 1
+    assert ledger.checkpoint("a", "w", unit((30, 360)), nodes=3).action == STOP  # its nodes still count
+    assert ledger.nodes == 58 and ledger.remaining() == unit((30, 360), (400, TOTAL))
+    assert Ledger(FULL, ub=100).nodes_left() is None
+
+
 def test_capacity_takes_several_pool_intervals_and_the_fraction_is_exact():
     ledger = Ledger(FULL, ub=100, pieces=4)
     assert ledger.remaining_fraction() == 1.0

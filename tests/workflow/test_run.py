@@ -257,8 +257,8 @@ def test_an_explorer_that_does_not_answer_the_stop_keeps_its_work_in_the_checkpo
 
     release, real_run = threading.Event(), _CpuEngine.run
 
-    def stuck_run(self, ub, seconds, report, waiting):
-        result = real_run(self, ub, 0.05, report, waiting)
+    def stuck_run(self, ub, seconds, report, waiting, max_nodes=None):
+        result = real_run(self, ub, 0.05, report, waiting, max_nodes)
         release.wait(patience(60))  # far longer than the stop may take
         return result
 
