@@ -116,7 +116,7 @@ def test_a_stopped_run_resumes_on_another_cluster_shape(capsys, tmp_path):
             str(path),
             "--json",
             "--node-limit",
-            "50",
+            "5000",
             "--checkpoint-every",
             "1",
             "--gpus",
