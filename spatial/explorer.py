@@ -262,6 +262,10 @@ class ExplorationBase:
         if not (tape.n_ineq or tape.n_eq):
             return
         ub = self.ub
+        if self.local is not None and self.local.best_found < math.inf:
+            # the incumbent may lie below its local optimum, inside the equalities' tolerance
+            # (``local._LocalSolver._into_tolerance``): other optima tie with that optimum's value
+            ub = max(ub, self.local.best_found)
         tie = ub + max(options.eps_abs, options.eps_rel * abs(ub))
         if first:
             value = self.incumbent.value  # x's, or that of a point it was pulled to
@@ -444,9 +448,23 @@ class Exploration(ExplorationBase):
         if found is None or self.local is None or subdomains < self._next_local:
             return
         self._next_local += LOCAL_EVERY_SUBDOMAINS
-        best = int(np.argmin(found.lb))
-        if found.lb[best] < self.level:
-            self._solve_locally(found.best_point[best])
+        start = self._local_start(found)
+        if start is not None:
+            self._solve_locally(start)
+
+    def _local_start(self, found: BoxBounds) -> np.ndarray | None:
+        """The best point of the box with the least bound below the level that holds none of the
+        local optima whose Lagrangians bound: a solve from a box around one most likely finds it
+        again (G13's four symmetric optima: the solves kept finding the first two, and the boxes
+        around the others waited for one of them); None where every such box holds one."""
+        known = [point for _, point, _ in self._lagrangians]
+        for i in np.argsort(found.lb, kind="stable"):
+            if not found.lb[i] < self.level:
+                return None
+            lo, hi = found.hull_lo[i], found.hull_hi[i]
+            if not any(np.all((lo <= point) & (point <= hi)) for point in known):
+                return found.best_point[i]
+        return None
 
     def _bound(self, lo: np.ndarray, hi: np.ndarray, diving: bool) -> BoxBounds | None:
         """Contract boxes (those proved to hold no point with f <= :attr:`cut_value` go: pruned there,

@@ -11,6 +11,7 @@ import numpy as np
 
 from .contract import _needed_slots
 from .defaults import EPS_ABS, EPS_REL
+from .lagrangian import ACTIVE, multipliers
 from .opcodes import _ABS
 from .options import _Incumbent
 from .problem import Problem
@@ -21,6 +22,10 @@ SLSQP_OPTIONS = {"maxiter": 200, "ftol": 1e-12}
 STALLED_ITERATIONS = 3  # a solve with equalities ends once its iterates are feasible and f stood still this often
 TAIL_SHARE = 0.01  # ... or once they are feasible to this share of feas_tol and f's tail is below this share of the gap
 KINK_STEPS = 8  # Newton steps onto the kinks of the objective's abs terms (:meth:`_LocalSolver.polished`)
+# how far into feas_tol a new incumbent is moved along its equalities, the larger share first
+# (:meth:`_LocalSolver._into_tolerance`)
+TOLERANCE_SHARES = (0.99, 0.9, 0.5)
+SLACK_SHARE = 0.25  # ... where the Lagrangian's slack is at least this share of the gap tolerance
 
 
 class _Stalled(Exception):
@@ -207,33 +212,74 @@ class _LocalSolver:
         the local optimum found (before any pull) when it improved the incumbent, else None
         (:attr:`found` holds it either way).  The pulls go from cheap to dear: Newton steps from the
         local optimum onto each margin first, then SLSQP again with each margin; none where the local
-        optimum is no better than the incumbent."""
+        optimum is no better than the incumbent.  A new incumbent of a problem with equalities is then
+        moved into their tolerance (:meth:`_into_tolerance`)."""
         began = time.perf_counter()
         self.count += 1
         try:
-            optimum = self._solve(np.asarray(start, dtype=np.float64), 0.0)
-            if optimum is None:
-                self.found = None
-                return None
-            optimum = self.found = self.polished(optimum)
-            if self._improves(optimum, optimum):
-                return optimum
-            if not self.problem.tape.n_ineq or self._no_better(optimum):
-                return None
-            margins = INWARD_MARGINS[1:]
-            if any(self._improves(self._restored(optimum, margin), optimum) for margin in margins):
-                return optimum
-            point = optimum
-            for margin in margins:
-                found = self._solve(point, margin)
-                if found is None:
-                    return None
-                if self._improves(found, optimum) or self._improves(self._restored(found, margin), optimum):
-                    return optimum
-                point = found
-            return None
+            optimum = self._run(start)
+            if optimum is not None and self.problem.tape.n_eq:
+                self._into_tolerance(self.incumbent.x)
+            return optimum
         finally:
             self.seconds += time.perf_counter() - began
+
+    def _into_tolerance(self, x: np.ndarray) -> None:
+        """Offer ``x`` (the incumbent) moved by least-norm Newton steps that set each equality h_j to
+        ``sign(lam_j) share feas_tol`` (lam: the multipliers at ``x``), holding the inequalities
+        active there: to first order f falls by ``sum |lam_j| share feas_tol``, which is what the
+        Lagrangian bound's slack allows the feasible points (``lagrangian``). Without it the search
+        must close that slack with its boxes: on HS039 (f = -x1, a degenerate optimum) the
+        incumbent stayed 1e-6 above the least feasible value, and the boxes had to enclose L to
+        3e-9 to prune against it."""
+        weights = multipliers(self.problem.tape, x)
+        if weights is None:
+            return
+        values = self._at(x)[0]
+        slack = float(np.abs(weights[1]).sum()) * self.incumbent.feas_tol
+        if not slack >= SLACK_SHARE * max(self.eps_abs, self.eps_rel * abs(float(values[0]))):
+            return  # the search's gap tolerance covers it
+        ineq, eq = self._ineq, self._eq
+        active = values[ineq] >= -ACTIVE
+        held = values[ineq][active]
+        for share in TOLERANCE_SHARES:
+            target = np.sign(weights[1]) * share * self.incumbent.feas_tol
+            point = x
+            for _ in range(RESTORE_STEPS):
+                values, jacobian = self._at(point)
+                rows = np.vstack([jacobian[ineq][active], jacobian[eq]])
+                residual = np.concatenate([values[ineq][active] - held, values[eq] - target])
+                if not (np.all(np.isfinite(rows)) and np.all(np.isfinite(residual))):
+                    return
+                with np.errstate(all="ignore"):
+                    step = np.linalg.lstsq(rows, -residual, rcond=None)[0]
+                point = np.clip(point + step, self.problem.lower, self.problem.upper)
+            if self.incumbent.offer(point):
+                return
+
+    def _run(self, start: np.ndarray) -> np.ndarray | None:
+        """:meth:`run`'s solve and pulls."""
+        optimum = self._solve(np.asarray(start, dtype=np.float64), 0.0)
+        if optimum is None:
+            self.found = None
+            return None
+        optimum = self.found = self.polished(optimum)
+        if self._improves(optimum, optimum):
+            return optimum
+        if not self.problem.tape.n_ineq or self._no_better(optimum):
+            return None
+        margins = INWARD_MARGINS[1:]
+        if any(self._improves(self._restored(optimum, margin), optimum) for margin in margins):
+            return optimum
+        point = optimum
+        for margin in margins:
+            found = self._solve(point, margin)
+            if found is None:
+                return None
+            if self._improves(found, optimum) or self._improves(self._restored(found, margin), optimum):
+                return optimum
+            point = found
+        return None
 
     def polished(self, x: np.ndarray) -> np.ndarray:
         """``x`` moved by least-norm Newton steps that set the arguments of the objective's abs terms
