@@ -141,6 +141,19 @@ class _OpenBoxes:
         """Open boxes whose bound is below ``level`` (the others are pruned by it)."""
         return int(np.count_nonzero((self._lb < level) & self._used))
 
+    def lowest_centre_without(self, points: np.ndarray, level: float) -> np.ndarray | None:
+        """The centre of the open box with the least bound below ``level`` that holds none of
+        ``points`` (k, d); None where there is none."""
+        lo, hi = self._lo, self._hi
+        holds = np.zeros(len(lo), dtype=bool)
+        for point in points:
+            holds |= np.all((lo <= point) & (point <= hi), axis=1)
+        candidates = np.flatnonzero(self._used & (self._lb < level) & ~holds)
+        if not len(candidates):
+            return None
+        best = candidates[np.argmin(self._lb[candidates])]
+        return 0.5 * lo[best] + 0.5 * hi[best]
+
     def lowest(self) -> float:
         """The lowest lower bound of an open box (inf when none is open)."""
         heap_min = self.heap[0][0] if self.heap else math.inf
@@ -453,18 +466,16 @@ class Exploration(ExplorationBase):
             self._solve_locally(start)
 
     def _local_start(self, found: BoxBounds) -> np.ndarray | None:
-        """The best point of the box with the least bound below the level that holds none of the
-        local optima whose Lagrangians bound: a solve from a box around one most likely finds it
-        again (G13's four symmetric optima: the solves kept finding the first two, and the boxes
-        around the others waited for one of them); None where every such box holds one."""
-        known = [point for _, point, _ in self._lagrangians]
-        for i in np.argsort(found.lb, kind="stable"):
-            if not found.lb[i] < self.level:
-                return None
-            lo, hi = found.hull_lo[i], found.hull_hi[i]
-            if not any(np.all((lo <= point) & (point <= hi)) for point in known):
-                return found.best_point[i]
-        return None
+        """Without known optima, the best point of the batch's box with the least bound, if below
+        the level. With them (the points of the Lagrangians that bound), the centre of the open box
+        with the least bound below the level that holds none of them: a solve from a box around
+        one most likely finds it again (G13's four symmetric optima: the solves kept finding the
+        first two, and the boxes around the others waited for one of them); None where every such
+        box holds one."""
+        if not self._lagrangians:
+            best = int(np.argmin(found.lb))
+            return found.best_point[best] if found.lb[best] < self.level else None
+        return self._open.lowest_centre_without(np.array([point for _, point, _ in self._lagrangians]), self.level)
 
     def _bound(self, lo: np.ndarray, hi: np.ndarray, diving: bool) -> BoxBounds | None:
         """Contract boxes (those proved to hold no point with f <= :attr:`cut_value` go: pruned there,
