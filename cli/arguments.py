@@ -85,7 +85,7 @@ def add_run_options(
             type=positive_int,
             default=None,
             metavar="INT",
-            help=f"stop once the run has {words.nodes} ({run}checked between checkpoints)",
+            help=f"stop once the run has {words.nodes} ({run}about: each explorer stops at what was left of it at its last checkpoint)",
         )
     if words.checkpoints:
         parser.add_argument(
