@@ -121,15 +121,18 @@ def test_minimize_says_it_compiles_before_it_does(capsys, monkeypatch):
 
 
 def test_minimize_searches_with_the_very_code_load_code_loaded(tmp_path):
-    """After ``load_code``, a whole ``minimize`` (local solves, contraction, bounds) adds no numba
-    type to any function: nothing compiles inside the search's clock."""
+    """After ``load_code``, a whole ``minimize`` (local solves, contraction, bounds, the second-order
+    and the network bounds) adds no numba type to any function: nothing compiles inside the
+    search's clock (the second-order bound did, on the first problem of a process)."""
     code = """
         import numba
-        from pbbflow.spatial import bnb, bounds, contract, floateval, interval
+        from pbbflow.spatial import bnb, bounds, contract, floateval, interval, network_bounds, second_order
         from pbbflow.spatial.load import load_problem
 
+        modules = (bounds, contract, floateval, interval, network_bounds, second_order)
+
         def signatures():
-            return {(m.__name__, name): len(f.signatures) for m in (bounds, contract, floateval, interval)
+            return {(m.__name__, name): len(f.signatures) for m in modules
                     for name, f in vars(m).items() if isinstance(f, numba.core.registry.CPUDispatcher)}
 
         for name in ("peaks", "peaks-ann"):
