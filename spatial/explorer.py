@@ -497,7 +497,9 @@ class Exploration(ExplorationBase):
             return None
         level = self.level
         lb = np.full(len(lo), -math.inf)
-        if options.second_order:  # whole boxes near a minimizer go here, before any subdomain is bounded
+        # whole boxes near a minimizer go here, before any subdomain is bounded; once Lagrangians
+        # bound, their second-order bounds take its place (theirs prune wherever f's did)
+        if options.second_order and not self._lagrangians:
             lb = second_order_bounds(tape, lo, hi, self._expansion_points(lo, hi))
         hull_lo, hull_hi = np.full(lo.shape, np.nan), np.full(lo.shape, np.nan)
         n_f, sides = self.n_per_dim, self._sides(lo, hi)

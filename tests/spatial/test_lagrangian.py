@@ -199,3 +199,24 @@ def test_g13s_boxes_do_not_hang_on_which_optimum_a_local_solve_finds():
     for feas_tol in (1e-6, 1.01e-6):
         result = minimize(problem, MinimizeOptions(parallel=False, feas_tol=feas_tol, node_limit=20000))
         assert result.status == "optimal" and result.nodes < 7000 and result.lower_bound <= problem.optimum
+
+
+def test_fs_second_order_bound_gives_way_to_the_lagrangians(monkeypatch):
+    """Once Lagrangians bound, f's own second-order bound is no longer computed, L's is (on the
+    constrained problems it pruned no box theirs did not: the same boxes, a quarter less time on
+    HS056)."""
+    import pbbflow.spatial.explorer as explorer
+
+    problem = load_problem(str(BENCHMARKS / "hs056.json"))
+    real, calls, state = explorer.second_order_bounds, [], {}
+
+    def recorded(tape, *rest):
+        exploration = state.get("exploration")
+        calls.append((tape is problem.tape, bool(exploration is not None and exploration._lagrangians)))
+        return real(tape, *rest)
+
+    monkeypatch.setattr(explorer, "second_order_bounds", recorded)
+    state["exploration"] = exploration = Exploration(problem, MinimizeOptions(parallel=False))
+    exploration.run(node_limit=300)
+    assert exploration._lagrangians and (True, False) in calls and (False, True) in calls
+    assert (True, True) not in calls
