@@ -144,14 +144,14 @@ class _OpenBoxes:
     def lowest_centre_without(self, points: np.ndarray, level: float) -> np.ndarray | None:
         """The centre of the open box with the least bound below ``level`` that holds none of
         ``points`` (k, d); None where there is none."""
-        lo, hi = self._lo, self._hi
-        holds = np.zeros(len(lo), dtype=bool)
+        slots = np.flatnonzero(self._used & (self._lb < level))
+        lo, hi = self._lo[slots], self._hi[slots]
+        holds = np.zeros(len(slots), dtype=bool)
         for point in points:
             holds |= np.all((lo <= point) & (point <= hi), axis=1)
-        candidates = np.flatnonzero(self._used & (self._lb < level) & ~holds)
-        if not len(candidates):
+        if np.all(holds):
             return None
-        best = candidates[np.argmin(self._lb[candidates])]
+        best = np.flatnonzero(~holds)[np.argmin(self._lb[slots][~holds])]
         return 0.5 * lo[best] + 0.5 * hi[best]
 
     def lowest(self) -> float:

@@ -193,19 +193,30 @@ class _LocalSolver:
         within the domain, until every inequality is at most ``-margin`` in floating point; None
         where that fails.  SLSQP's line search can stop short of such a pull at a vertex of the
         feasible set (g06: "positive directional derivative"), leaving a point just outside."""
-        ineq, eq = self._ineq, self._eq
+        ineq = self._ineq
         for _ in range(RESTORE_STEPS):
-            values, jacobian = self._at(x)
+            values = self._at(x)[0]
             if np.all(values[ineq] <= -margin):
                 return x
             near = values[ineq] > -2 * margin  # all set to -2 margin: a step must not push one out
-            rows = np.vstack([jacobian[ineq][near], jacobian[eq]])
-            residual = np.concatenate([values[ineq][near] + 2 * margin, values[eq]])
-            if not (np.all(np.isfinite(rows)) and np.all(np.isfinite(residual))):
+            x = self._newton_step(x, near, -2 * margin, 0.0)
+            if x is None:
                 return None
-            step = np.linalg.lstsq(rows, -residual, rcond=None)[0]
-            x = np.clip(x + step, self.problem.lower, self.problem.upper)
         return x if np.all(self._at(x)[0][ineq] <= -margin) else None
+
+    def _newton_step(self, x: np.ndarray, held, ineq_target, eq_target) -> np.ndarray | None:
+        """``x`` moved by one least-norm Newton step, within the domain, toward the inequalities
+        ``held`` (a mask) at ``ineq_target`` and the equalities at ``eq_target``; None where the
+        values or the Jacobian rows are not finite."""
+        values, jacobian = self._at(x)
+        ineq, eq = self._ineq, self._eq
+        rows = np.vstack([jacobian[ineq][held], jacobian[eq]])
+        residual = np.concatenate([values[ineq][held] - ineq_target, values[eq] - eq_target])
+        if not (np.all(np.isfinite(rows)) and np.all(np.isfinite(residual))):
+            return None
+        with np.errstate(all="ignore"):
+            step = np.linalg.lstsq(rows, -residual, rcond=None)[0]
+        return np.clip(x + step, self.problem.lower, self.problem.upper)
 
     def run(self, start: np.ndarray) -> np.ndarray | None:
         """A local solve from ``start``, pulled inside the inequalities until its point verifies;
@@ -239,21 +250,15 @@ class _LocalSolver:
         slack = float(np.abs(weights[1]).sum()) * self.incumbent.feas_tol
         if not slack >= SLACK_SHARE * max(self.eps_abs, self.eps_rel * abs(float(values[0]))):
             return  # the search's gap tolerance covers it
-        ineq, eq = self._ineq, self._eq
-        active = values[ineq] >= -ACTIVE
-        held = values[ineq][active]
+        active = values[self._ineq] >= -ACTIVE
+        held = values[self._ineq][active]
         for share in TOLERANCE_SHARES:
             target = np.sign(weights[1]) * share * self.incumbent.feas_tol
             point = x
             for _ in range(RESTORE_STEPS):
-                values, jacobian = self._at(point)
-                rows = np.vstack([jacobian[ineq][active], jacobian[eq]])
-                residual = np.concatenate([values[ineq][active] - held, values[eq] - target])
-                if not (np.all(np.isfinite(rows)) and np.all(np.isfinite(residual))):
+                point = self._newton_step(point, active, held, target)
+                if point is None:
                     return
-                with np.errstate(all="ignore"):
-                    step = np.linalg.lstsq(rows, -residual, rcond=None)[0]
-                point = np.clip(point + step, self.problem.lower, self.problem.upper)
             if self.incumbent.offer(point):
                 return
 
