@@ -256,6 +256,17 @@ def attach_dashboard(client: Client) -> None:
     sync(scheduler.loop, connect)
 
 
+def connected_workers(client: Client) -> dict[str, dict]:
+    """The workers connected to ``client``'s scheduler now, by address, with what the scheduler
+    knows of each (its resources, threads, memory).
+
+    Asks the scheduler: ``Client.scheduler_info()`` returns the client's cache, which the client's
+    own refresh every 2 s (one that fetches no workers) can overwrite between that call's fetch and
+    its return, so it may name no worker at all.
+    """
+    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
+
+
 def dashboard_link(client: Client) -> str | None:
     """The URL of the page (:func:`set_dashboard_page`) on ``client``'s scheduler's dashboard, or of
     the Dask dashboard when there is none or the scheduler does not serve it (one started elsewhere

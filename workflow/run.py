@@ -31,6 +31,7 @@ from ..core.family import RunInstance, StoredWork
 from ..core.progress import Eta, Progress
 from ..core.result import Result
 from ..storage.runstore import RunStore, RunStoreError
+from .cluster import connected_workers
 from .coordinator import Coordinator
 from .eta import COLUMNS as ESTIMATE_COLUMNS
 from .eta import Estimator, eta_of, recent_rate
@@ -145,7 +146,7 @@ class _Session:
         if self.start.incumbent is not None and self.start.incumbent <= ub:  # the explorers get its solution
             ub, solution = self.start.incumbent, self.start.solution
         client.register_plugin(Coordinator())
-        info = client.scheduler_info()["workers"]
+        info = connected_workers(client)
         space = instance.space()
         self.kind = space.kind
         self.ask(
@@ -181,7 +182,7 @@ class _Session:
         wanted; a CPU worker runs iterated greedy instead of exploring while heuristic tasks are
         wanted and some other worker explores.
         """
-        info = self.client.scheduler_info()["workers"]
+        info = connected_workers(self.client)
         new = sorted(set(info) - self.served, key=lambda w: (not _is_gpu(info[w]), w))  # GPU workers first
         for index, worker in enumerate(new):
             gpu = _is_gpu(info[worker])

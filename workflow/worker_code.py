@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..core.compiling import CodeLoad
+from .cluster import connected_workers
 
 if TYPE_CHECKING:
     from distributed import Client, Future
@@ -24,7 +25,7 @@ def submit_warm_workers(client: Client, code: Callable[..., CodeLoad], args: tup
         w: client.submit(
             code, *args, key=f"pbbflow-warmup-{tag}-{i}", workers=[w], allow_other_workers=True, pure=False
         )
-        for i, w in enumerate(sorted(client.scheduler_info()["workers"]))
+        for i, w in enumerate(sorted(connected_workers(client)))
     }
 
 

@@ -22,6 +22,7 @@ from pbbflow.core.family import family, register, work_space
 from pbbflow.core.result import Result, Status
 from pbbflow.storage.runstore import RunStore
 from pbbflow.viz.dashboard import HistoryView, RunPage
+from pbbflow.workflow.cluster import connected_workers
 from pbbflow.workflow.coordinator import PLUGIN_NAME, Coordinator
 from pbbflow.workflow.history import RunHistory
 from pbbflow.workflow.ledger import Ledger
@@ -347,7 +348,7 @@ def test_a_third_family_runs_on_the_workflow_with_exact_counts(toy_family):
             ub=math.inf,
             pieces=2,
         )
-        workers = list(client.scheduler_info()["workers"])
+        workers = list(connected_workers(client))
         futures = [
             client.submit(explorer_task, "t", f"e{i}", "toy", {}, 0.02, workers=[workers[i]], pure=False)
             for i in range(2)

@@ -19,6 +19,7 @@ from pbbflow.spatial.family import SpatialRun
 from pbbflow.spatial.load import load_problem
 from pbbflow.spatial.options import MinimizeOptions
 from pbbflow.spatial.work import BoxSpace, BoxWork
+from pbbflow.workflow.cluster import connected_workers
 from pbbflow.workflow.coordinator import Coordinator
 from pbbflow.workflow.ledger import Ledger
 from pbbflow.workflow.protocol import Action
@@ -108,7 +109,7 @@ def _run_on_a_cluster(
             label=problem.name,
         )
         spec = run.engine_options()
-        workers = list(client.scheduler_info()["workers"])
+        workers = list(connected_workers(client))
         futures = [
             client.submit(
                 explorer_task,

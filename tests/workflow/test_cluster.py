@@ -21,6 +21,7 @@ from pbbflow.workflow.cluster import (
     ClusterError,
     SlurmOptions,
     attach_dashboard,
+    connected_workers,
     dashboard_link,
     open_cluster,
     slurm_job_script,
@@ -106,7 +107,7 @@ def _listening_sockets() -> list[tuple[str, int]]:
 def test_local_cluster_of_worker_processes():
     """``processes``: worker processes (for tasks that hold the GIL), speaking TLS on the loopback."""
     with open_cluster("local", workers=2, threads_per_worker=1, processes=True) as client:
-        workers = client.scheduler_info()["workers"]
+        workers = connected_workers(client)
         assert len(workers) == 2 and all(addr.startswith("tls://127.0.0.1:") for addr in workers)
         pids = client.run(os.getpid)
         assert len(set(pids.values())) == 2 and os.getpid() not in pids.values()
@@ -114,11 +115,22 @@ def test_local_cluster_of_worker_processes():
         assert listening and all(ipaddress.ip_address(ip).is_loopback for ip, _ in listening), listening
 
 
+def test_connected_workers_after_the_clients_own_refresh():
+    """The client's refresh every 2 s caches an identity without workers (the cause of a CI failure:
+    ``scheduler_info()`` named none right after a task had run); ``connected_workers`` asks the
+    scheduler."""
+    with open_cluster("local", workers=2, threads_per_worker=1) as client:
+        client.sync(client._update_scheduler_info)  # the periodic refresh's own call
+        assert client._scheduler_identity["workers"] == {}
+        assert sorted(connected_workers(client)) == sorted(client.run(lambda: None))
+        assert len(connected_workers(client)) == 2
+
+
 def test_local_cluster_two_workers():
     """Worker threads in this process over an in-memory transport: nothing listens for Dask's
     protocol, and the dashboards listen on the loopback only."""
     with open_cluster("local", workers=2, threads_per_worker=1) as client:
-        workers = client.scheduler_info()["workers"]
+        workers = connected_workers(client)
         assert len(workers) == 2
         assert all(addr.startswith("inproc://") for addr in workers)
         assert client.scheduler.address.startswith("inproc://")
@@ -203,7 +215,7 @@ def test_slurm_workers_run_tasks(tmp_path):
     options = SlurmOptions(jobs=2, cores=1, memory="1GB", walltime="00:10:00", log_directory=tmp_path, start_timeout=60)
     with open_cluster("slurm", slurm=options) as client:
         assert client.submit(ta001_neh, pure=False).result(timeout=60) == TA001_NEH
-        workers = list(client.scheduler_info()["workers"])
+        workers = list(connected_workers(client))
         assert workers and all(addr.startswith("tcp://127.0.0.1:") for addr in workers)
     assert list(tmp_path.glob("dask-worker-*.err"))
 
@@ -286,7 +298,7 @@ def test_one_gpu_gets_a_worker_in_this_process():
     from pbbflow.workflow.cluster import _local_gpu_cluster
 
     with _local_gpu_cluster(1, "127.0.0.1:0") as cluster, Client(cluster) as client:
-        ((address, info),) = client.scheduler_info()["workers"].items()
+        ((address, info),) = connected_workers(client).items()
         assert address.startswith("inproc://") and client.scheduler.address.startswith("inproc://")
         assert info["resources"] == {"GPU": 1} and info["nthreads"] == 2
         listening = _listening_sockets()
