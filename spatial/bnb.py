@@ -45,7 +45,7 @@ from .explorer import Exploration
 from .local import _LocalSolver
 from .network import NetworkObjective
 from .network_bounds import NetworkBounds
-from .options import BOUNDS, MinimizeOptions, _Incumbent, subdomains_per_box
+from .options import BOUNDS, MinimizeOptions, _Incumbent
 from .problem import Problem
 from .result import box_result
 from .second_order import second_order_bounds
@@ -215,7 +215,7 @@ def run_to_end(
         report.unsplittable,
         report.lower_bound,
         report.total_nodes,
-        subdomains_per_box(options, problem.dimension),
+        exploration.subdomains_per_box,
         began,
         report.open_boxes + report.unsplittable,
         _left(exploration),

@@ -39,7 +39,15 @@ from ..core.result import Status
 from ..core.text import printable
 from ..workflow.cluster import slurm_job_script
 from ..workflow.fastexit import collecting_none
-from .defaults import CPU_SLICE_S, CPU_SUBDOMAINS, EPS_ABS, EPS_REL, FEAS_TOL, GPU_SUBDOMAINS
+from .defaults import (
+    CPU_SLICE_S,
+    CPU_SUBDOMAINS,
+    EPS_ABS,
+    EPS_REL,
+    FEAS_TOL,
+    GPU_SUBDOMAINS,
+    WHOLE_NETWORK_BOXES_FROM,
+)
 from .describe import search_lines
 from .load import BUILTINS, ERROR_BUILTINS
 from .problem import ProblemError
@@ -190,7 +198,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         default=None,
         metavar="N",
         help=f"subdomains per box: the largest k^d <= N, uniform (default: {CPU_SUBDOMAINS} on the CPU, "
-        f"{GPU_SUBDOMAINS} on a GPU)",
+        f"{GPU_SUBDOMAINS} on a GPU; the CPU bounds an unconstrained network objective of "
+        f"{WHOLE_NETWORK_BOXES_FROM} or more inputs box by box)",
     )
     m.add_argument(
         "--bound",

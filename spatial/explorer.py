@@ -40,7 +40,7 @@ from ..core.progress import Progress
 from .bounds import BoxBounds, bound_boxes, evaluate_point, is_feasible
 from .boxes import BoxSet, bisect_many, widest_sides
 from .contract import contract_boxes
-from .defaults import LOCAL_EVERY_SUBDOMAINS
+from .defaults import LOCAL_EVERY_SUBDOMAINS, WHOLE_NETWORK_BOXES_FROM
 from .first import first_candidates, local_starts
 from .lagrangian import LAGRANGIANS, LagrangianBound, distance_scale, lagrangian_bound, multipliers, nearest
 from .local import _LocalSolver
@@ -179,7 +179,7 @@ class ExplorationBase:
     """What the explorations share, on the CPU (:class:`Exploration`) and the GPU
     (``gpu.spatial.bnb.GpuExploration``): the value they prune with, their certified bound, offers,
     shares and the run loop. A subclass sets ``problem``, ``options``, ``began``, ``incumbent``,
-    ``local``, ``n_per_dim``, ``nodes``, ``settled_lb``, ``unsplittable``, ``unsplittable_lb``, ``_scale``,
+    ``local``, ``n_per_dim``, ``subdomains_per_box``, ``nodes``, ``settled_lb``, ``unsplittable``, ``unsplittable_lb``, ``_scale``,
     ``_lagrangians`` (empty) and ``_ub_elsewhere`` and holds the open boxes (``remaining``, ``replace``,
     ``settle``, ``_lowest``, ``_open_count``, ``_count_below``) and its step (``_step``), which bounds
     each box below the level with the Lagrangian of ``_lagrangians`` nearest it (:func:`.lagrangian.nearest`)."""
@@ -384,8 +384,16 @@ class Exploration(ExplorationBase):
             raise ValueError(f"boxes of dimension {boxes.d} for a problem of dimension {d}")
         self.problem, self.options = problem, options
         self.began = time.perf_counter()
-        self.n_per_dim, self._split_axes = split_shape(options, d)  # n pieces along k sides of each box
-        self._subdomains = self.n_per_dim**self._split_axes
+        self._objective = NetworkObjective.of(problem)
+        self._network = None if self._objective is None else NetworkBounds(self._objective.network)
+        # an unconstrained network objective of 3 or more inputs: its boxes get their fine bound
+        # through its layers alone, and f's tape bounds each whole box after it (defaults.py)
+        self._whole_boxes = (
+            self._network is not None and d >= WHOLE_NETWORK_BOXES_FROM and problem.tape.n_ineq + problem.tape.n_eq == 0
+        )
+        # n pieces along k sides of each box
+        self.n_per_dim, self._split_axes = (1, d) if self._whole_boxes else split_shape(options, d)
+        self.subdomains_per_box = self.n_per_dim**self._split_axes
         self.incumbent = _Incumbent(problem, options.feas_tol)
         self.local = (
             _LocalSolver(problem, self.incumbent, options.eps_abs, options.eps_rel) if options.local_solves else None
@@ -398,12 +406,10 @@ class Exploration(ExplorationBase):
         self._distance_scale = distance_scale(problem.lower, problem.upper)
         self._mode = int(BOUNDS[options.bound])
         self._open = _OpenBoxes(options.max_open, d)
-        self._batch = max(1, BATCH_SUBDOMAINS // (2 * self._subdomains))
+        self._batch = max(1, BATCH_SUBDOMAINS // (2 * self.subdomains_per_box))
         self._next_local = LOCAL_EVERY_SUBDOMAINS
         self._lagrangians: list[tuple[float, np.ndarray, LagrangianBound]] = []  # (f, point, L): _add_multipliers_at
         self._ub_elsewhere = math.inf
-        self._objective = NetworkObjective.of(problem)
-        self._network = None if self._objective is None else NetworkBounds(self._objective.network)
         if boxes is not None:
             self._open.reset(boxes)
             return
@@ -457,7 +463,7 @@ class Exploration(ExplorationBase):
         if not len(children_lo):
             return
         found = self._bound(children_lo, children_hi, diving)
-        subdomains = self.nodes * self._subdomains
+        subdomains = self.nodes * self.subdomains_per_box
         if found is None or self.local is None or subdomains < self._next_local:
             return
         self._next_local += LOCAL_EVERY_SUBDOMAINS
@@ -499,7 +505,7 @@ class Exploration(ExplorationBase):
         lb = np.full(len(lo), -math.inf)
         # whole boxes near a minimizer go here, before any subdomain is bounded; once Lagrangians
         # bound, their second-order bounds take its place (theirs prune wherever f's did)
-        if options.second_order and not self._lagrangians:
+        if options.second_order and not self._lagrangians and not self._whole_boxes:
             lb = second_order_bounds(tape, lo, hi, self._expansion_points(lo, hi))
         hull_lo, hull_hi = np.full(lo.shape, np.nan), np.full(lo.shape, np.nan)
         n_f, sides = self.n_per_dim, self._sides(lo, hi)

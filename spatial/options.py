@@ -150,12 +150,6 @@ def split_shape(options: MinimizeOptions, d: int) -> tuple[int, int]:
     return subdomains_per_dim(options.subdomains, k), k
 
 
-def subdomains_per_box(options: MinimizeOptions, d: int) -> int:
-    """The subdomains each box is bounded on (:func:`split_shape`)."""
-    n, k = split_shape(options, d)
-    return n**k
-
-
 def check_uniform_split(options: MinimizeOptions) -> None:
     """ValueError unless ``options`` split every side (what the GPU's kernels do): ``split_axes`` is a
     rule of the CPU's explorer only."""

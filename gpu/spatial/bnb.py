@@ -232,10 +232,10 @@ class GpuExploration(ExplorationBase):
         self.problem, self.options = problem, options
         self.began = time.perf_counter()
         self.n_per_dim = subdomains_per_dim(options.subdomains, d)
-        self._n_subdomains = self.n_per_dim**d
+        self.subdomains_per_box = self.n_per_dim**d
         self._mode = int(BOUNDS[options.bound])
         self._dtape = DeviceTape.upload(problem.tape)
-        self._per_phase = max(1, int(phase_subdomains) // self._n_subdomains)  # boxes bisected per phase at most
+        self._per_phase = max(1, int(phase_subdomains) // self.subdomains_per_box)  # boxes bisected per phase at most
         self._capacity = max(int(capacity), 4 * self._per_phase)
         self._lists = [_BoxList(INITIAL_BOXES, self._capacity, d), _BoxList(INITIAL_BOXES, self._capacity, d)]
         self._children = _Children(INITIAL_BOXES, 2 * self._per_phase, d, self.n_per_dim)
@@ -329,7 +329,7 @@ class GpuExploration(ExplorationBase):
         self._unsplit_before += other.unsplittable
         self._unsplit_lb_before = min(self._unsplit_lb_before, other.unsplittable_lb)
         self.nodes += other.nodes
-        self._next_local = self.nodes * self._n_subdomains + GPU_LOCAL_EVERY_SUBDOMAINS
+        self._next_local = self.nodes * self.subdomains_per_box + GPU_LOCAL_EVERY_SUBDOMAINS
         if self.local is not None and other.local is not None:
             self.local.count += other.local.count
             self.local.fallbacks += other.local.fallbacks
@@ -374,7 +374,7 @@ class GpuExploration(ExplorationBase):
     def _step(self) -> None:
         """One phase: refill from the reserve or spill to it, select, branch, bound the children,
         swap the lists; a local solve when one is due."""
-        per_phase, n_subdomains = self._per_phase, self._n_subdomains
+        per_phase, n_subdomains = self._per_phase, self.subdomains_per_box
         source = self._lists[self._current]
         if self._n_open < per_phase and len(self._reserve):
             lo, hi, lb = self._reserve.take(per_phase - self._n_open)

@@ -461,6 +461,52 @@ def test_search_uses_the_network_bound():
     assert results[0].nodes < results[1].nodes
 
 
+def _grid_minimum(network: Network, keep=None) -> float:
+    """The least output 0 of ``network`` on a grid of [-2, 2]^d, 61 points a side (where ``keep`` holds)."""
+    axes = [np.linspace(-2, 2, 61)] * network.n_inputs
+    points = np.stack(np.meshgrid(*axes), -1).reshape(-1, network.n_inputs)
+    values = points.T
+    for layer in network.steps:
+        values = layer.weights @ values + (0.0 if layer.bias is None else layer.bias[:, None])
+        values = np.maximum(values, 0.0) if layer.activation == "relu" else values
+    return float(values[0][keep(points) if keep else slice(None)].min())
+
+
+def test_a_network_objective_of_three_inputs_bounds_whole_boxes(monkeypatch):
+    """An unconstrained network objective of 3 inputs: its boxes get their fine bound through its
+    layers; f's tape then bounds each whole box (one subdomain a box), with no second-order bound.
+    With a constraint, or in 2-D, the subdomains (4^3, 8^2) and the second-order bound stay. Every
+    certified minimum lies below a brute-force grid's and arb's value at the point found."""
+    from pbbflow.spatial import explorer
+
+    second_order = explorer.second_order_bounds
+    calls = []
+    monkeypatch.setattr(explorer, "second_order_bounds", lambda *a: calls.append(1) or second_order(*a))
+    for widths, subdomains in (([3, 12, 12, 1], 1), ([2, 12, 12, 1], 64)):
+        network = deep_relu_network(np.random.default_rng(11), widths)
+        model = Model("whole boxes")
+        x = model.variables(network.n_inputs, -2, 2)
+        model.minimize(network(x)[0])
+        calls.clear()
+        result = minimize(model.problem(), MinimizeOptions(parallel=False))
+        assert result.status.name == "OPTIMAL" and result.extras["subdomains"] == subdomains
+        assert bool(calls) == (subdomains > 1)
+        assert result.lower_bound <= _grid_minimum(network) + 1e-12
+        assert arb_network(network, result.x)[0] >= result.lower_bound
+    network = deep_relu_network(np.random.default_rng(11), [3, 12, 12, 1])
+    model = Model("constrained")
+    x = model.variables(3, -2, 2)
+    model.minimize(network(x)[0])
+    model.subject_to(x[0] + x[1] <= 0.5)
+    constrained = model.problem()
+    assert NetworkObjective.of(constrained) is not None
+    calls.clear()
+    result = minimize(constrained, MinimizeOptions(parallel=False))
+    assert result.status.name == "OPTIMAL" and result.extras["subdomains"] == 64 and calls
+    assert result.lower_bound <= _grid_minimum(network, lambda p: p[:, 0] + p[:, 1] <= 0.5) + 1e-12
+    assert result.x[0] + result.x[1] <= 0.5 + 1e-6 and arb_network(network, result.x)[0] >= result.lower_bound
+
+
 def _ann_document(rng: np.random.Generator, in_lo, in_hi) -> dict:
     """A 2-16-16-1 ReLU network as an ANN file's JSON."""
     network = deep_relu_network(rng, [2, 16, 16, 1])
