@@ -370,6 +370,17 @@ class ExplorationBase:
         )
 
 
+def bounds_whole_boxes(problem: Problem) -> bool:
+    """Whether the CPU bounds ``problem``'s boxes whole: an unconstrained network objective of
+    ``WHOLE_NETWORK_BOXES_FROM`` or more inputs, whose boxes get their fine bound through its layers
+    alone, f's tape bounding each whole box after it, with no second-order bound (defaults.py)."""
+    return (
+        problem.network_objective is not None
+        and problem.dimension >= WHOLE_NETWORK_BOXES_FROM
+        and problem.tape.n_ineq + problem.tape.n_eq == 0
+    )
+
+
 class Exploration(ExplorationBase):
     """Best-first spatial B&B over the domain (``boxes`` None) or over ``boxes``; see the module.
 
@@ -386,11 +397,7 @@ class Exploration(ExplorationBase):
         self.began = time.perf_counter()
         self._objective = NetworkObjective.of(problem)
         self._network = None if self._objective is None else NetworkBounds(self._objective.network)
-        # an unconstrained network objective of 3 or more inputs: its boxes get their fine bound
-        # through its layers alone, and f's tape bounds each whole box after it (defaults.py)
-        self._whole_boxes = (
-            self._network is not None and d >= WHOLE_NETWORK_BOXES_FROM and problem.tape.n_ineq + problem.tape.n_eq == 0
-        )
+        self._whole_boxes = bounds_whole_boxes(problem)
         # n pieces along k sides of each box
         self.n_per_dim, self._split_axes = (1, d) if self._whole_boxes else split_shape(options, d)
         self.subdomains_per_box = self.n_per_dim**self._split_axes

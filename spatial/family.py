@@ -43,7 +43,7 @@ from .bounds import evaluate_point
 from .boxes import BoxSet
 from .defaults import CPU_SUBDOMAINS, GPU_SUBDOMAINS
 from .describe import history_text, result_fields, result_lines  # noqa: F401 (the family describes its results)
-from .explorer import Exploration
+from .explorer import Exploration, bounds_whole_boxes
 from .local import _LocalSolver
 from .options import MinimizeOptions, _Incumbent, prune_level, subdomains_per_dim
 from .problem import Problem, ProblemError
@@ -346,8 +346,11 @@ class SpatialRun:
             elapsed_s,
             remaining,
             len(remaining),
-            # a box's subdomains where every engine has the same (``minimize``'s count), else null
-            subdomains=None if self.options["subdomains"] is None else subdomains_per_dim(options.subdomains, d) ** d,
+            # a box's subdomains where every engine has the same (``minimize``'s count), else null (the
+            # CPU's engines bound a network objective's boxes whole, a GPU's split them)
+            subdomains=None
+            if self.options["subdomains"] is None or bounds_whole_boxes(self.problem)
+            else subdomains_per_dim(options.subdomains, d) ** d,
         )
 
     def no_gpu(self) -> None:
