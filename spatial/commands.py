@@ -47,6 +47,7 @@ from .defaults import (
     FEAS_TOL,
     GPU_SUBDOMAINS,
     WHOLE_NETWORK_BOXES_FROM,
+    WHOLE_NETWORK_BOXES_WEIGHTS,
 )
 from .describe import search_lines
 from .load import BUILTINS, ERROR_BUILTINS
@@ -199,7 +200,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         metavar="N",
         help=f"subdomains per box: the largest k^d <= N, uniform (default: {CPU_SUBDOMAINS} on the CPU, "
         f"{GPU_SUBDOMAINS} on a GPU; the CPU bounds an unconstrained network objective of "
-        f"{WHOLE_NETWORK_BOXES_FROM} or more inputs box by box)",
+        f"{WHOLE_NETWORK_BOXES_FROM} or more inputs or {WHOLE_NETWORK_BOXES_WEIGHTS:,} or more weights box by box)",
     )
     m.add_argument(
         "--bound",

@@ -40,11 +40,11 @@ from ..core.progress import Progress
 from .bounds import BoxBounds, bound_boxes, evaluate_point, is_feasible
 from .boxes import BoxSet, bisect_many, widest_sides
 from .contract import contract_boxes
-from .defaults import LOCAL_EVERY_SUBDOMAINS, WHOLE_NETWORK_BOXES_FROM
+from .defaults import LOCAL_EVERY_SUBDOMAINS, WHOLE_NETWORK_BOXES_FROM, WHOLE_NETWORK_BOXES_WEIGHTS
 from .first import first_candidates, local_starts
 from .lagrangian import LAGRANGIANS, LagrangianBound, distance_scale, lagrangian_bound, multipliers, nearest
 from .local import _LocalSolver
-from .network import NetworkObjective
+from .network import Layer, NetworkObjective
 from .network_bounds import NetworkBounds
 from .options import (
     BATCH_SUBDOMAINS,
@@ -372,13 +372,14 @@ class ExplorationBase:
 
 def bounds_whole_boxes(problem: Problem) -> bool:
     """Whether the CPU bounds ``problem``'s boxes whole: an unconstrained network objective of
-    ``WHOLE_NETWORK_BOXES_FROM`` or more inputs, whose boxes get their fine bound through its layers
-    alone, f's tape bounding each whole box after it, with no second-order bound (defaults.py)."""
-    return (
-        problem.network_objective is not None
-        and problem.dimension >= WHOLE_NETWORK_BOXES_FROM
-        and problem.tape.n_ineq + problem.tape.n_eq == 0
-    )
+    ``WHOLE_NETWORK_BOXES_FROM`` or more inputs, or of ``WHOLE_NETWORK_BOXES_WEIGHTS`` or more
+    weights, whose boxes get their fine bound through its layers alone, f's tape bounding each whole
+    box after it, with no second-order bound and no contraction (defaults.py)."""
+    objective = NetworkObjective.of(problem)
+    if objective is None or problem.tape.n_ineq + problem.tape.n_eq:
+        return False
+    weights = sum(step.weights.size for step in objective.network.steps if isinstance(step, Layer))
+    return problem.dimension >= WHOLE_NETWORK_BOXES_FROM or weights >= WHOLE_NETWORK_BOXES_WEIGHTS
 
 
 class Exploration(ExplorationBase):
@@ -500,7 +501,7 @@ class Exploration(ExplorationBase):
         when it bounded none."""
         options, tape = self.options, self.problem.tape
         self.nodes += len(lo)
-        if options.contract:
+        if options.contract and not self._whole_boxes:  # a network's boxes: it never narrowed one
             cut = self.cut_value
             new_lo, new_hi, empty = contract_boxes(tape, lo, hi, cut, options.feas_tol)
             if np.any(empty):
@@ -571,8 +572,9 @@ class Exploration(ExplorationBase):
         """Each bound below ``level`` raised to the network objective's backward linear bound over
         its box (both bound f over the whole box; the others are pruned already)."""
         raised = lb.copy()
-        for b in np.flatnonzero(lb < level):
-            raised[b] = max(lb[b], self._network.objective_bound(self._objective, lo[b], hi[b]))
+        below = np.flatnonzero(lb < level)
+        if len(below):
+            raised[below] = np.maximum(lb[below], self._network.objective_bounds(self._objective, lo[below], hi[below]))
         return raised
 
     def _sides(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray | None:

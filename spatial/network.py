@@ -213,9 +213,11 @@ class NetworkObjective:
         if self.combine not in ("max", "min"):
             raise ProblemError(f'network objective: combine must be "max" or "min", not {self.combine!r}')
 
-    def combined(self, row_bounds: np.ndarray) -> float:
-        """A lower bound of the objective from lower bounds of its rows (max: the largest; min: the smallest)."""
-        return float(np.max(row_bounds) if self.combine == "max" else np.min(row_bounds))
+    def combined(self, row_bounds: np.ndarray) -> float | np.ndarray:
+        """A lower bound of the objective from lower bounds of its rows, along the last axis (max:
+        the largest; min: the smallest): a float for one vector of rows, else an array."""
+        bound = (np.max if self.combine == "max" else np.min)(row_bounds, axis=-1)
+        return float(bound) if np.ndim(bound) == 0 else bound
 
     def to_json(self) -> dict:
         """Plain JSON; one row is written as it was before rows existed (a flat c, a number d)."""

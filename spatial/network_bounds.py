@@ -128,6 +128,17 @@ def _affine_interval(weights, bias, lo, hi):
     return out_lo, out_hi
 
 
+@jit
+def _affine_intervals(weights, bias, lo, hi):
+    """:func:`_affine_interval` of each box (rows of ``lo`` and ``hi``)."""
+    n_boxes = lo.shape[0]
+    out_lo = np.empty((n_boxes, weights.shape[0]))
+    out_hi = np.empty((n_boxes, weights.shape[0]))
+    for b in range(n_boxes):
+        out_lo[b], out_hi[b] = _affine_interval(weights, bias, lo[b], hi[b])
+    return out_lo, out_hi
+
+
 @row_jit
 def _elementwise_one(code, c, lo, hi):
     """Rigorous bounds of ``y op c`` for y in [lo, hi] (one value)."""
@@ -383,15 +394,21 @@ def _affine_back_row(product, abs_product, r, n, magnitude, k_factor, spread, be
 
 
 @jit
-def _affine_back(product, abs_product, magnitude, k_factor, t_term, beta):
+def _affine_back(product, abs_product, magnitude, k_factor, t_term, beta, rows_per_box):
     """Finish an affine step: product = fl(lam [W b]), abs_product = fl(|lam| [|W| |b|]),
-    magnitude = max|y| of each input (1 for the bias column). beta gains the bias term minus the
-    error bound; the new coefficients are product's first columns."""
+    magnitude = max|y| of each input (1 for the bias column), a row per box (the rows of box b are
+    b rows_per_box onwards). beta gains the bias term minus the error bound; the new coefficients
+    are product's first columns."""
     n_rows, n_cols = product.shape
     lam = np.empty((n_rows, n_cols - 1))
-    spread = _affine_spread(magnitude, t_term)
+    spread = np.empty(magnitude.shape[0])
+    for b in range(magnitude.shape[0]):
+        spread[b] = _affine_spread(magnitude[b], t_term)
     for r in range(n_rows):
-        beta[r] = _affine_back_row(product.T, abs_product.T, r, n_cols - 1, magnitude, k_factor, spread, beta[r], lam.T)
+        b = r // rows_per_box
+        beta[r] = _affine_back_row(
+            product.T, abs_product.T, r, n_cols - 1, magnitude[b], k_factor, spread[b], beta[r], lam.T
+        )
     return lam
 
 
@@ -431,12 +448,14 @@ def _activation_back_row(lam, r, n, sl, bl, su, bu, lo, hi, beta, out):
 
 
 @jit
-def _activation_back(lam, sl, bl, su, bu, lo, hi, beta):
-    """lam . act(y) >= lam' . y + (beta gain), through the lines of each unit."""
+def _activation_back(lam, sl, bl, su, bu, lo, hi, beta, rows_per_box):
+    """lam . act(y) >= lam' . y + (beta gain), through the lines of each unit (lines and bounds:
+    a row per box)."""
     n_rows, n = lam.shape
     out = np.empty((n_rows, n))
     for r in range(n_rows):
-        beta[r] = _activation_back_row(lam.T, r, n, sl, bl, su, bu, lo, hi, beta[r], out.T)
+        b = r // rows_per_box
+        beta[r] = _activation_back_row(lam.T, r, n, sl[b], bl[b], su[b], bu[b], lo[b], hi[b], beta[r], out.T)
     return out
 
 
@@ -465,24 +484,26 @@ def _elementwise_back_row(lam, r, n, code, constant, lo, hi, beta, out):
 
 
 @jit
-def _elementwise_back(lam, code, constant, lo, hi, beta):
-    """lam . (y op c) = lam' . y + (beta gain), rounded down."""
+def _elementwise_back(lam, code, constant, lo, hi, beta, rows_per_box):
+    """lam . (y op c) = lam' . y + (beta gain), rounded down (bounds: a row per box)."""
     n_rows, n = lam.shape
     out = np.empty((n_rows, n))
     for r in range(n_rows):
-        beta[r] = _elementwise_back_row(lam.T, r, n, code, constant, lo, hi, beta[r], out.T)
+        b = r // rows_per_box
+        beta[r] = _elementwise_back_row(lam.T, r, n, code, constant, lo[b], hi[b], beta[r], out.T)
     return out
 
 
 @jit
-def _box_minimum(lam, lo, hi, beta):
-    """min over the box of lam . x + beta, per row, rounded down."""
+def _box_minimum(lam, lo, hi, beta, rows_per_box):
+    """min over its box of lam . x + beta, per row, rounded down (boxes: rows of lo and hi)."""
     n_rows, n = lam.shape
     out = np.empty(n_rows)
     for r in range(n_rows):
+        b = r // rows_per_box
         acc = beta[r]
         for j in range(n):
-            acc = iv.add_down(acc, min(iv.mul_down(lam[r, j], lo[j]), iv.mul_down(lam[r, j], hi[j])))
+            acc = iv.add_down(acc, min(iv.mul_down(lam[r, j], lo[b, j]), iv.mul_down(lam[r, j], hi[b, j])))
         out[r] = acc if acc == acc else -math.inf
     return out
 
@@ -494,6 +515,16 @@ def _linear_minimum(c, d, lo, hi):
     for j in range(len(c)):
         acc = iv.add_down(acc, min(iv.mul_down(c[j], lo[j]), iv.mul_down(c[j], hi[j])))
     return acc if acc == acc else -math.inf
+
+
+@jit
+def _linear_minima(c, d, lo, hi):
+    """:func:`_linear_minimum` of each row of ``c`` (constants ``d``) over each box: (boxes, rows)."""
+    out = np.empty((lo.shape[0], c.shape[0]))
+    for b in range(lo.shape[0]):
+        for k in range(c.shape[0]):
+            out[b, k] = _linear_minimum(c[k], d[k], lo[b], hi[b])
+    return out
 
 
 # ---------------------------------------------------------------- the network as operations
@@ -547,78 +578,107 @@ class NetworkBounds:
     """Backward linear bounds of one network (its operations prepared once, for many boxes).
 
     ``lower_bound(lo, hi, c, d)`` bounds ``c . N(x) + d`` below over ``lo <= x <= hi``;
-    ``output_bounds(lo, hi)`` bounds every output on both sides.
+    ``box_lower_bounds`` bounds rows of them over many boxes in one pass (each box's bounds are
+    those it gets alone: the same steps, row by row); ``output_bounds(lo, hi)`` bounds every output
+    on both sides.
     """
 
     def __init__(self, network: Network):
         self.network = network
         self.ops = _operations(network)
 
-    def _box(self, lo, hi) -> tuple[np.ndarray, np.ndarray]:
-        lo = np.ascontiguousarray(lo, dtype=np.float64)
-        hi = np.ascontiguousarray(hi, dtype=np.float64)
-        if lo.shape != (self.network.n_inputs,) or hi.shape != lo.shape:
-            raise ValueError(f"the box must be two vectors of {self.network.n_inputs} values")
+    def _boxes(self, lo, hi) -> tuple[np.ndarray, np.ndarray]:
+        """Boxes as rows of ``lo`` and ``hi`` (one box: two vectors), checked; (boxes, inputs)."""
+        lo = np.ascontiguousarray(np.atleast_2d(lo), dtype=np.float64)
+        hi = np.ascontiguousarray(np.atleast_2d(hi), dtype=np.float64)
+        if lo.ndim != 2 or lo.shape[1] != self.network.n_inputs or hi.shape != lo.shape:
+            raise ValueError(f"a box must be two vectors of {self.network.n_inputs} values")
         if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo <= hi)):
             raise ValueError("the box must be finite with lo <= hi")
         return lo, hi
 
     def _backward(
-        self, lam: np.ndarray, beta: np.ndarray, node: int, bounds: list, relaxations: dict, signed_identity: bool
+        self,
+        lam: np.ndarray,
+        beta: np.ndarray,
+        node: int,
+        bounds: list,
+        relaxations: dict,
+        signed_identity: bool,
+        rows_per_box: int,
     ) -> np.ndarray:
-        """Per row, a lower bound of ``lam . v_node + beta`` over the box (``bounds``: each node's;
-        ``beta`` is updated in place). ``signed_identity``: lam is ``[I; -I]`` and beta 0, so a
-        first affine step is exact (``[W; -W]``, ``[b; -b]``)."""
+        """Per row, a lower bound of ``lam . v_node + beta`` over its box (``bounds``: each node's,
+        a row per box; box b's rows are b rows_per_box onwards; ``beta`` is updated in place).
+        ``signed_identity``: each box's rows are ``[I; -I]`` and beta 0, so a first affine step is
+        exact (``[W; -W]``, ``[b; -b]``)."""
+        n_boxes = bounds[0][0].shape[0]
         for k in range(node - 1, -1, -1):
             op = self.ops[k]
             lo, hi = bounds[k]
             if isinstance(op, _Affine):
                 if signed_identity and k == node - 1:
-                    lam = np.concatenate([op.weights, -op.weights])
-                    beta[:] = np.concatenate([op.bias, -op.bias])
+                    lam = np.tile(np.concatenate([op.weights, -op.weights]), (n_boxes, 1))
+                    beta[:] = np.tile(np.concatenate([op.bias, -op.bias]), n_boxes)
                     continue
-                magnitude = np.append(np.maximum(np.abs(lo), np.abs(hi)), 1.0)
+                magnitude = np.column_stack([np.maximum(np.abs(lo), np.abs(hi)), np.ones(n_boxes)])
                 with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN rows: _guard_row
                     product = lam @ op.augmented
                     abs_product = np.abs(lam) @ op.augmented_abs
-                lam = _affine_back(product, abs_product, magnitude, op.k_factor, op.t_term, beta)
+                lam = _affine_back(product, abs_product, magnitude, op.k_factor, op.t_term, beta, rows_per_box)
             elif isinstance(op, _Elementwise):
-                lam = _elementwise_back(np.ascontiguousarray(lam), op.code, op.constant, lo, hi, beta)
+                lam = _elementwise_back(np.ascontiguousarray(lam), op.code, op.constant, lo, hi, beta, rows_per_box)
             else:
                 sl, bl, su, bu = relaxations[k]
-                lam = _activation_back(np.ascontiguousarray(lam), sl, bl, su, bu, lo, hi, beta)
-        return _box_minimum(np.ascontiguousarray(lam), bounds[0][0], bounds[0][1], beta)
+                lam = _activation_back(np.ascontiguousarray(lam), sl, bl, su, bu, lo, hi, beta, rows_per_box)
+        return _box_minimum(np.ascontiguousarray(lam), bounds[0][0], bounds[0][1], beta, rows_per_box)
 
     def _node_bounds(self, node: int, bounds: list, relaxations: dict) -> tuple[np.ndarray, np.ndarray]:
-        """CROWN bounds of every value of node ``node``: rows +e_j and -e_j."""
-        n = len(bounds[node][0])
-        lam = np.concatenate([np.eye(n), -np.eye(n)])
-        lower = self._backward(lam, np.zeros(2 * n), node, bounds, relaxations, True)
-        return lower[:n], -lower[n:]
+        """CROWN bounds of every value of node ``node`` in each box: rows +e_j and -e_j."""
+        n_boxes, n = bounds[node][0].shape
+        lam = np.tile(np.concatenate([np.eye(n), -np.eye(n)]), (n_boxes, 1))
+        lower = self._backward(lam, np.zeros(2 * n * n_boxes), node, bounds, relaxations, True, 2 * n)
+        lower = lower.reshape(n_boxes, 2 * n)
+        return lower[:, :n], -lower[:, n:]
 
-    def propagate(self, lo, hi) -> tuple[list, dict]:
-        """Rigorous bounds of every node (interval arithmetic, intersected with CROWN's at the
-        input of each activation) and each activation's relaxation lines."""
-        lo, hi = self._box(lo, hi)
+    def _propagate(self, lo: np.ndarray, hi: np.ndarray) -> tuple[list, dict]:
+        """Rigorous bounds of every node in each box (rows of ``lo`` and ``hi``; interval
+        arithmetic, intersected with CROWN's at the input of each activation) and each activation's
+        relaxation lines, a row per box."""
         bounds = [(lo, hi)]
         relaxations: dict = {}
+        n_boxes = lo.shape[0]
         for k, op in enumerate(self.ops):
             y_lo, y_hi = bounds[k]
             if isinstance(op, _Affine):
-                z_lo, z_hi = _affine_interval(op.weights, op.bias, y_lo, y_hi)
-            elif isinstance(op, _Elementwise):
-                z_lo, z_hi = _elementwise_interval(op.code, op.constant, y_lo, y_hi)
-            else:
-                n = len(y_lo)
-                lines = (np.empty(n), np.empty(n), np.empty(n), np.empty(n))
-                _relax(op.code, op.alpha, y_lo, y_hi, *lines)
-                relaxations[k] = lines
-                z_lo, z_hi = _activation_interval(op.code, op.alpha, y_lo, y_hi)
+                z_lo, z_hi = _affine_intervals(op.weights, op.bias, y_lo, y_hi)
+            else:  # unit by unit: the boxes' units as one vector
+                flat_lo, flat_hi = y_lo.ravel(), y_hi.ravel()
+                if isinstance(op, _Elementwise):
+                    z_lo, z_hi = _elementwise_interval(op.code, np.tile(op.constant, n_boxes), flat_lo, flat_hi)
+                else:
+                    lines = (
+                        np.empty(flat_lo.size),
+                        np.empty(flat_lo.size),
+                        np.empty(flat_lo.size),
+                        np.empty(flat_lo.size),
+                    )
+                    _relax(op.code, op.alpha, flat_lo, flat_hi, *lines)
+                    relaxations[k] = tuple(line.reshape(y_lo.shape) for line in lines)
+                    z_lo, z_hi = _activation_interval(op.code, op.alpha, flat_lo, flat_hi)
+                z_lo, z_hi = z_lo.reshape(y_lo.shape), z_hi.reshape(y_lo.shape)
             bounds.append((z_lo, z_hi))
             if k + 1 < len(self.ops) and isinstance(self.ops[k + 1], _Activation) and k > 0:
                 c_lo, c_hi = self._node_bounds(k + 1, bounds, relaxations)
                 bounds[k + 1] = (np.maximum(z_lo, c_lo), np.minimum(z_hi, c_hi))
         return bounds, relaxations
+
+    def propagate(self, lo, hi) -> tuple[list, dict]:
+        """:meth:`_propagate` of the one box ``lo <= x <= hi``: each node's bounds and each
+        activation's lines as vectors."""
+        bounds, relaxations = self._propagate(*self._boxes(lo, hi))
+        return [(z_lo[0], z_hi[0]) for z_lo, z_hi in bounds], {
+            k: tuple(v[0] for v in lines) for k, lines in relaxations.items()
+        }
 
     def lower_bound(self, lo, hi, c, d: float = 0.0) -> float:
         """A rigorous lower bound of ``c . N(x) + d`` over ``lo <= x <= hi``."""
@@ -628,33 +688,44 @@ class NetworkBounds:
         return float(self.lower_bounds(lo, hi, c[None, :], np.array([float(d)]))[0])
 
     def lower_bounds(self, lo, hi, c, d) -> np.ndarray:
-        """Rigorous lower bounds of each row ``c[k] . N(x) + d[k]`` over ``lo <= x <= hi`` (c:
-        rows of outputs' coefficients, d one constant a row), from one propagation of the box."""
+        """Rigorous lower bounds of each row ``c[k] . N(x) + d[k]`` over the box ``lo <= x <= hi``,
+        from one propagation of the box."""
+        return self.box_lower_bounds(*self._boxes(lo, hi), c, d)[0]
+
+    def box_lower_bounds(self, lo, hi, c, d) -> np.ndarray:
+        """Rigorous lower bounds of each row ``c[k] . N(x) + d[k]`` over each box ``lo[b] <= x <=
+        hi[b]``: (boxes, rows), from one propagation of all the boxes."""
+        lo, hi = self._boxes(lo, hi)
         c = np.ascontiguousarray(c, dtype=np.float64)
         d = np.ascontiguousarray(d, dtype=np.float64)
         if c.ndim != 2 or c.shape[1] != self.network.n_outputs or d.shape != (len(c),):
             raise ValueError(f"c must be rows of {self.network.n_outputs} values and d one value a row")
         if not (np.all(np.isfinite(c)) and np.all(np.isfinite(d))):
             raise ValueError("c and d must be finite")
-        bounds, relaxations = self.propagate(lo, hi)
-        crown = self._backward(c, d.copy(), len(self.ops), bounds, relaxations, False)
-        direct = [_linear_minimum(row, float(constant), *bounds[-1]) for row, constant in zip(c, d)]
-        return np.maximum(crown, direct)
+        bounds, relaxations = self._propagate(lo, hi)
+        n_boxes, rows = lo.shape[0], len(c)
+        lam, beta = np.tile(c, (n_boxes, 1)), np.tile(d, n_boxes)
+        crown = self._backward(lam, beta, len(self.ops), bounds, relaxations, False, rows).reshape(n_boxes, rows)
+        return np.maximum(crown, _linear_minima(c, d, *bounds[-1]))
 
     def objective_bound(self, objective: NetworkObjective, lo, hi) -> float:
         """A rigorous lower bound of ``objective`` (of this network) over the box ``lo <= x <= hi``
         of all the problem's variables."""
+        return float(self.objective_bounds(objective, np.atleast_2d(lo), np.atleast_2d(hi))[0])
+
+    def objective_bounds(self, objective: NetworkObjective, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """:meth:`objective_bound` of each box (rows of ``lo`` and ``hi``), in one pass."""
         inputs = list(objective.inputs)
-        return objective.combined(self.lower_bounds(lo[inputs], hi[inputs], objective.c, objective.d))
+        return objective.combined(self.box_lower_bounds(lo[:, inputs], hi[:, inputs], objective.c, objective.d))
 
     def output_bounds(self, lo, hi) -> tuple[np.ndarray, np.ndarray]:
         """Rigorous lower and upper bounds of every output over the box."""
-        bounds, relaxations = self.propagate(lo, hi)
+        bounds, relaxations = self._propagate(*self._boxes(lo, hi))
         n = self.network.n_outputs
         lam = np.concatenate([np.eye(n), -np.eye(n)])
-        lower = self._backward(lam, np.zeros(2 * n), len(self.ops), bounds, relaxations, True)
+        lower = self._backward(lam, np.zeros(2 * n), len(self.ops), bounds, relaxations, True, 2 * n)
         out_lo, out_hi = bounds[-1]
-        return np.maximum(lower[:n], out_lo), np.minimum(-lower[n:], out_hi)
+        return np.maximum(lower[:n], out_lo[0]), np.minimum(-lower[n:], out_hi[0])
 
 
 def lower_bound(network: Network, lo, hi, c, d: float = 0.0) -> float:

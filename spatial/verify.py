@@ -235,7 +235,7 @@ def _split_search(
         host, batch = NetworkBounds(network), 1
 
         def bound(los: np.ndarray, his: np.ndarray) -> np.ndarray:
-            return np.array([host.lower_bounds(lo, hi, c, d).max() for lo, hi in zip(los, his)])
+            return host.box_lower_bounds(los, his, c, d).max(axis=1)
 
     lo = np.array([enclose(a)[0] for a in region.lower])
     hi = np.array([enclose(b)[1] for b in region.upper])

@@ -166,6 +166,28 @@ def test_bound_below_exact_values(seed):
             assert exact - bound <= (1e-13 if large < 10 else 1e-10) * (1.0 + abs(exact))
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_many_boxes_in_one_pass_get_their_own_bounds(seed):
+    """Boxes bounded together (the explorer's batches) get what each gets alone (each row takes the
+    same steps; only BLAS may order a product's sums otherwise), and stay below arb's exact values
+    in their own box."""
+    rng = np.random.default_rng(300 + seed)
+    network = random_network(rng)
+    bounds = NetworkBounds(network)
+    boxes = [random_box(rng, network.n_inputs, degenerate=k == 5) for k in range(7)]
+    lo, hi = np.array([box[0] for box in boxes]), np.array([box[1] for box in boxes])
+    c = rng.normal(0.0, 1.0, (3, network.n_outputs))
+    d = rng.normal(0.0, 1.0, 3)
+    together = bounds.box_lower_bounds(lo, hi, c, d)
+    assert together.shape == (7, 3)
+    for b, (box_lo, box_hi) in enumerate(boxes):
+        alone = bounds.lower_bounds(box_lo, box_hi, c, d)
+        np.testing.assert_allclose(together[b], alone, rtol=1e-12, atol=1e-12)
+        for x in points(rng, box_lo, box_hi, 5):
+            for k in range(3):
+                check_below(network, float(together[b, k]), x, c[k], float(d[k]))
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_output_bounds_enclose_both_sides(seed):
     rng = np.random.default_rng(100 + seed)
@@ -472,17 +494,18 @@ def _grid_minimum(network: Network, keep=None) -> float:
     return float(values[0][keep(points) if keep else slice(None)].min())
 
 
-def test_a_network_objective_of_three_inputs_bounds_whole_boxes(monkeypatch):
-    """An unconstrained network objective of 3 inputs: its boxes get their fine bound through its
-    layers; f's tape then bounds each whole box (one subdomain a box), with no second-order bound.
-    With a constraint, or in 2-D, the subdomains (4^3, 8^2) and the second-order bound stay. Every
-    certified minimum lies below a brute-force grid's and arb's value at the point found."""
+def test_a_network_objective_of_three_inputs_or_many_weights_bounds_whole_boxes(monkeypatch):
+    """An unconstrained network objective of 3 inputs, or of 1,000 weights or more: its boxes get
+    their fine bound through its layers; f's tape then bounds each whole box (one subdomain a box),
+    with no second-order bound. With a constraint, or in 2-D with fewer weights, the subdomains (4^3,
+    8^2) and the second-order bound stay. Every certified minimum lies below a brute-force grid's
+    and arb's value at the point found."""
     from pbbflow.spatial import explorer
 
     second_order = explorer.second_order_bounds
     calls = []
     monkeypatch.setattr(explorer, "second_order_bounds", lambda *a: calls.append(1) or second_order(*a))
-    for widths, subdomains in (([3, 12, 12, 1], 1), ([2, 12, 12, 1], 64)):
+    for widths, subdomains in (([3, 12, 12, 1], 1), ([2, 12, 12, 1], 64), ([2, 32, 32, 1], 1)):
         network = deep_relu_network(np.random.default_rng(11), widths)
         model = Model("whole boxes")
         x = model.variables(network.n_inputs, -2, 2)
