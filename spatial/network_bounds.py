@@ -83,6 +83,8 @@ _MUL = 3
 _DIV = 4
 _ELEMENTWISE_CODES = {"add": _ADD, "sub": _SUB, "rsub": _RSUB, "mul": _MUL, "div": _DIV}
 
+# about the most doubles one matrix of a pass over many boxes holds (32 MiB): NetworkBounds.box_lower_bounds
+PASS_DOUBLES = 1 << 22
 _UNIT_ROUNDOFF = Fraction(1, 2**53)
 _ETA = Fraction(1, 2**1075)
 
@@ -586,6 +588,7 @@ class NetworkBounds:
     def __init__(self, network: Network):
         self.network = network
         self.ops = _operations(network)
+        self.width = max([network.n_inputs] + [len(op.bias) for op in self.ops if isinstance(op, _Affine)])
 
     def _boxes(self, lo, hi) -> tuple[np.ndarray, np.ndarray]:
         """Boxes as rows of ``lo`` and ``hi`` (one box: two vectors), checked; (boxes, inputs)."""
@@ -702,6 +705,12 @@ class NetworkBounds:
             raise ValueError(f"c must be rows of {self.network.n_outputs} values and d one value a row")
         if not (np.all(np.isfinite(c)) and np.all(np.isfinite(d))):
             raise ValueError("c and d must be finite")
+        # a pass's matrices hold, a box, 2 n rows (a node's bounds) or len(c), of at most width + 1 columns
+        step = max(1, PASS_DOUBLES // (max(2 * self.width, len(c)) * (self.width + 1)))
+        return np.concatenate([self._pass(lo[k : k + step], hi[k : k + step], c, d) for k in range(0, len(lo), step)])
+
+    def _pass(self, lo: np.ndarray, hi: np.ndarray, c: np.ndarray, d: np.ndarray) -> np.ndarray:
+        """:meth:`box_lower_bounds` of boxes few enough for one pass (``PASS_DOUBLES``)."""
         bounds, relaxations = self._propagate(lo, hi)
         n_boxes, rows = lo.shape[0], len(c)
         lam, beta = np.tile(c, (n_boxes, 1)), np.tile(d, n_boxes)

@@ -15,7 +15,7 @@ import flint
 import numpy as np
 import pytest
 
-from pbbflow.spatial import Model, ProblemError, read_onnx
+from pbbflow.spatial import Model, ProblemError, network_bounds, read_onnx
 from pbbflow.spatial import model as api
 from pbbflow.spatial.ann import AnnNetwork, ann_problem
 from pbbflow.spatial.bnb import minimize
@@ -167,10 +167,10 @@ def test_bound_below_exact_values(seed):
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_many_boxes_in_one_pass_get_their_own_bounds(seed):
+def test_many_boxes_in_one_pass_get_their_own_bounds(seed, monkeypatch):
     """Boxes bounded together (the explorer's batches) get what each gets alone (each row takes the
-    same steps; only BLAS may order a product's sums otherwise), and stay below arb's exact values
-    in their own box."""
+    same steps; only BLAS may order a product's sums otherwise), in one pass or in passes of one box
+    (the memory cap), and stay below arb's exact values in their own box."""
     rng = np.random.default_rng(300 + seed)
     network = random_network(rng)
     bounds = NetworkBounds(network)
@@ -180,6 +180,8 @@ def test_many_boxes_in_one_pass_get_their_own_bounds(seed):
     d = rng.normal(0.0, 1.0, 3)
     together = bounds.box_lower_bounds(lo, hi, c, d)
     assert together.shape == (7, 3)
+    monkeypatch.setattr(network_bounds, "PASS_DOUBLES", 1)
+    np.testing.assert_allclose(bounds.box_lower_bounds(lo, hi, c, d), together, rtol=1e-12, atol=1e-12)
     for b, (box_lo, box_hi) in enumerate(boxes):
         alone = bounds.lower_bounds(box_lo, box_hi, c, d)
         np.testing.assert_allclose(together[b], alone, rtol=1e-12, atol=1e-12)
