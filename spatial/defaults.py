@@ -8,9 +8,9 @@ CPU_SUBDOMAINS = 64
 # From this many inputs, or this many weights, the CPU bounds an unconstrained network objective's
 # boxes through its layers alone (many boxes a pass) and its tape over each whole box: no subdomains,
 # no second-order bound, no contraction. One thread, 60 s, the 28 network runs of
-# benchmarks/spatial_splits.py --set networks: 24 proved in 299 s before, 27 in 147 s after
-# (rosenbrock-4 33 s, styblinski-5 25 s; 3-D 6-14x faster). In 2-D the 8 x 8 subdomains stay faster
-# on the networks of up to a few hundred weights (docs/performance.md).
+# benchmarks/spatial_splits.py --set networks: 24 proved in 299 s before, 27 in 142 s after
+# (rosenbrock-4 33 s, styblinski-5 25 s; 3-D 4.5-11x faster). In 2-D the 8 x 8 subdomains stayed
+# faster on the networks of 48-100 weights, whole boxes on those of 1,000 or more (docs/performance.md).
 WHOLE_NETWORK_BOXES_FROM = 3
 WHOLE_NETWORK_BOXES_WEIGHTS = 1000
 # On the GPU the seed paper used 1,024.  Over 27 problems on an H200 (benchmarks/spatial_budgets.py

@@ -595,9 +595,9 @@ class NetworkBounds:
         lo = np.ascontiguousarray(np.atleast_2d(lo), dtype=np.float64)
         hi = np.ascontiguousarray(np.atleast_2d(hi), dtype=np.float64)
         if lo.ndim != 2 or lo.shape[1] != self.network.n_inputs or hi.shape != lo.shape:
-            raise ValueError(f"a box must be two vectors of {self.network.n_inputs} values")
+            raise ValueError(f"a box is {self.network.n_inputs} lower and {self.network.n_inputs} upper values")
         if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo <= hi)):
-            raise ValueError("the box must be finite with lo <= hi")
+            raise ValueError("every box must be finite with lo <= hi")
         return lo, hi
 
     def _backward(
