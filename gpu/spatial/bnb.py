@@ -10,6 +10,9 @@ an atomic min from rigorously evaluated points and keeps the survivors. The host
 two small arrays of counters per phase, and runs the local solves (scipy) whose points it feeds
 into the device incumbent. A phase costs a dozen launches whatever its size, so while the tree is
 small each box is split into up to 8 children (bisected in up to 3 rounds): fewer, fuller phases.
+Where the CPU bounds a network objective's boxes whole (:func:`.explorer.bounds_whole_boxes`), so
+does the device: one subdomain a box, raised through the network's layers, no contraction; such a
+box counts as ``NETWORK_BOX_SUBDOMAINS`` of a phase's budget.
 
 The lists grow on demand up to ``capacity`` boxes. Before a phase that could overflow ``q_out``
 there, the open boxes are sorted and the upper half by bound moves to a host reserve; it comes
@@ -36,7 +39,7 @@ from ...core.result import Result
 from ...spatial.bnb import load_host_code, run_to_end
 from ...spatial.boxes import BoxSet
 from ...spatial.defaults import CPU_SLICE_S, CPU_SUBDOMAINS, GPU_LOCAL_EVERY_SUBDOMAINS
-from ...spatial.explorer import Exploration, ExplorationBase
+from ...spatial.explorer import Exploration, ExplorationBase, bounds_whole_boxes
 from ...spatial.lagrangian import LAGRANGIANS, LagrangianBound, distance_scale
 from ...spatial.local import _LocalSolver
 from ...spatial.network import NetworkObjective
@@ -67,6 +70,7 @@ PHASE_SUBDOMAINS = 1 << 21  # subdomain bounds per phase at most (about 30 ms of
 MIN_PHASE_SUBDOMAINS = 1 << 17  # below this a phase splits its boxes into up to 8 (see _levels)
 INITIAL_BOXES = 256  # the lists' and the children's first capacity (they grow fourfold on demand)
 CAPACITY = 1 << 20  # open boxes on the device (beyond them, a host reserve)
+NETWORK_BOX_SUBDOMAINS = 128  # a whole network box's share of a phase (its bound through the layers)
 
 
 class _Reserve:
@@ -188,11 +192,12 @@ class _Children:
         return self.by_l
 
 
-def _levels(selected: int, n_subdomains: int, room: int) -> int:
+def _levels(selected: int, box_cost: int, room: int) -> int:
     """Bisection rounds per selected box this phase: more while the phase would bound fewer than
-    :data:`MIN_PHASE_SUBDOMAINS` subdomains (a phase costs launches whatever its size, so small
-    trees take fewer, fuller phases), within ``room`` children and :data:`.phase.MAX_LEVELS`."""
-    target = min(room, max(2 * selected, MIN_PHASE_SUBDOMAINS // n_subdomains))
+    :data:`MIN_PHASE_SUBDOMAINS` subdomains (a box costs ``box_cost``; a phase costs launches
+    whatever its size, so small trees take fewer, fuller phases), within ``room`` children and
+    :data:`.phase.MAX_LEVELS`."""
+    target = min(room, max(2 * selected, MIN_PHASE_SUBDOMAINS // box_cost))
     levels = 1
     while levels < phase.MAX_LEVELS and selected << (levels + 1) <= target:
         levels += 1
@@ -231,11 +236,14 @@ class GpuExploration(ExplorationBase):
             raise ValueError(f"boxes of dimension {boxes.d} for a problem of dimension {d}")
         self.problem, self.options = problem, options
         self.began = time.perf_counter()
-        self.n_per_dim = subdomains_per_dim(options.subdomains, d)
+        self._whole_boxes = bounds_whole_boxes(problem)
+        self.n_per_dim = 1 if self._whole_boxes else subdomains_per_dim(options.subdomains, d)
         self.subdomains_per_box = self.n_per_dim**d
+        # what a box costs of a phase's budget and of the local solves' schedule, in subdomains
+        self._box_cost = NETWORK_BOX_SUBDOMAINS if self._whole_boxes else self.subdomains_per_box
         self._mode = int(BOUNDS[options.bound])
         self._dtape = DeviceTape.upload(problem.tape)
-        self._per_phase = max(1, int(phase_subdomains) // self.subdomains_per_box)  # boxes bisected per phase at most
+        self._per_phase = max(1, int(phase_subdomains) // self._box_cost)  # boxes bisected per phase at most
         self._capacity = max(int(capacity), 4 * self._per_phase)
         self._lists = [_BoxList(INITIAL_BOXES, self._capacity, d), _BoxList(INITIAL_BOXES, self._capacity, d)]
         self._children = _Children(INITIAL_BOXES, 2 * self._per_phase, d, self.n_per_dim)
@@ -329,7 +337,7 @@ class GpuExploration(ExplorationBase):
         self._unsplit_before += other.unsplittable
         self._unsplit_lb_before = min(self._unsplit_lb_before, other.unsplittable_lb)
         self.nodes += other.nodes
-        self._next_local = self.nodes * self.subdomains_per_box + GPU_LOCAL_EVERY_SUBDOMAINS
+        self._next_local = self.nodes * self._box_cost + GPU_LOCAL_EVERY_SUBDOMAINS
         if self.local is not None and other.local is not None:
             self.local.count += other.local.count
             self.local.fallbacks += other.local.fallbacks
@@ -374,7 +382,7 @@ class GpuExploration(ExplorationBase):
     def _step(self) -> None:
         """One phase: refill from the reserve or spill to it, select, branch, bound the children,
         swap the lists; a local solve when one is due."""
-        per_phase, n_subdomains = self._per_phase, self.subdomains_per_box
+        per_phase, box_cost = self._per_phase, self._box_cost
         source = self._lists[self._current]
         if self._n_open < per_phase and len(self._reserve):
             lo, hi, lb = self._reserve.take(per_phase - self._n_open)
@@ -383,12 +391,12 @@ class GpuExploration(ExplorationBase):
             self._open_lowest = min(self._open_lowest, float(lb.min()))
         n_open = self._n_open
         selected = min(per_phase, n_open)
-        levels = _levels(selected, n_subdomains, 2 * per_phase)
+        levels = _levels(selected, box_cost, 2 * per_phase)
         if n_open + selected * ((1 << levels) - 1) > self._capacity:  # q_out could overflow: half waits on the host
             self._place(*source.download(n_open))
             n_open = self._n_open
             selected = min(per_phase, n_open)
-            levels = _levels(selected, n_subdomains, 2 * per_phase)
+            levels = _levels(selected, box_cost, 2 * per_phase)
             self.spills += 1
         select_lb = math.inf
         if n_open > selected:
@@ -428,8 +436,8 @@ class GpuExploration(ExplorationBase):
         self._current = 1 - self._current
         self._n_open, self._open_lowest = int(self._counts[phase.C_OUT]), float(self._reals[phase.R_OPEN_MIN])
         best_kept = int(self._counts[phase.C_BEST_KEPT])
-        if self.local is not None and self.nodes * n_subdomains >= self._next_local and best_kept != phase.NONE:
-            self._next_local = self.nodes * n_subdomains + GPU_LOCAL_EVERY_SUBDOMAINS
+        if self.local is not None and self.nodes * box_cost >= self._next_local and best_kept != phase.NONE:
+            self._next_local = self.nodes * box_cost + GPU_LOCAL_EVERY_SUBDOMAINS
             self._solve_locally(found.best_point[best_kept].copy_to_host())
 
     def _bound_children(self, n_children: int, out: _BoxList) -> DeviceBoxBounds:
@@ -443,7 +451,7 @@ class GpuExploration(ExplorationBase):
         eps_abs, eps_rel, feas_tol = float(eps_abs), float(eps_rel), float(options.feas_tol)
         self.nodes += n_children
         grid = blocks(n_children)
-        if options.contract:
+        if options.contract and not self._whole_boxes:  # a network's boxes: it never narrowed one (CPU)
             contract_boxes_device(
                 dtape,
                 children.lo,

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from numba import cuda
+from spatial_helpers import arb_outputs
 
 from pbbflow.cli.main import main
 from pbbflow.gpu.spatial import bnb as gpu_bnb
@@ -534,3 +535,35 @@ def test_a_network_objective_is_bounded_through_its_layers_on_the_device(monkeyp
     cpu = minimize(problem, MinimizeOptions(second_order=False, subdomains=4, contract=False))
     assert cpu.status == "optimal" and with_network.nodes == tape_alone.nodes
     assert tape_alone.lower_bound < with_network.lower_bound <= cpu.objective  # -0.80, -0.66, -0.31 measured
+
+
+def test_a_network_objective_of_three_inputs_bounds_whole_boxes_on_the_device(monkeypatch):
+    """Where the CPU bounds a network objective's boxes whole (3 inputs here), so does the device:
+    one subdomain a box, raised through the layers, no contraction. Its certified minimum lies below
+    a brute-force grid's minimum and arb's value at its point, and matches the CPU's proof."""
+    from pbbflow.spatial.network import Layer, Network
+
+    rng = np.random.default_rng(2)
+    network = Network(
+        3,
+        (
+            Layer(rng.normal(0.0, 0.8, (4, 3)), rng.normal(0.0, 0.1, 4), "relu"),
+            Layer(rng.normal(0.0, 0.7, (4, 4)), rng.normal(0.0, 0.1, 4), "relu"),
+            Layer(rng.normal(0.0, 0.5, (1, 4)), None, "linear"),
+        ),
+    )
+    model = Model("whole boxes on the device")
+    model.minimize(network(model.variables(3, -2, 2))[0])
+    problem = model.problem()
+    contracted = []
+    monkeypatch.setattr(gpu_bnb, "contract_boxes_device", lambda *a: contracted.append(1))
+    result = minimize_gpu(problem, MinimizeOptions(subdomains=64), phase_subdomains=4 * gpu_bnb.NETWORK_BOX_SUBDOMAINS)
+    cpu = minimize(problem, MinimizeOptions(parallel=False))
+    assert result.status.name == "OPTIMAL" and result.extras["subdomains"] == 1 and not contracted
+    values = np.stack(np.meshgrid(*[np.linspace(-2, 2, 41)] * 3), -1).reshape(-1, 3).T
+    for layer in network.steps:
+        values = layer.weights @ values + (0.0 if layer.bias is None else layer.bias[:, None])
+        values = np.maximum(values, 0.0) if layer.activation == "relu" else values
+    assert result.lower_bound <= values.min() + 1e-12
+    assert arb_outputs(problem.tape, result.x)[0] >= result.lower_bound
+    assert abs(result.objective - cpu.objective) <= 2e-6 and result.lower_bound <= cpu.objective
