@@ -46,8 +46,6 @@ from .defaults import (
     EPS_REL,
     FEAS_TOL,
     GPU_SUBDOMAINS,
-    WHOLE_NETWORK_BOXES_FROM,
-    WHOLE_NETWORK_BOXES_WEIGHTS,
 )
 from .describe import search_lines
 from .load import BUILTINS, ERROR_BUILTINS
@@ -199,8 +197,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         default=None,
         metavar="N",
         help=f"subdomains per box: the largest k^d <= N, uniform (default: {CPU_SUBDOMAINS} on the CPU, "
-        f"{GPU_SUBDOMAINS} on a GPU; the CPU bounds an unconstrained network objective of "
-        f"{WHOLE_NETWORK_BOXES_FROM} or more inputs or {WHOLE_NETWORK_BOXES_WEIGHTS:,} or more weights box by box)",
+        f"{GPU_SUBDOMAINS} on a GPU; an unconstrained network objective's boxes are bounded whole, through its layers)",
     )
     m.add_argument(
         "--bound",

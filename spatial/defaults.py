@@ -5,14 +5,6 @@ solver's modules so that the command line reads them without loading them."""
 # files and the peaks ANN (one thread; benchmarks/spatial_budgets.py), every budget proves all of them,
 # in 0.44 s (16), 0.36 s (64), 0.58 s (256) and 0.96 s (1,024) in all.
 CPU_SUBDOMAINS = 64
-# From this many inputs, or this many weights, the CPU bounds an unconstrained network objective's
-# boxes through its layers alone (many boxes a pass) and its tape over each whole box: no subdomains,
-# no second-order bound, no contraction. One thread, 60 s, the 28 network runs of
-# benchmarks/spatial_splits.py --set networks: 24 proved in 299 s before, 27 in 142 s after
-# (rosenbrock-4 33 s, styblinski-5 25 s; 3-D 4.5-11x faster). In 2-D the 8 x 8 subdomains stayed
-# faster on the networks of 48-100 weights, whole boxes on those of 1,000 or more (docs/performance.md).
-WHOLE_NETWORK_BOXES_FROM = 3
-WHOLE_NETWORK_BOXES_WEIGHTS = 1000
 # On the GPU the seed paper used 1,024.  Over 27 problems on an H200 (benchmarks/spatial_budgets.py
 # --gpu, results/spatial_gpu_budgets_h200_merged_2026-12-04.json) 256 proves all 27 in 1.55 s in all,
 # 1,024 leaves G13 open at 10 s (0.58 s at 256) and is no faster on the other 26 (1.11 s against 0.98 s).

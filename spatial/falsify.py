@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .model import enclose
-from .network import ELEMENTWISE, Activation, Elementwise, Layer, Network
+from .network import Elementwise, Layer, Network, forward_step
 from .vnnlib import Region
 
 STARTS = 64  # the centre and this many uniform random starts less one
@@ -59,7 +59,7 @@ def margin_and_gradient(network: Network, c: np.ndarray, d: np.ndarray, x: np.nd
     there (of the form attaining the max), in floating point."""
     values, inputs = x, []  # each step's activation input (None for an elementwise step)
     for step in network.steps:
-        values, z = _forward(step, values)
+        values, z = forward_step(step, values)
         inputs.append(z)
     forms = values @ c.T + d
     best = np.argmax(forms, axis=1)
@@ -69,21 +69,9 @@ def margin_and_gradient(network: Network, c: np.ndarray, d: np.ndarray, x: np.nd
     return forms[np.arange(len(x)), best], gradient
 
 
-def _forward(step, values: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """The step's output and its activation's input (None for an elementwise step)."""
-    if isinstance(step, Elementwise):
-        return ELEMENTWISE[step.op](values, step.constant), None
-    if isinstance(step, Layer):
-        values = values @ step.weights.T
-        values = values if step.bias is None else values + step.bias
-    else:
-        assert isinstance(step, Activation)
-    return _activate(step.activation, step.alpha, values), values
-
-
 def _backward(step, z: np.ndarray | None, gradient: np.ndarray) -> np.ndarray:
     """The gradient with respect to the step's input from the one of its output (``z``: its
-    activation's input, from :func:`_forward`)."""
+    activation's input, from :func:`.network.forward_step`)."""
     if isinstance(step, Elementwise):
         return gradient * _ELEMENTWISE_SLOPE[step.op](step.constant)
     gradient = gradient * _slope(step.activation, step.alpha, z)
@@ -97,20 +85,6 @@ _ELEMENTWISE_SLOPE = {
     "mul": lambda c: c,
     "div": lambda c: 1.0 / c,
 }
-
-
-def _activate(name: str, alpha: float, z: np.ndarray) -> np.ndarray:
-    if name == "relu":
-        return np.maximum(z, 0.0)
-    if name == "leaky_relu":
-        return np.where(z > 0, z, alpha * z)
-    if name == "tanh":
-        return np.tanh(z)
-    if name == "sigmoid":
-        return 0.5 * (1.0 + np.tanh(0.5 * z))
-    if name == "softplus":
-        return np.logaddexp(0.0, z)
-    return z
 
 
 def _slope(name: str, alpha: float, z: np.ndarray) -> np.ndarray:

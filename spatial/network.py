@@ -176,6 +176,31 @@ class Network:
             raise ProblemError(f"network: malformed JSON ({error})") from None
 
 
+def forward_step(step: Layer | Activation | Elementwise, values: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The step's output at ``values`` (points along the first axis) in floating point, and its
+    activation's input (None for an elementwise step)."""
+    if isinstance(step, Elementwise):
+        return ELEMENTWISE[step.op](values, step.constant), None
+    if isinstance(step, Layer):
+        values = values @ step.weights.T
+        values = values if step.bias is None else values + step.bias
+    return _activate(step.activation, step.alpha, values), values
+
+
+def _activate(name: str, alpha: float, z: np.ndarray) -> np.ndarray:
+    if name == "relu":
+        return np.maximum(z, 0.0)
+    if name == "leaky_relu":
+        return np.where(z > 0, z, alpha * z)
+    if name == "tanh":
+        return np.tanh(z)
+    if name == "sigmoid":
+        return 0.5 * (1.0 + np.tanh(0.5 * z))
+    if name == "softplus":
+        return np.logaddexp(0.0, z)
+    return z
+
+
 def _vector(values) -> np.ndarray:
     array = np.array(values, dtype=np.float64)
     if array.ndim != 1 or not np.all(np.isfinite(array)):
@@ -218,6 +243,14 @@ class NetworkObjective:
         the largest; min: the smallest): a float for one vector of rows, else an array."""
         bound = (np.max if self.combine == "max" else np.min)(row_bounds, axis=-1)
         return float(bound) if np.ndim(bound) == 0 else bound
+
+    def float_values(self, x: np.ndarray) -> np.ndarray:
+        """The objective at the points ``x`` (B, problem variables) in floating point: estimates
+        for choosing points, never a bound."""
+        values = np.asarray(x, dtype=np.float64)[:, list(self.inputs)]
+        for step in self.network.steps:
+            values = forward_step(step, values)[0]
+        return self.combined(values @ self.c.T + self.d)
 
     def to_json(self) -> dict:
         """Plain JSON; one row is written as it was before rows existed (a flat c, a number d)."""

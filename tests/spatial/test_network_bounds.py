@@ -24,7 +24,7 @@ from pbbflow.spatial.floateval import evaluate_float
 from pbbflow.spatial.model import maximum, minimum
 from pbbflow.spatial.network import Activation, Elementwise, Layer, Network, NetworkObjective
 from pbbflow.spatial.network_bounds import NetworkBounds, _matmul_error_constants, lower_bound, output_bounds
-from pbbflow.spatial.options import MinimizeOptions
+from pbbflow.spatial.options import MinimizeOptions, _Incumbent
 from pbbflow.spatial.problem import Problem
 
 PRECISION = 200
@@ -384,6 +384,9 @@ def test_network_objective_is_recognised_exactly(objective, c, d, combine):
     else:
         assert found.c.tolist() == c and found.d.tolist() == d and found.inputs == (0, 1)
         assert found.combine == combine or len(d) == 1
+        at = np.random.default_rng(1).uniform(-1, 1, (20, 2))  # its float values: the tape's
+        tape_values = [evaluate_float(model.problem().tape, point)[0] for point in at]
+        assert np.allclose(found.float_values(at), tape_values, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -479,8 +482,8 @@ def _plain_model() -> Model:
 
 def test_search_uses_the_network_bound():
     """A 2-16-16-16-1 ReLU network minimized with and without the network objective: the same
-    certified optimum, below the brute-force grid minimum and arb's value at the point found, in
-    fewer nodes with it (measured: 63 against 101)."""
+    certified optimum, below the brute-force grid minimum and arb's value at the point found, with
+    far fewer subdomains bounded with it: whole boxes (measured: 105 boxes of one against 101 of 64)."""
     network = deep_relu_network(np.random.default_rng(3), [2, 16, 16, 16, 1])
     model = Model("relu search")
     x = model.variables(2, -2, 2)
@@ -497,7 +500,8 @@ def test_search_uses_the_network_bound():
         assert result.status.name == "OPTIMAL"
         assert result.lower_bound <= least + 1e-12
         assert arb_network(network, result.x)[0] >= result.lower_bound
-    assert results[0].nodes < results[1].nodes
+    work = [result.nodes * result.extras["subdomains"] for result in results]
+    assert results[0].extras["subdomains"] == 1 and work[0] < work[1] / 10
 
 
 def _grid_minimum(network: Network, keep=None) -> float:
@@ -511,26 +515,28 @@ def _grid_minimum(network: Network, keep=None) -> float:
     return float(values[0][keep(points) if keep else slice(None)].min())
 
 
-def test_a_network_objective_of_three_inputs_or_many_weights_bounds_whole_boxes(monkeypatch):
-    """An unconstrained network objective of 3 inputs, or of 1,000 weights or more: its boxes get
-    their fine bound through its layers; f's tape then bounds each whole box (one subdomain a box),
-    with no second-order bound. With a constraint, or in 2-D with fewer weights, the subdomains (4^3,
-    8^2) and the second-order bound stay. Every certified minimum lies below a brute-force grid's
-    and arb's value at the point found."""
+def test_an_unconstrained_network_objective_bounds_whole_boxes(monkeypatch):
+    """An unconstrained network objective: its boxes are bounded through its layers alone (one
+    subdomain a box), with no tape bound and no second-order bound, and only a few of their centres
+    are verified a batch. With a constraint, the subdomains (4^3) and the second-order bound stay.
+    Every certified minimum lies below a brute-force grid's and arb's value at the point found."""
     from pbbflow.spatial import explorer
 
-    second_order = explorer.second_order_bounds
-    calls = []
+    second_order, tape_bounds, offer_many = explorer.second_order_bounds, explorer.bound_boxes, _Incumbent.offer_many
+    calls, tape_calls, offered = [], [], []
     monkeypatch.setattr(explorer, "second_order_bounds", lambda *a: calls.append(1) or second_order(*a))
-    for widths, subdomains in (([3, 12, 12, 1], 1), ([2, 12, 12, 1], 64), ([2, 32, 32, 1], 1)):
+    monkeypatch.setattr(explorer, "bound_boxes", lambda *a, **k: tape_calls.append(1) or tape_bounds(*a, **k))
+    monkeypatch.setattr(_Incumbent, "offer_many", lambda self, p: offered.append(len(p)) or offer_many(self, p))
+    for widths in ([3, 12, 12, 1], [2, 12, 12, 1], [2, 32, 32, 1]):
         network = deep_relu_network(np.random.default_rng(11), widths)
         model = Model("whole boxes")
         x = model.variables(network.n_inputs, -2, 2)
         model.minimize(network(x)[0])
-        calls.clear()
+        calls.clear(), tape_calls.clear(), offered.clear()
         result = minimize(model.problem(), MinimizeOptions(parallel=False))
-        assert result.status.name == "OPTIMAL" and result.extras["subdomains"] == subdomains
-        assert bool(calls) == (subdomains > 1)
+        assert result.status.name == "OPTIMAL" and result.extras["subdomains"] == 1
+        assert not calls and not tape_calls
+        assert sorted(offered)[-2] <= explorer.CENTRES_OFFERED  # all but the root's first candidates
         assert result.lower_bound <= _grid_minimum(network) + 1e-12
         assert arb_network(network, result.x)[0] >= result.lower_bound
     network = deep_relu_network(np.random.default_rng(11), [3, 12, 12, 1])
@@ -558,8 +564,8 @@ def _ann_document(rng: np.random.Generator, in_lo, in_hi) -> dict:
 def test_an_ann_file_is_bounded_through_its_layers():
     """Where every in_hi - in_lo is a double, the scaling is the network's first steps: the same
     tape values as the scaling recorded before the network, and the certified minimum, with and
-    without the network bound, below a brute-force grid and arb's value at the point, in fewer
-    boxes with it (measured: 53 against 65)."""
+    without the network bound, below a brute-force grid and arb's value at the point, with far
+    fewer subdomains bounded with it: whole boxes (measured: 151 boxes of one against 65 of 64)."""
     document = _ann_document(np.random.default_rng(8), [-5.0, 0.0], [10.0, 15.0])
     document |= {"y_mu": 0.25, "y_sd": 1.5, "activation": "relu"}
     ann = AnnNetwork.from_document(document, "net.json")
@@ -581,7 +587,8 @@ def test_an_ann_file_is_bounded_through_its_layers():
         assert result.status.name == "OPTIMAL"
         assert result.lower_bound <= least
         assert arb_network(scaled, result.x)[0] * 1.5 + 0.25 >= result.lower_bound
-    assert results[0].nodes < results[1].nodes
+    work = [result.nodes * result.extras["subdomains"] for result in results]
+    assert results[0].extras["subdomains"] == 1 and work[0] < work[1] / 10
 
 
 def test_an_ann_file_whose_widths_are_not_doubles_scales_on_the_tape():

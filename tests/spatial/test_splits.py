@@ -179,7 +179,7 @@ def test_the_gpu_refuses_a_split_of_some_sides():
 @pytest.mark.parametrize(
     ("spec", "split_axes"),
     [
-        ("peaks-ann", 1),
+        (str(PROBLEMS / "ackley-2.json"), 1),
         (str(PROBLEMS / "bukin-6.json"), 1),
         (str(PROBLEMS / "colville.json"), 3),
         (str(PROBLEMS / "C-g05-cec2006.json"), 2),

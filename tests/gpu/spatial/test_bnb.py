@@ -529,6 +529,7 @@ def test_a_network_objective_is_bounded_through_its_layers_on_the_device(monkeyp
     problem = margin_problem(network, parse_vnnlib(text).regions[0])
     assert NetworkObjective.of(problem) is not None
     options = MinimizeOptions(second_order=False, subdomains=4, contract=False, node_limit=8, local_solves=False)
+    monkeypatch.setattr(gpu_bnb, "bounds_whole_boxes", lambda problem: False)  # the same subdomains both ways
     with_network = minimize_gpu(problem, options, phase_subdomains=16, capacity=64)
     monkeypatch.setattr(gpu_bnb.NetworkObjective, "of", classmethod(lambda cls, problem: None))
     tape_alone = minimize_gpu(problem, options, phase_subdomains=16, capacity=64)
