@@ -11,8 +11,9 @@ two small arrays of counters per phase, and runs the local solves (scipy) whose 
 into the device incumbent. A phase costs a dozen launches whatever its size, so while the tree is
 small each box is split into up to 8 children (bisected in up to 3 rounds): fewer, fuller phases.
 Where the CPU bounds a network objective's boxes whole (:func:`.explorer.bounds_whole_boxes`), so
-does the device: one subdomain a box, raised through the network's layers, no contraction; such a
-box counts as ``NETWORK_BOX_SUBDOMAINS`` of a phase's budget.
+does the device: f's tape is not run, each box's bound is its layers' (raised on the device), no
+contraction, and its centre is its candidate, the few most promising offered on the host as the
+CPU does; such a box counts as ``NETWORK_BOX_SUBDOMAINS`` of a phase's budget.
 
 The lists grow on demand up to ``capacity`` boxes. Before a phase that could overflow ``q_out``
 there, the open boxes are sorted and the upper half by bound moves to a host reserve; it comes
@@ -39,7 +40,7 @@ from ...core.result import Result
 from ...spatial.bnb import load_host_code, run_to_end
 from ...spatial.boxes import BoxSet
 from ...spatial.defaults import CPU_SLICE_S, CPU_SUBDOMAINS, GPU_LOCAL_EVERY_SUBDOMAINS
-from ...spatial.explorer import Exploration, ExplorationBase, bounds_whole_boxes
+from ...spatial.explorer import CENTRES_OFFERED, Exploration, ExplorationBase, bounds_whole_boxes
 from ...spatial.lagrangian import LAGRANGIANS, LagrangianBound, distance_scale
 from ...spatial.local import _LocalSolver
 from ...spatial.network import NetworkObjective
@@ -444,8 +445,9 @@ class GpuExploration(ExplorationBase):
         """Contract, bound, offer and keep children 0 .. n_children - 1 into ``out``; read the
         counters and take the device's incumbent when one of these children holds it. With
         Lagrangians (a constrained problem's), as the CPU: each child is bounded on the subdomains
-        of its nearest L first, then f over the whole box where L leaves it below the level. f's
-        bounds (their best points are the candidates)."""
+        of its nearest L first, then f over the whole box where L leaves it below the level. Whole
+        boxes are bounded by the layers alone, their centres the candidates (:meth:`_raise_by_network`).
+        f's bounds (their best points are the candidates)."""
         options, children, dtape, real, count = self.options, self._children, self._dtape, self._real, self._count
         _, eps_abs, eps_rel = prune_terms(self.ub, options)
         eps_abs, eps_rel, feas_tol = float(eps_abs), float(eps_rel), float(options.feas_tol)
@@ -510,12 +512,26 @@ class GpuExploration(ExplorationBase):
                 )
             found, edges, n_per_dim = by_l.bounds_f, by_l.edges, 1  # L's subdomains gave the fine bound and hull
             fill_edges[grid, THREADS_PER_BLOCK](n_children, children.lo, children.hi, edges)
-        bound_on_device(
-            dtape, n_children, children.skip_f, edges, n_per_dim, self._mode, feas_tol, children.threshold, found
-        )
+        whole = self._whole_boxes  # never with Lagrangians (no constraints): f's tape is not run
+        if whole:
+            phase.whole_boxes[grid, THREADS_PER_BLOCK](
+                n_children,
+                children.lo,
+                children.hi,
+                found.box_lb,
+                found.best_point,
+                found.hull_lo,
+                found.hull_hi,
+                children.candidate,
+            )
+        else:
+            bound_on_device(
+                dtape, n_children, children.skip_f, edges, n_per_dim, self._mode, feas_tol, children.threshold, found
+            )
         if self._network is not None and by_l is None:
             self._raise_by_network(n_children, children, found)
-        phase.offer_candidates(dtape, n_children, found.best_point, feas_tol, children.candidate, real)
+        if not whole:
+            phase.offer_candidates(dtape, n_children, found.best_point, feas_tol, children.candidate, real)
         phase.keep_kernel()[grid, THREADS_PER_BLOCK](
             n_children,
             children.lo,
@@ -550,7 +566,8 @@ class GpuExploration(ExplorationBase):
     def _raise_by_network(self, n_children: int, children, found) -> None:
         """Each child's bound below the prune level raised to the network objective's backward
         linear bound over its box, bounded on the device (both bound f over the whole box; the CPU's
-        explorer does the same): a network's boxes are pruned by it far more than by its tape."""
+        explorer does the same): a network's boxes are pruned by it far more than by its tape.
+        Whole boxes have the layers' bound alone, and their centres are offered here (:meth:`_offer_centres`)."""
         objective, device = self._network
         lo, hi = children.lo[:n_children].copy_to_host(), children.hi[:n_children].copy_to_host()
         lb, emptied = found.box_lb[:n_children].copy_to_host(), children.emptied[:n_children].copy_to_host()
@@ -566,6 +583,24 @@ class GpuExploration(ExplorationBase):
         if np.any(higher):
             lb[rows[higher]] = network_lb[higher]
             found.box_lb[:n_children].copy_to_device(lb)
+        if self._whole_boxes:
+            below = rows[lb[rows] < level]
+            self._offer_centres(objective, lo[below], hi[below])
+
+    def _offer_centres(self, objective: NetworkObjective, lo: np.ndarray, hi: np.ndarray) -> None:
+        """The CPU's ``Exploration._offer_centres`` for whole boxes still below the level: the
+        ``CENTRES_OFFERED`` lowest centres whose floating-point value is below the incumbent's are
+        verified on the host; an improvement lowers the device's value at once, so that this
+        phase's keep kernel prunes with it."""
+        centres = np.clip(0.5 * lo + 0.5 * hi, lo, hi)
+        estimates = objective.float_values(centres)
+        promising = np.flatnonzero(estimates < self.incumbent.value)  # NaN never is
+        chosen = promising[np.argsort(estimates[promising], kind="stable")[:CENTRES_OFFERED]]
+        before = self.incumbent.value
+        if len(chosen):
+            self.incumbent.offer_many(centres[chosen])
+        if self.incumbent.value < before:
+            phase.lower_ub[1, 1](self._real, self.cut_value)
 
 
 class _DeviceLagrangians:

@@ -8,7 +8,9 @@ children list; the children are contracted and bounded (:mod:`.contract`,
 :func:`lagrangian_kernel` takes each L's bounds of its children); :func:`candidate_kernel` evaluates each child's best point rigorously
 and lowers the device incumbent with an atomic min; :func:`keep_kernel` shrinks each child to the hull of
 its subdomains below the level and appends the survivors to ``q_out``; :func:`claim` names the
-child that holds the incumbent and the lowest kept child (for the host's local solves).
+child that holds the incumbent and the lowest kept child (for the host's local solves). Whole
+network boxes skip the tape: :func:`whole_boxes` fills their bounds and best points (the host
+offers their centres and may lower the incumbent with :func:`lower_ub` before the keep kernel).
 
 The rules are the CPU solver's (:mod:`pbbflow.spatial.bnb`), decision for decision. Shared state
 lives in two small device arrays the host reads once per phase: ``real`` (float64, the ``R_*``
@@ -89,6 +91,31 @@ def begin_phase(real, count, host_ub):
     count[C_SELECTED] = 0
     count[C_BEST_KEPT] = NONE
     count[C_UB_CHILD] = NONE
+
+
+@cuda.jit(cache=True)  # its code is all in this file: the cache checks this file
+def lower_ub(real, host_ub):
+    """Lower the incumbent to the host's mid-phase, nothing else (one thread)."""
+    if _thread() == 0:
+        cuda.atomic.min(real, R_UB, host_ub)
+
+
+@cuda.jit(cache=True)  # its code is all in this file: the cache checks this file
+def whole_boxes(n_children, child_lo, child_hi, box_lb, best_point, hull_lo, hull_hi, candidate):
+    """Whole network boxes, whose tape is not run (the CPU's ``Exploration._offer_centres``): each
+    child's bound -inf until the layers raise it, no hull (kept uncut), its centre as its best
+    point, and no candidate (the host offers the centres)."""
+    box = _thread()
+    if box >= n_children:
+        return
+    box_lb[box] = -math.inf
+    candidate[box] = math.inf
+    for i in range(child_lo.shape[1]):
+        lo = child_lo[box, i]
+        hi = child_hi[box, i]
+        best_point[box, i] = min(max(0.5 * lo + 0.5 * hi, lo), hi)
+        hull_lo[box, i] = math.nan
+        hull_hi[box, i] = math.nan
 
 
 MAX_LEVELS = 3  # bisections per box and phase at most

@@ -540,8 +540,10 @@ def test_a_network_objective_is_bounded_through_its_layers_on_the_device(monkeyp
 
 def test_a_network_objective_of_three_inputs_bounds_whole_boxes_on_the_device(monkeypatch):
     """Where the CPU bounds a network objective's boxes whole (3 inputs here), so does the device:
-    one subdomain a box, raised through the layers, no contraction. Its certified minimum lies below
-    a brute-force grid's minimum and arb's value at its point, and matches the CPU's proof."""
+    one subdomain a box, raised through the layers, no contraction, and f's tape is never run on the
+    device (neither bounded over a box nor evaluated at its best point: the host offers the centres).
+    Its certified minimum lies below a brute-force grid's minimum and arb's value at its point, and
+    matches the CPU's proof."""
     from pbbflow.spatial.network import Layer, Network
 
     rng = np.random.default_rng(2)
@@ -558,9 +560,14 @@ def test_a_network_objective_of_three_inputs_bounds_whole_boxes_on_the_device(mo
     problem = model.problem()
     contracted = []
     monkeypatch.setattr(gpu_bnb, "contract_boxes_device", lambda *a: contracted.append(1))
+    tape_runs = []
+    for module, name in ((gpu_bnb, "bound_on_device"), (gpu_bnb.phase, "offer_candidates")):
+        run = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, run=run, name=name: tape_runs.append(name) or run(*a))
     result = minimize_gpu(problem, MinimizeOptions(subdomains=64), phase_subdomains=4 * gpu_bnb.NETWORK_BOX_SUBDOMAINS)
     cpu = minimize(problem, MinimizeOptions(parallel=False))
     assert result.status.name == "OPTIMAL" and result.extras["subdomains"] == 1 and not contracted
+    assert not tape_runs
     values = np.stack(np.meshgrid(*[np.linspace(-2, 2, 41)] * 3), -1).reshape(-1, 3).T
     for layer in network.steps:
         values = layer.weights @ values + (0.0 if layer.bias is None else layer.bias[:, None])
