@@ -373,6 +373,19 @@ class ExplorationBase:
 CENTRES_OFFERED = 4  # whole network boxes: their centres verified per batch at most (_offer_centres)
 
 
+def offer_centres(incumbent: _Incumbent, objective: NetworkObjective, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The centres of whole network boxes, of which the ``CENTRES_OFFERED`` lowest whose
+    floating-point value is below the incumbent's are offered to it (verifying a point costs a pass
+    of f's tape)."""
+    centres = np.clip(0.5 * lo + 0.5 * hi, lo, hi)
+    estimates = objective.float_values(centres)
+    promising = np.flatnonzero(estimates < incumbent.value)  # NaN never is
+    chosen = promising[np.argsort(estimates[promising], kind="stable")[:CENTRES_OFFERED]]
+    if len(chosen):
+        incumbent.offer_many(centres[chosen])
+    return centres
+
+
 def bounds_whole_boxes(problem: Problem) -> bool:
     """Whether ``problem``'s boxes are bounded whole: an unconstrained network objective, whose
     boxes are bounded through its layers alone, their centres offered as candidates (the GPU bounds
@@ -558,15 +571,8 @@ class Exploration(ExplorationBase):
     def _offer_centres(self, lo: np.ndarray, hi: np.ndarray, lb: np.ndarray) -> BoxBounds:
         """Whole network boxes: their bounds are the layers' alone (f's tape over a whole box never
         raised one on rosenbrock-4, styblinski-5 or gauss3-32-32, and cost a third of the time), and
-        their candidates are their centres, the tape's best points there. Only the
-        ``CENTRES_OFFERED`` lowest centres whose floating-point value is below the incumbent's are
-        offered (verifying a point costs a pass of f's tape)."""
-        centres = np.clip(0.5 * lo + 0.5 * hi, lo, hi)
-        estimates = self._objective.float_values(centres)
-        promising = np.flatnonzero(estimates < self.incumbent.value)  # NaN never is
-        chosen = promising[np.argsort(estimates[promising], kind="stable")[:CENTRES_OFFERED]]
-        if len(chosen):
-            self.incumbent.offer_many(centres[chosen])
+        their candidates are their centres, the tape's best points there (:func:`offer_centres`)."""
+        centres = offer_centres(self.incumbent, self._objective, lo, hi)
         count = np.ones(len(lo), dtype=np.int64)
         return BoxBounds(lb, centres, count, 0 * count, np.full(lo.shape, np.nan), np.full(lo.shape, np.nan))
 

@@ -40,7 +40,7 @@ from ...core.result import Result
 from ...spatial.bnb import load_host_code, run_to_end
 from ...spatial.boxes import BoxSet
 from ...spatial.defaults import CPU_SLICE_S, CPU_SUBDOMAINS, GPU_LOCAL_EVERY_SUBDOMAINS
-from ...spatial.explorer import CENTRES_OFFERED, Exploration, ExplorationBase, bounds_whole_boxes
+from ...spatial.explorer import Exploration, ExplorationBase, bounds_whole_boxes, offer_centres
 from ...spatial.lagrangian import LAGRANGIANS, LagrangianBound, distance_scale
 from ...spatial.local import _LocalSolver
 from ...spatial.network import NetworkObjective
@@ -588,17 +588,11 @@ class GpuExploration(ExplorationBase):
             self._offer_centres(objective, lo[below], hi[below])
 
     def _offer_centres(self, objective: NetworkObjective, lo: np.ndarray, hi: np.ndarray) -> None:
-        """The CPU's ``Exploration._offer_centres`` for whole boxes still below the level: the
-        ``CENTRES_OFFERED`` lowest centres whose floating-point value is below the incumbent's are
-        verified on the host; an improvement lowers the device's value at once, so that this
-        phase's keep kernel prunes with it."""
-        centres = np.clip(0.5 * lo + 0.5 * hi, lo, hi)
-        estimates = objective.float_values(centres)
-        promising = np.flatnonzero(estimates < self.incumbent.value)  # NaN never is
-        chosen = promising[np.argsort(estimates[promising], kind="stable")[:CENTRES_OFFERED]]
+        """The centres of whole boxes still below the level, offered as the CPU offers them
+        (:func:`.explorer.offer_centres`); an improvement lowers the device's value at once, so
+        that this phase's keep kernel prunes with it."""
         before = self.incumbent.value
-        if len(chosen):
-            self.incumbent.offer_many(centres[chosen])
+        offer_centres(self.incumbent, objective, lo, hi)
         if self.incumbent.value < before:
             phase.lower_ub[1, 1](self._real, self.cut_value)
 
