@@ -27,7 +27,7 @@ import platform
 import sys
 from pathlib import Path
 
-from spatial_splits import problems
+from spatial_splits import problems, summarize, validate
 
 from pbbflow.gpu.spatial import bnb as gpu_bnb
 from pbbflow.spatial.defaults import GPU_SUBDOMAINS
@@ -55,33 +55,14 @@ def _run(problem, options: MinimizeOptions, phase_subdomains: int, whole: bool) 
     }
 
 
-def _validate(rows: list[dict]) -> None:
-    """Mark each row's bound against the best verified value of its problem over all rows."""
-    best: dict[str, float] = {}
-    for row in rows:
-        if row["value"] is not None:
-            best[row["problem"]] = min(best.get(row["problem"], row["value"]), row["value"])
-    for row in rows:
-        reference = best.get(row["problem"])
-        row["valid"] = None if reference is None else row["lower_bound"] <= reference + 1e-9 * max(1.0, abs(reference))
-
-
 def report(args: argparse.Namespace, rows: list[dict]) -> dict:
     """The JSON: settings, a summary per variant (over the problems every variant ran), every run."""
-    _validate(rows)
-    variants = sorted({r["variant"] for r in rows})
+    validate(rows)
     whole_problems = {r["problem"] for r in rows if r["variant"] != "subdomains"}
-    summary = {}
-    for variant in variants:
-        mine = [r for r in rows if r["variant"] == variant and r["problem"] in whole_problems]
-        summary[variant] = {
-            "runs": len(mine),
-            "proved": sum(r["status"] == "optimal" for r in mine),
-            "total_seconds": round(sum(r["seconds"] for r in mine), 3),
-            "total_nodes": sum(r["nodes"] for r in mine),
-            "not_proved": [r["problem"] for r in mine if r["status"] != "optimal"],
-            "all_valid": all(r["valid"] is not False for r in mine),
-        }
+    summary = {
+        variant: summarize([r for r in rows if r["variant"] == variant and r["problem"] in whole_problems])
+        for variant in sorted({r["variant"] for r in rows})
+    }
     return {
         "benchmark": "spatial_gpu_whole_boxes",
         "command": "python benchmarks/spatial_gpu_whole_boxes.py " + " ".join(sys.argv[1:]),

@@ -66,11 +66,12 @@ def problems(which: str) -> list:
     return chosen
 
 
-def _validate(rows: list[dict]) -> None:
-    """Mark each row's bound against the best verified value of its problem over all rows."""
+def validate(rows: list[dict]) -> None:
+    """Mark each row's bound against the best verified value of its problem over all rows (and its
+    file's optimum, where a row names one)."""
     best: dict[str, float] = {}
     for row in rows:
-        for value in (row["value"], row["optimum"]):
+        for value in (row["value"], row.get("optimum")):
             if value is not None:
                 best[row["problem"]] = min(best.get(row["problem"], value), value)
     for row in rows:
@@ -78,25 +79,26 @@ def _validate(rows: list[dict]) -> None:
         row["valid"] = None if reference is None else row["lower_bound"] <= reference + 1e-9 * max(1.0, abs(reference))
 
 
+def summarize(rows: list[dict]) -> dict:
+    """Runs, proved, total seconds and nodes, the problems not proved, and whether every bound was valid."""
+    return {
+        "runs": len(rows),
+        "proved": sum(r["status"] == "optimal" for r in rows),
+        "total_seconds": round(sum(r["seconds"] for r in rows), 3),
+        "total_nodes": sum(r["nodes"] for r in rows),
+        "not_proved": [r["problem"] for r in rows if r["status"] != "optimal"],
+        "all_valid": all(r["valid"] is not False for r in rows),
+    }
+
+
 def report(args: argparse.Namespace, rows: list[dict]) -> dict:
     """The JSON: settings, a summary per (budget, split_axes), and every run."""
-    _validate(rows)
+    validate(rows)
     summary = []
     for budget in args.budgets:
         for axes in args.split_axes:
             mine = [r for r in rows if r["budget"] == budget and r["split_axes"] == axes]
-            summary.append(
-                {
-                    "budget": budget,
-                    "split_axes": axes,
-                    "runs": len(mine),
-                    "proved": sum(r["status"] == "optimal" for r in mine),
-                    "total_seconds": round(sum(r["seconds"] for r in mine), 3),
-                    "total_nodes": sum(r["nodes"] for r in mine),
-                    "not_proved": [r["problem"] for r in mine if r["status"] != "optimal"],
-                    "all_valid": all(r["valid"] is not False for r in mine),
-                }
-            )
+            summary.append({"budget": budget, "split_axes": axes, **summarize(mine)})
     return {
         "benchmark": "spatial_splits",
         "command": "python benchmarks/spatial_splits.py " + " ".join(sys.argv[1:]),
