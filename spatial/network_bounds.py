@@ -600,6 +600,12 @@ class NetworkBounds:
             raise ValueError("every box must be finite with lo <= hi")
         return lo, hi
 
+    def _one_box(self, lo, hi) -> tuple[np.ndarray, np.ndarray]:
+        """One box (two vectors), checked, as a batch of one (:meth:`_boxes`)."""
+        if np.ndim(lo) != 1 or np.ndim(hi) != 1:
+            raise ValueError(f"a box is {self.network.n_inputs} lower and {self.network.n_inputs} upper values")
+        return self._boxes(lo, hi)
+
     def _backward(
         self,
         lam: np.ndarray,
@@ -678,7 +684,7 @@ class NetworkBounds:
     def propagate(self, lo, hi) -> tuple[list, dict]:
         """:meth:`_propagate` of the one box ``lo <= x <= hi``: each node's bounds and each
         activation's lines as vectors."""
-        bounds, relaxations = self._propagate(*self._boxes(lo, hi))
+        bounds, relaxations = self._propagate(*self._one_box(lo, hi))
         return [(z_lo[0], z_hi[0]) for z_lo, z_hi in bounds], {
             k: tuple(v[0] for v in lines) for k, lines in relaxations.items()
         }
@@ -693,7 +699,7 @@ class NetworkBounds:
     def lower_bounds(self, lo, hi, c, d) -> np.ndarray:
         """Rigorous lower bounds of each row ``c[k] . N(x) + d[k]`` over the box ``lo <= x <= hi``,
         from one propagation of the box."""
-        return self.box_lower_bounds(*self._boxes(lo, hi), c, d)[0]
+        return self.box_lower_bounds(*self._one_box(lo, hi), c, d)[0]
 
     def box_lower_bounds(self, lo, hi, c, d) -> np.ndarray:
         """Rigorous lower bounds of each row ``c[k] . N(x) + d[k]`` over each box ``lo[b] <= x <=
@@ -729,7 +735,7 @@ class NetworkBounds:
 
     def output_bounds(self, lo, hi) -> tuple[np.ndarray, np.ndarray]:
         """Rigorous lower and upper bounds of every output over the box."""
-        bounds, relaxations = self._propagate(*self._boxes(lo, hi))
+        bounds, relaxations = self._propagate(*self._one_box(lo, hi))
         n = self.network.n_outputs
         lam = np.concatenate([np.eye(n), -np.eye(n)])
         lower = self._backward(lam, np.zeros(2 * n), len(self.ops), bounds, relaxations, True, 2 * n)

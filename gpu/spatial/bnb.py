@@ -463,7 +463,8 @@ class GpuExploration(ExplorationBase):
                 feas_tol,
                 children.emptied,
             )
-        fill_edges[grid, THREADS_PER_BLOCK](n_children, children.lo, children.hi, children.edges)
+        if not self._whole_boxes:  # the edges of f's subdomains: whole boxes run no tape
+            fill_edges[grid, THREADS_PER_BLOCK](n_children, children.lo, children.hi, children.edges)
         lagrangians = self._device_l.update(self._lagrangians)
         phase.levels_kernel()[grid, THREADS_PER_BLOCK](
             n_children,

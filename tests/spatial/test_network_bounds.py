@@ -191,7 +191,8 @@ def test_many_boxes_in_one_pass_get_their_own_bounds(seed, monkeypatch):
 
 
 def test_boxes_that_are_not_boxes_are_refused():
-    """A box of the wrong width, with lo > hi, or not finite is refused, alone and among others."""
+    """A box of the wrong width, with lo > hi, or not finite is refused, alone and among others;
+    the one-box methods refuse many boxes."""
     bounds = NetworkBounds(deep_relu_network(np.random.default_rng(2), [2, 4, 1]))
     c, d = np.ones((1, 1)), np.zeros(1)
     good = np.zeros((2, 2)), np.ones((2, 2))
@@ -199,6 +200,9 @@ def test_boxes_that_are_not_boxes_are_refused():
         bounds.box_lower_bounds(np.zeros((2, 3)), np.ones((2, 3)), c, d)
     with pytest.raises(ValueError, match="a box is 2 lower and 2 upper values"):
         bounds.lower_bound(np.zeros(3), np.ones(3), np.ones(1))
+    for one_box_only in (bounds.lower_bounds, lambda lo, hi, c, d: bounds.output_bounds(lo, hi)):
+        with pytest.raises(ValueError, match="a box is 2 lower and 2 upper values"):  # not the first of many
+            one_box_only(*good, c, d)
     for lo, hi in ((good[1], good[0]), (np.array([[0.0, 0.0], [0.0, np.nan]]), good[1])):
         with pytest.raises(ValueError, match="every box must be finite with lo <= hi"):
             bounds.box_lower_bounds(lo, hi, c, d)
