@@ -34,8 +34,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
+from ..core.blas import one_blas_thread
 from ..core.progress import Progress
 from .bounds import BoxBounds, bound_boxes, evaluate_point, is_feasible
 from .boxes import BoxSet, bisect_many, widest_sides
@@ -317,6 +319,18 @@ class ExplorationBase:
         """Explore best first until nothing is left below the prune level, ``time_limit`` seconds
         or ``node_limit`` boxes bounded in this call (0 or less: stop unless done), or
         ``should_stop()``, checked between steps; ``progress`` gets a snapshot every ``progress_seconds``."""
+        with one_blas_thread():  # numba's threads and the network bounds' use the cores
+            return self._run(should_stop, time_limit, node_limit, progress, progress_seconds)
+
+    def _run(
+        self,
+        should_stop: Callable[[], bool] | None,
+        time_limit: float | None,
+        node_limit: int | None,
+        progress: Callable[[Progress], None] | None,
+        progress_seconds: float,
+    ) -> RunReport:
+        """:meth:`run`."""
         began = time.perf_counter()
         nodes_before = self.nodes
         next_report = began + progress_seconds
@@ -413,7 +427,8 @@ class Exploration(ExplorationBase):
         self.problem, self.options = problem, options
         self.began = time.perf_counter()
         self._objective = NetworkObjective.of(problem)
-        self._network = None if self._objective is None else NetworkBounds(self._objective.network)
+        threads = numba.get_num_threads() if options.parallel else 1  # as the tape's bounds use
+        self._network = None if self._objective is None else NetworkBounds(self._objective.network, threads)
         self._whole_boxes = bounds_whole_boxes(problem)
         # n pieces along k sides of each box
         self.n_per_dim, self._split_axes = (1, d) if self._whole_boxes else split_shape(options, d)

@@ -77,7 +77,7 @@ def _kernels() -> dict:
         "claim": (spatial_phase.claim, f"(int64, {A1}, {A1}, {A1}, {I1})"),
         "network_lower_bounds": (
             spatial_network_bounds.bounds_kernel(),
-            f"(int64, {I1}, {I1}, {I1}, {I1}, {I1}, {A1}, {A1}, {I1}, {A1}, {I1}, {A1}, {A1}, {A2}, {A1}, "
+            f"(int64, int64, {I1}, {I1}, {I1}, {I1}, {I1}, {A1}, {A1}, {I1}, {A1}, {I1}, {A1}, {A1}, {A2}, {A1}, "
             f"{A2}, {A2}, {A3}, {A3}, float64[:, :, :, ::1], {A2}, {A2})",
         ),
     }

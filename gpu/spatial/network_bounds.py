@@ -128,6 +128,7 @@ _linear_minimum = _NAMESPACE["_linear_minimum"]
 def _backward_row(
     r,
     start,
+    scaling,
     beta,
     kind,
     n_in,
@@ -145,10 +146,11 @@ def _backward_row(
     rows,
 ):
     """A lower bound over the box of row ``r`` (its coefficients in ``rows[0, :, r]``, its
-    constant ``beta``) carried back from the output of operation ``start`` to the input
+    constant ``beta``) carried back from the output of operation ``start`` to the output of the
+    ``scaling`` elementwise steps before any other
     (:meth:`pbbflow.spatial.network_bounds.NetworkBounds._backward`, one row)."""
     cur = 0
-    for k in range(start, -1, -1):
+    for k in range(start, scaling - 1, -1):
         n = n_in[k]
         off = node_off[k]
         lo = nodes[0, off : off + n]
@@ -180,8 +182,9 @@ def _backward_row(
             su = lines[2, off : off + n]
             bu = lines[3, off : off + n]
             beta = _activation_back_row(lam, r, n, sl, bl, su, bu, lo, hi, beta, lam)
-    n = node_off[1] - 1  # the inputs
-    return _linear_minimum(rows[cur, :n, r], beta, nodes[0, :n], nodes[1, :n])
+    first = node_off[scaling]
+    n = node_off[scaling + 1] - 1 - first  # the inputs' width
+    return _linear_minimum(rows[cur, :n, r], beta, nodes[0, first : first + n], nodes[1, first : first + n])
 
 
 @cuda.jit(device=True)
@@ -202,6 +205,7 @@ def bounds_kernel():
     @cuda.jit(cache=True)
     def network_lower_bounds(
         n_boxes,
+        scaling,
         kind,
         n_in,
         n_out,
@@ -262,7 +266,7 @@ def bounds_kernel():
             if t == 0:
                 box_nodes[2, after + n_out[k]] = 1.0
             cuda.syncthreads()
-            if k + 1 < n_ops and kind[k + 1] == ACTIVATION and k > 0:
+            if k + 1 < n_ops and kind[k + 1] == ACTIVATION and k > scaling:
                 width = n_out[k]
                 for r in range(t, 2 * width, nt):  # the rows +e_j, then -e_j
                     j = r % width
@@ -280,6 +284,7 @@ def bounds_kernel():
                     row_bounds[box, r] = _backward_row(
                         r,
                         start,
+                        scaling,
                         beta,
                         kind,
                         n_in,
@@ -310,6 +315,7 @@ def bounds_kernel():
             crown = _backward_row(
                 r,
                 n_ops - 1,
+                scaling,
                 d[r],
                 kind,
                 n_in,
@@ -386,7 +392,8 @@ class DeviceNetworkBounds:
         self.slots = int(node_off[-1])  # S: every node's width plus one
         self.widest = max(widths)  # W
         # R before the final rows: 2 x the width of each activation input that gets CROWN bounds
-        crown = [2 * n_out[k] for k in range(1, len(ops) - 1) if kind[k + 1] == ACTIVATION]
+        self.scaling_steps = cpu._scaling_steps(ops)
+        crown = [2 * n_out[k] for k in range(self.scaling_steps + 1, len(ops) - 1) if kind[k + 1] == ACTIVATION]
         self.crown_rows = max(crown, default=0)
 
         def ints(values) -> np.ndarray:
@@ -468,6 +475,7 @@ class DeviceNetworkBounds:
             count = min(chunk, n_boxes - first)
             kernel[count, threads](
                 count,
+                self.scaling_steps,
                 *self.arrays,
                 device_c,
                 device_d,

@@ -169,8 +169,9 @@ def test_bound_below_exact_values(seed):
 @pytest.mark.parametrize("seed", range(20))
 def test_many_boxes_in_one_pass_get_their_own_bounds(seed, monkeypatch):
     """Boxes bounded together (the explorer's batches) get what each gets alone (each row takes the
-    same steps; only BLAS may order a product's sums otherwise), in one pass or in passes of one box
-    (the memory cap), and stay below arb's exact values in their own box."""
+    same steps; only BLAS may order a product's sums otherwise), in one pass, in passes shared among
+    threads, or in passes of one box (the memory cap), and stay below arb's exact values in their
+    own box."""
     rng = np.random.default_rng(300 + seed)
     network = random_network(rng)
     bounds = NetworkBounds(network)
@@ -180,6 +181,9 @@ def test_many_boxes_in_one_pass_get_their_own_bounds(seed, monkeypatch):
     d = rng.normal(0.0, 1.0, 3)
     together = bounds.box_lower_bounds(lo, hi, c, d)
     assert together.shape == (7, 3)
+    monkeypatch.setattr(network_bounds, "BOXES_A_THREAD", 1)  # passes of 3, 3 and 1 boxes on 3 threads
+    shared = NetworkBounds(network, threads=3).box_lower_bounds(lo, hi, c, d)
+    np.testing.assert_allclose(shared, together, rtol=1e-12, atol=1e-12)
     monkeypatch.setattr(network_bounds, "PASS_DOUBLES", 1)
     np.testing.assert_allclose(bounds.box_lower_bounds(lo, hi, c, d), together, rtol=1e-12, atol=1e-12)
     for b, (box_lo, box_hi) in enumerate(boxes):
@@ -188,6 +192,29 @@ def test_many_boxes_in_one_pass_get_their_own_bounds(seed, monkeypatch):
         for x in points(rng, box_lo, box_hi, 5):
             for k in range(3):
                 check_below(network, float(together[b, k]), x, c[k], float(d[k]))
+
+
+def test_an_input_scaling_costs_no_bound():
+    """A network that scales its inputs elementwise first is bounded over a box exactly as the rest
+    of it over the scaled box (the backward passes stop after the scaling; dyadic constants scale
+    exactly), and no thread count below one is taken."""
+    rng = np.random.default_rng(7)
+    rest = random_network(rng, kind="float64")
+    while isinstance(rest.steps[0], Elementwise):
+        rest = random_network(rng, kind="float64")
+    n = rest.n_inputs
+    scaled = Network(n, (Elementwise("sub", np.full(n, 0.5)), Elementwise("div", np.full(n, 4.0)), *rest.steps))
+    assert NetworkBounds(scaled).scaling_steps == 2 and NetworkBounds(rest).scaling_steps == 0
+    for _ in range(5):
+        lo, hi = (np.round(side * 1024.0) / 1024.0 for side in random_box(rng, n))  # scaled exactly
+        c = rng.normal(0.0, 1.0, (2, rest.n_outputs))
+        d = rng.normal(0.0, 1.0, 2)
+        np.testing.assert_array_equal(
+            NetworkBounds(scaled).lower_bounds(lo, hi, c, d),
+            NetworkBounds(rest).lower_bounds((lo - 0.5) / 4.0, (hi - 0.5) / 4.0, c, d),
+        )
+    with pytest.raises(ValueError, match="threads"):
+        NetworkBounds(rest, threads=0)
 
 
 def test_boxes_that_are_not_boxes_are_refused():
