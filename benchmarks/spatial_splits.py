@@ -1,4 +1,5 @@
-"""Benchmark: how a box is cut into subdomains on the CPU (one thread), as JSON: the uniform N^d
+"""Benchmark: how a box is cut into subdomains on the CPU (one thread, or numba's threads with
+``--parallel``), as JSON: the uniform N^d
 split (``split_axes`` 0, the default) against splitting only the k widest sides of each box
 (``MinimizeOptions.split_axes``), for several subdomain budgets.
 
@@ -28,6 +29,8 @@ import os
 import platform
 import sys
 from pathlib import Path
+
+import numba
 
 from pbbflow.spatial.ann import AnnNetwork, is_ann
 from pbbflow.spatial.bnb import load_code, minimize
@@ -103,7 +106,12 @@ def report(args: argparse.Namespace, rows: list[dict]) -> dict:
         "benchmark": "spatial_splits",
         "command": "python benchmarks/spatial_splits.py " + " ".join(sys.argv[1:]),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load_average": os.getloadavg()},
-        "settings": {"set": args.set, "eps": 1e-6, "backend": "cpu, one thread", "time_limit_s": args.time_limit},
+        "settings": {
+            "set": args.set,
+            "eps": 1e-6,
+            "backend": f"cpu, {numba.get_num_threads()} threads" if args.parallel else "cpu, one thread",
+            "time_limit_s": args.time_limit,
+        },
         "summary": summary,
         "runs": rows,
     }
@@ -118,6 +126,7 @@ def main() -> None:
     parser.add_argument("--min-dimension", type=int, default=1, help="only problems of at least this many variables")
     parser.add_argument("--only", nargs="+", help="only problems whose name holds one of these")
     parser.add_argument("--out", type=Path, help="also write the JSON here after every problem")
+    parser.add_argument("--parallel", action="store_true", help="numba's threads (NUMBA_NUM_THREADS), as the CLI")
     args = parser.parse_args()
     rows = []
     chosen = [p for p in problems(args.set) if p.dimension >= args.min_dimension]
@@ -127,7 +136,9 @@ def main() -> None:
                 if axes >= problem.dimension:  # every side: the uniform split, run as split_axes 0
                     continue
                 extra = {"split_axes": axes} if axes else {}  # runs on code without the option too
-                options = MinimizeOptions(subdomains=budget, parallel=False, time_limit=args.time_limit, **extra)
+                options = MinimizeOptions(
+                    subdomains=budget, parallel=args.parallel, time_limit=args.time_limit, **extra
+                )
                 load_code(problem, options)
                 result = minimize(problem, options)
                 row = {
