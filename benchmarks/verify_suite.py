@@ -102,6 +102,7 @@ def main() -> None:
                 "answer": row["answer"],
                 "seconds": None if row["seconds"] is None else round(row["seconds"], 4),
                 "nodes": row["nodes"],
+                **({"reason": row["reason"]} if row.get("reason") else {}),
             }
             for row in rows
         ],
