@@ -338,6 +338,39 @@ def test_long_contractions_get_their_error_term():
     assert Fraction(cpu.lower_bound(network, one[0], one[0], c)) <= exact
 
 
+def test_a_box_with_a_zero_stride_launches_the_usual_kernel():
+    """A box given as ``lo[None, :]`` (numpy: stride 0, C-contiguous) reaches the device with C
+    strides, as numba-cuda counts them (else the launch compiles a kernel of its own), and gets
+    the bounds of the same box given as a fresh array."""
+    import importlib.util
+    from pathlib import Path
+
+    import numba_cuda
+
+    from pbbflow.gpu.spatial.network_bounds import _launch_layout
+
+    # numba-cuda's own layout rule (its module, not the simulator's stand-in: numpy alone)
+    path = Path(numba_cuda.__file__).parent / "numba" / "cuda" / "cudadrv" / "dummyarray.py"
+    spec = importlib.util.spec_from_file_location("numba_cuda_dummyarray", path)
+    dummyarray = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dummyarray)
+
+    lo, hi = np.array([-0.5, 0.25]), np.array([0.5, 0.75])
+    view = lo[None, :]
+    assert view.strides[0] == 0 and view.flags.c_contiguous
+    assert not dummyarray.Array.from_desc(0, view.shape, view.strides, 8).is_c_contig
+    copied = _launch_layout(view)
+    assert dummyarray.Array.from_desc(0, copied.shape, copied.strides, 8).is_c_contig
+    np.testing.assert_array_equal(copied, view)
+    network = dense_network(3, [2, 4, 1])
+    device = DeviceNetworkBounds(network)
+    c, d = np.ones((1, 1)), np.zeros(1)
+    np.testing.assert_array_equal(
+        device.lower_bounds(lo[None, :], hi[None, :], c, d),
+        device.lower_bounds(lo.reshape(1, 2), hi.reshape(1, 2), c, d),
+    )
+
+
 def test_bad_requests_are_refused():
     network = NETWORKS["relu-2-4-4-2"]
     bounds = DeviceNetworkBounds(network)
