@@ -491,9 +491,9 @@ class DeviceNetworkBounds:
 
 def _launch_layout(array) -> np.ndarray:
     """A float64 copy of ``array`` with C strides along every axis. numpy calls ``x[None, :]``
-    (stride 0) C-contiguous, numba-cuda's device arrays do not: a launch with one compiles a kernel
-    of its own, for any layout (one verify suite's first instance, a box ``lo[None, :]``, took
-    14.3 s on an H100 for 3 boxes)."""
+    (stride 0) C-contiguous, numba-cuda's device arrays do not, and a launch with another layout
+    compiles another kernel. The split search's first box is such a view: most likely why one
+    verify suite's first instance took 14.3 s for 3 boxes on an H100 (not yet rerun on a GPU)."""
     return np.array(array, dtype=np.float64, order="C", copy=True)
 
 
