@@ -9,7 +9,8 @@ The GPU's time is the median of ``--repeats`` calls of ``lower_bounds`` (upload,
 download; after one call that compiles); the CPU's is single-threaded over ``--sample`` boxes of
 the batch, whose bounds are compared with the GPU's (the largest relative difference). Every GPU
 bound is also checked against the network's float value at its box's centre (a bound above it
-is counted: there should be none).
+is counted: there should be none), and against the same bound in the other repeats (a bound that
+changes between repeats is counted: the kernel's sums run in a fixed order, so there should be none).
 
     python benchmarks/gpu_network_bounds.py --out benchmarks/results/gpu_network_bounds_h100.json
     NUMBA_ENABLE_CUDASIM=1 python benchmarks/gpu_network_bounds.py --smoke   # the simulator, tiny
@@ -70,11 +71,14 @@ def run(network: Network, batches, widths, sample: int, repeats: int, seed: int)
     for width in widths:
         for n in batches:
             los, his = boxes(rng, n, network.n_inputs, width)
-            times = []
+            times, repeats_differ = [], 0
+            bounds = None
             for _ in range(repeats):
                 start = time.perf_counter()
-                bounds = gpu.lower_bounds(los, his, c, d)
+                again = gpu.lower_bounds(los, his, c, d)
                 times.append(time.perf_counter() - start)
+                repeats_differ += 0 if bounds is None else int(np.sum(again != bounds))
+                bounds = again
             gpu_s = float(np.median(times))
             k = min(sample, n)
             start = time.perf_counter()
@@ -93,6 +97,7 @@ def run(network: Network, batches, widths, sample: int, repeats: int, seed: int)
                     "speedup": (n / gpu_s) * cpu_s,
                     "compared_boxes": k,
                     "max_relative_difference": float(np.max(difference[bounds[:k] != expected], initial=0.0)),
+                    "bounds_changed_between_repeats": repeats_differ,
                     "bounds_above_centre_value": int(np.sum(bounds > centre + 1e-9 * (1.0 + np.abs(centre)))),
                     "chunk_boxes": gpu.chunk(len(c)),
                     "threads_per_box": gpu.threads(len(c)),

@@ -16,6 +16,13 @@ then the GPU with ``--gpu-subdomains``), ``--maingo-interval`` MAiNGO with inter
 are recorded at the start and the end.  ``--out FILE`` writes the report there instead of to
 standard output, rewritten after each problem, so that a run cut short keeps the rows it has.
 
+``--set networks`` takes ``spatial_splits.py``'s network set instead of the files (every ANN file
+minimized and maximized, and the error problems).  ``--skip`` leaves runners out (``pbbflow``,
+``maingo``) and ``--shard I/N`` keeps every N-th problem from the I-th, so that one host can run
+the anchors of a set on several cores at once and pbbflow's GPU alone; ``--merge REPORT...``
+joins such reports by problem and adds, per problem, the GPU's speed-up over the better anchor
+(an anchor still open counts at its time limit: the ratio is then at least that).
+
     pip install maingopy pyscipopt
     python benchmarks/spatial_vs_maingo.py --repeats 3 > benchmarks/results/spatial_vs_maingo.json
     nice -n 5 python benchmarks/spatial_vs_maingo.py --scip --repeats 1 --time-limit 20 \
@@ -23,6 +30,9 @@ standard output, rewritten after each problem, so that a run cut short keeps the
     python benchmarks/spatial_vs_maingo.py --repeats 3 --parallel --maingo-interval \
         peaks-ann-error-min peaks-ann-error-max > benchmarks/results/spatial_vs_maingo_peaks_ann_error.json
     python benchmarks/spatial_vs_maingo.py --repeats 3 --parallel --gpu > benchmarks/results/spatial_vs_maingo_h200.json
+    python benchmarks/spatial_vs_maingo.py --set networks --gpu --skip pbbflow maingo --out gpu.json
+    python benchmarks/spatial_vs_maingo.py --set networks --scip --skip pbbflow --shard 0/2 --out anchors0.json
+    python benchmarks/spatial_vs_maingo.py --merge gpu.json anchors*.json
 """
 
 from __future__ import annotations
@@ -124,11 +134,13 @@ def compare(
     gpu_subdomains: int | None = None,
     scip: bool = False,
     auto: bool = False,
+    skip: Sequence[str] = (),
 ) -> dict:
     """One row: pbbflow on one thread and MAiNGO (McCormick), and on request pbbflow on every core
     (``pbbflow_parallel``), on the GPU (``pbbflow_gpu``, with ``gpu_subdomains``), by the route
     without ``--gpus`` (``pbbflow_auto``, the GPU part with ``gpu_subdomains``), MAiNGO with
-    interval bounds (``maingo_interval``) and SCIP (``scip``, one thread); runs alternate order."""
+    interval bounds (``maingo_interval``) and SCIP (``scip``, one thread), less the runners named
+    in ``skip``; runs alternate order."""
     box = (problem.tape, problem.lower, problem.upper)
     runners = {
         "pbbflow": lambda: _pbbflow(problem, subdomains, time_limit),
@@ -149,6 +161,8 @@ def compare(
         from scip_reference import solve_with_scip
 
         runners["scip"] = lambda: solve_with_scip(*box, time_limit=time_limit)
+    for name in skip:
+        runners.pop(name, None)
     runs = {name: [] for name in runners}
     for i in range(repeats):
         for name in list(runners) if i % 2 == 0 else list(runners)[::-1]:
@@ -200,14 +214,33 @@ def main() -> None:
     parser.add_argument(
         "--out", type=Path, help="write the report here (after each problem too) instead of to standard output"
     )
+    parser.add_argument("--set", choices=("files", "networks"), default="files", help="networks: spatial_splits'")
+    parser.add_argument("--skip", nargs="+", default=[], choices=("pbbflow", "maingo"), help="runners left out")
+    parser.add_argument("--shard", default="0/1", help="I/N: every N-th problem from the I-th (default: all)")
+    parser.add_argument("--merge", type=Path, nargs="+", help="join these reports (the rest is ignored)")
     parser.add_argument(
         "problems", nargs="*", help=f"problem specs (default: the files of --data and --extra, {', '.join(BUILTINS)})"
     )
     args = parser.parse_args()
-    specs = args.problems or [*problem_specs(args.data, args.extra), *BUILTINS]
-    problems = [load_problem(spec) for spec in specs]
+    if args.merge:
+        text = json.dumps(merge([json.loads(path.read_text()) for path in args.merge]), indent=1)
+        if args.out is None:
+            print(text)
+        else:
+            _write(args.out, text)
+        return
+    if args.set == "networks":
+        from spatial_splits import problems as problem_set
+
+        problems = problem_set("networks")
+    else:
+        specs = args.problems or [*problem_specs(args.data, args.extra), *BUILTINS]
+        problems = [load_problem(spec) for spec in specs]
+    first, every = map(int, args.shard.split("/"))
+    problems = problems[first::every]
     load_start = os.getloadavg()
-    for parallel in (False, True) if args.parallel else (False,):  # load the numba code first
+    serial = () if "pbbflow" in args.skip else (False,)
+    for parallel in (*serial, True) if args.parallel else serial:  # load the numba code first
         minimize(problems[-1], MinimizeOptions(parallel=parallel, node_limit=8))
     settings = {
         "eps_abs": 1e-6,
@@ -234,6 +267,7 @@ def main() -> None:
                 args.gpu_subdomains if args.gpu else None,
                 args.scip,
                 args.auto and args.gpu,
+                args.skip,
             )
         )
         if args.out is not None:  # the rows so far: a run cut short keeps them
@@ -243,6 +277,47 @@ def main() -> None:
         print(report)
     else:
         _write(args.out, report)
+
+
+ANCHORS = ("maingo", "scip")
+PROVED = ("GLOBALLY_OPTIMAL", "optimal", "gaplimit")  # the statuses of MAiNGO and SCIP that certify the gap
+
+
+def merge(reports: list[dict]) -> dict:
+    """The rows of ``reports`` joined by problem (each runner's column from the report that ran it),
+    and per problem the GPU's speed-up over the better anchor: that anchor's seconds over the GPU's,
+    ``at_least`` where no anchor proved it (its time limit counted), None where the GPU did not."""
+    rows: dict[str, dict] = {}
+    for report in reports:
+        for row in report["problems"]:
+            rows.setdefault(row["problem"], {}).update(row)
+    speedups = []
+    for name, row in rows.items():
+        gpu = row.get("pbbflow_gpu")
+        anchors = {a: row[a] for a in ANCHORS if a in row}
+        proved = {a: col["seconds_median"] for a, col in anchors.items() if col["status"] in PROVED}
+        best = min(proved.values(), default=None)
+        limit = max((col["seconds_median"] or 0.0 for col in anchors.values()), default=None)
+        gpu_s = gpu["seconds_median"] if gpu and gpu["status"] == "optimal" else None
+        anchor_s = best if best is not None else limit
+        speedups.append(
+            {
+                "problem": name,
+                "gpu_s": gpu_s,
+                "better_anchor": None if best is None else min(proved, key=proved.get),
+                "anchor_s": anchor_s,
+                "anchor_open": best is None,
+                "speedup": None if gpu_s is None or not anchor_s else round(anchor_s / gpu_s, 1),
+            }
+        )
+    return {
+        "benchmark": "spatial_vs_maingo (merged)",
+        "sources": [report["command"] for report in reports],
+        "machines": [report["machine"] for report in reports],
+        "settings": [report["settings"] for report in reports],
+        "speedups": speedups,
+        "problems": list(rows.values()),
+    }
 
 
 def _report(args: argparse.Namespace, load_start: tuple, settings: dict, rows: list[dict]) -> str:
