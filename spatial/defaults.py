@@ -13,7 +13,10 @@ GPU_SUBDOMAINS = 256
 # touching CUDA, and hands what is left to the GPU. On an H200 host 18 of 27 problems end on one
 # thread in <= 0.02 s, where the GPU takes 0.006-0.023 s (Trid-6 0.15 s). Slices of 0.01, 0.02,
 # 0.04 and 0.08 s took 0.72, 0.76, 0.88 and 1.03 s over the class; 0.01 s hands G11, G05 and
-# Eggholder over at 1.7-1.8x their CPU time (results/spatial_side_by_side_h200_2026-12-06/).
+# Eggholder over at 1.7-1.8x their CPU time (results/spatial_side_by_side_h200_2026-12-06/). A second
+# slice follows where the gap closes fast enough to end within it (gpu.spatial.bnb.closes_within):
+# on an H100 host G05 took 0.025 s on one thread and 0.051 s handed over at 0.02 s
+# (results/networks_class_verify_h100_2026-12-07/).
 CPU_SLICE_S = 0.02
 # What a proof means: a gap of at most max(EPS_ABS, EPS_REL |f*|), equalities within FEAS_TOL.
 EPS_ABS = 1e-6
