@@ -239,7 +239,7 @@ def main() -> None:
     first, every = map(int, args.shard.split("/"))
     problems = problems[first::every]
     load_start = os.getloadavg()
-    serial = () if "pbbflow" in args.skip else (False,)
+    serial = () if "pbbflow" in args.skip and not args.auto else (False,)  # the auto route's CPU part too
     for parallel in (*serial, True) if args.parallel else serial:  # load the numba code first
         minimize(problems[-1], MinimizeOptions(parallel=parallel, node_limit=8))
     settings = {
