@@ -125,12 +125,12 @@ def report_internal_error(error: BaseException, run: Path | None) -> int:
         )
         return EXIT_INTERNAL
     log = error_log_path(run) if run is not None else internal_log_path()
-    where = _log_traceback(log, "".join(traceback.format_exception(error)))
+    where = log_traceback(log, "".join(traceback.format_exception(error)))
     print(printable(f"pbbflow: internal error: {type(error).__name__}: {error}; {where}"), file=sys.stderr)
     return EXIT_INTERNAL
 
 
-def _log_traceback(log: Path, details: str) -> str:
+def log_traceback(log: Path, details: str) -> str:
     """Append ``details`` under a stamped header to ``log`` (its folder made if missing, never
     through a link someone put there); where the traceback went, in words for the one-line report."""
     stamp = datetime.datetime.now().isoformat(timespec="seconds")
@@ -145,7 +145,7 @@ def _log_traceback(log: Path, details: str) -> str:
 
 def report_failure(store: RunStore, failure: RunFailed) -> int:
     """One line for an internal error of a run (its traceback appended to the log file)."""
-    where = _log_traceback(error_log_path(store.path), failure.details)
+    where = log_traceback(error_log_path(store.path), failure.details)
     state = "checkpointed" if failure.checkpointed else "the last checkpoint stands"
     message = f"pbbflow: internal error in {failure}; {where}; {state}: {resume_command(store.path)}"
     print(printable(message), file=sys.stderr)

@@ -52,6 +52,7 @@ import re
 import tempfile
 import threading
 import time
+import traceback
 import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -548,7 +549,8 @@ def decide(
     (``names``: theirs, for messages), within ``timeout_s`` seconds on one core (``gpu``: its boxes
     bounded on the worker's GPU); ``stop`` names the Dask event that stops it undecided.  A JSON-able dict: ``answer``, ``reason`` (one line, for
     ``error``), ``seconds``, ``nodes``, ``x`` and ``y`` (sat), and ``stopped`` (true: it was stopped,
-    its answer is no result)."""
+    its answer is no result); an error of pbbflow's own code adds its ``traceback`` (text, for the
+    run's error log: the store keeps the one line)."""
     from .onnx_network import parse_onnx
     from .options import MinimizeOptions
     from .verify import verify
@@ -565,9 +567,12 @@ def decide(
             gpu=gpu,
         )
     except Exception as error:  # noqa: BLE001 (one instance's failure is its result, not the suite's)
-        reason = shorten(f"{type(error).__name__}: {error}" if not isinstance(error, ProblemError) else str(error))
         seconds = time.perf_counter() - began
-        return {"answer": "error", "reason": reason, "seconds": seconds, "nodes": 0, "x": None, "y": None}
+        result = {"answer": "error", "seconds": seconds, "nodes": 0, "x": None, "y": None}
+        if isinstance(error, ProblemError):  # the instance's files: the user's to mend
+            return {**result, "reason": shorten(str(error))}
+        reason = shorten(f"{type(error).__name__}: {error}")
+        return {**result, "reason": reason, "traceback": traceback.format_exc()}
     stopped = should_stop.stopped and verdict.answer == "timeout"
     reason = "the point found lies within rounding of the property's edge" if verdict.answer == "unknown" else None
     return {

@@ -18,14 +18,17 @@ import argparse
 import json
 import sys
 import time
+import traceback
 import uuid
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..cli.runs import (
     EXIT_DONE,
     EXIT_LIMIT,
+    error_log_path,
     first_run_notice,
     local_gpus,
+    log_traceback,
     prepare_cluster,
     resume_command,
     run_cluster,
@@ -218,9 +221,10 @@ def _run(
                 if outcome.get("stopped"):
                     continue
                 results[index] = result = store.commit(index, outcome)
+                where = log_error(store, index, outcome)
                 _publish(client, store, results, "live")
                 if not args.quiet:
-                    _progress(out, store, result, len(results))
+                    _progress(out, store, result, len(results), where)
             if stopped_at is not None and (signals.hurry.is_set() or time.monotonic() - stopped_at > STOP_GRACE_S):
                 client.cancel(list(pending))  # a second signal: no wait for the tasks to end
                 break
@@ -267,15 +271,28 @@ def _outcome(future) -> dict:
     if error is None:
         return future.result()
     reason = printable(" ".join(f"the task failed: {type(error).__name__}: {error}".split()))
-    return {"answer": "error", "reason": reason, "seconds": 0.0, "nodes": 0, "x": None, "y": None}
+    details = "".join(traceback.format_exception(type(error), error, future.traceback()))
+    return {"answer": "error", "reason": reason, "seconds": 0.0, "nodes": 0, "x": None, "y": None, "traceback": details}
 
 
-def _progress(out: TextIO, store: SuiteStore, result: SuiteResult, done: int) -> None:
+def log_error(store: SuiteStore, index: int, outcome: dict) -> str | None:
+    """Append the traceback of an instance's internal error, if any, to the log beside the suite's
+    store (:func:`pbbflow.cli.runs.error_log_path`); where it went, in words, or None."""
+    details = outcome.get("traceback")
+    if not details:
+        return None
+    instance = store.instances[index]
+    return log_traceback(
+        error_log_path(store.path), f"instance {index} ({instance.network}, {instance.property})\n{details}"
+    )
+
+
+def _progress(out: TextIO, store: SuiteStore, result: SuiteResult, done: int, where: str | None = None) -> None:
     instance = store.instances[result.index]
     line = (
         f"[{done}/{len(store.instances)}] {instance.network} {instance.property} {result.answer} {result.seconds:.2f} s"
     )
-    print(printable(line), file=out, flush=True)
+    print(printable(line if where is None else f"{line} ({where})"), file=out, flush=True)
 
 
 def _document(store: SuiteStore, rows: list[dict]) -> dict:

@@ -260,6 +260,34 @@ def test_a_torn_result_runs_again_and_a_tampered_one_is_refused(tmp_path, capsys
     assert "damaged suite store" in capsys.readouterr().err
 
 
+def test_an_internal_error_is_one_line_in_the_store_and_its_traceback_in_the_log(tmp_path, monkeypatch):
+    """decide's result for an error of pbbflow's own code carries its traceback, which the driver
+    appends to the log beside the store (the store keeps the one line); a bad file has none."""
+    from pbbflow.spatial import suite_commands
+    from pbbflow.spatial import verify as verify_module
+    from pbbflow.spatial.suite import decide
+
+    csv, _ = small_suite(tmp_path)
+    store = SuiteStore.create(tmp_path / "e.zarr", read_instances(csv))
+    network, prop = store.network_bytes(0), store.property_bytes(0)
+    bad = decide(b"not an onnx file", prop, ("bad.onnx", "p.vnnlib"), 5.0)
+    assert bad["answer"] == "error" and "traceback" not in bad
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(verify_module, "verify", broken)
+    outcome = decide(network, prop, ("n.onnx", "p.vnnlib"), 5.0)
+    assert outcome["reason"] == "RuntimeError: a bug" and "in broken" in outcome["traceback"]
+    result = store.commit(0, outcome)
+    assert result.answer == "error" and result.reason == "RuntimeError: a bug"
+    where = suite_commands.log_error(store, 0, outcome)
+    log = tmp_path / "e.zarr.error.log"
+    assert where == f"traceback in {log}" and "instance 0 (" in log.read_text() and "in broken" in log.read_text()
+    assert suite_commands.log_error(store, 1, bad) is None
+    store.release()
+
+
 def _results(path: Path) -> dict:
     try:
         return SuiteStore.open(path).results()
