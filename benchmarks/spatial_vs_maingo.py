@@ -285,8 +285,9 @@ PROVED = ("GLOBALLY_OPTIMAL", "optimal", "gaplimit")  # the statuses of MAiNGO a
 
 def merge(reports: list[dict]) -> dict:
     """The rows of ``reports`` joined by problem (each runner's column from the report that ran it),
-    and per problem the GPU's speed-up over the better anchor: that anchor's seconds over the GPU's,
-    ``at_least`` where no anchor proved it (its time limit counted), None where the GPU did not."""
+    and per problem the GPU's speed-up over the better anchor: that anchor's seconds over the GPU's
+    (``anchor_open`` where no anchor proved it: the slowest anchor's seconds, its time limit, are
+    counted and the speed-up is a lower bound), None where the GPU did not prove it."""
     rows: dict[str, dict] = {}
     for report in reports:
         for row in report["problems"]:

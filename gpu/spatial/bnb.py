@@ -701,7 +701,9 @@ def minimize_auto(
     if not ended():
         run_until(slice_s)
         gap = cpu.ub - cpu.lower_bound
-        tolerance = max(options.eps_abs, options.eps_rel * abs(cpu.ub)) if math.isfinite(cpu.ub) else options.eps_abs
+        # the gap at which the search ends: UB less its prune level (a threshold's too); without an
+        # incumbent the gap is infinite and no tolerance is used
+        tolerance = cpu.ub - cpu.level if math.isfinite(cpu.ub) else options.eps_abs
         if not ended() and closes_within(gap_halfway, gap, time.perf_counter() - halfway, tolerance, slice_s):
             run_until(2 * slice_s)
     if ended():  # run_to_end returns at once, with the slice's answer
@@ -720,11 +722,13 @@ def minimize_auto(
 def closes_within(before: float, after: float, seconds: float, tolerance: float, within_s: float) -> bool:
     """Whether a gap that shrank from ``before`` to ``after`` in ``seconds``, shrinking on by the
     same factor every ``seconds``, reaches ``tolerance`` within ``within_s`` seconds (False for a
-    gap that did not shrink, or that is not finite). The CPU's gap at the end of the auto route's
+    gap that did not shrink, that is not finite, or that must close to 0). The CPU's gap at the end of the auto route's
     slice closes about geometrically where the CPU is near its end (HS071 on the 2-core machine:
     0.53, 0.10, 0.016, 0.0024 every 5 ms), and hardly moves where the GPU's many boxes are needed
     (G13, Hartmann-6, Colville)."""
     if not (math.isfinite(before) and math.isfinite(after)) or not before > after > 0 or seconds <= 0:
+        return False
+    if not tolerance > 0:  # a threshold met exactly by the incumbent: no geometric shrink ends there
         return False
     if after <= tolerance:
         return True

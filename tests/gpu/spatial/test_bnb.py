@@ -379,6 +379,7 @@ def test_closes_within_extrapolates_a_geometric_gap():
     for before, after in [(0.4, 0.4), (0.4, 0.5), (math.inf, 0.1), (math.inf, math.inf), (0.1, 0.0)]:
         assert not closes_within(before, after, 0.005, 1e-3, 1.0)  # no shrink, no incumbent, a zero gap
     assert not closes_within(1.0, 0.1, 0.0, 1e-3, 1.0)  # no time between the two
+    assert not closes_within(1.0, 0.1, 0.005, 0.0, 1.0)  # a gap that must close to 0
     # HS071 on the 2-core machine, at 14 and 19 ms: it ended 17 ms later
     assert closes_within(0.100043, 0.015839, 0.005, 1.7014e-5, 0.02)
 
