@@ -3,12 +3,18 @@
 Projected gradient descent on the region's margin ``m(x) = max over atoms of (c . N(x) + d)``
 (:mod:`.verify`), in floating point with numpy: from the box's centre and uniform random starts,
 sign steps (the box's width times a shrinking factor) against m's gradient, each clipped into the
-box. The points whose margin is <= 0 in floating point are only candidates: :func:`.verify` checks
-each against the exact property before it answers ``sat``, so rounding here can cost a search, never
-a wrong answer.
+box. With a sampler (on a GPU: :meth:`pbbflow.gpu.spatial.network_bounds.DeviceNetworkBounds.sample_margins`,
+many thousands of low-discrepancy points of the box), a sampled point of margin <= 0 is a candidate
+at once, and the descent starts from the samples of least margin instead of random points, with steps
+scaled to the samples' spacing: it finds narrow regions of counterexamples that a flat margin
+hides from the gradient. The points whose margin
+is <= 0 in floating point are only candidates: :func:`.verify` checks each against the exact
+property before it answers ``sat``, so rounding here can cost a search, never a wrong answer.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -30,19 +36,31 @@ def inner_box(region: Region) -> tuple[np.ndarray, np.ndarray] | None:
     return (lower, upper) if np.all(lower <= upper) else None
 
 
-def candidates(network: Network, region: Region, seed: int = 0) -> np.ndarray:
+Sampler = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def candidates(network: Network, region: Region, seed: int = 0, sample: Sampler | None = None) -> np.ndarray:
     """Points of the region's box whose margin is <= 0 in floating point (k x n_inputs, least
-    margin first, at most ``CANDIDATES``; none when the descent found none)."""
+    margin first, at most ``CANDIDATES``; none when neither the samples nor the descent found one).
+    ``sample(lower, upper, c, d)``: points of the box and their margins (module doc)."""
     box = inner_box(region)
     if box is None or not region.atoms:
         return np.empty((0, network.n_inputs))
     lower, upper = box
     c = np.array([[float(atom.coefficients.get(j, 0)) for j in range(network.n_outputs)] for atom in region.atoms])
     d = np.array([float(atom.constant) for atom in region.atoms])
-    rng = np.random.default_rng(seed)
-    x = rng.uniform(lower, upper, (STARTS, len(lower)))
-    x[0] = 0.5 * (lower + upper)
     step = FIRST_STEP * (upper - lower)
+    if sample is None:
+        x = np.random.default_rng(seed).uniform(lower, upper, (STARTS, len(lower)))
+    else:
+        points, margins = sample(lower, upper, c, d)
+        order = np.argsort(margins, kind="stable")  # NaN last
+        hits = order[margins[order] <= 0]
+        if len(hits):
+            return points[hits[:CANDIDATES]]
+        x = np.concatenate([np.zeros((1, len(lower))), points[order[: STARTS - 1]]])
+        step = step * len(margins) ** (-1.0 / len(lower))  # within the samples' spacing
+    x[0] = 0.5 * (lower + upper)
     with np.errstate(all="ignore"):
         for _ in range(STEPS + 1):
             margin, gradient = margin_and_gradient(network, c, d, x)

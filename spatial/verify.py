@@ -5,7 +5,8 @@ every atom ``c . y + d <= 0``. With the margin ``m(x) = max over atoms of (c . N
 region holds a counterexample exactly when ``min m <= 0``: it holds (no counterexample: the
 property is ``unsat`` once every region holds) where m > 0 everywhere, or is violated at a point.
 Before a region's search, a gradient descent on the margin (:mod:`.falsify`) proposes a few
-points; the first that passes the exact check below answers ``sat`` (one that fails it is no answer).
+points, on a GPU after sampling the margin at many points of the box there; the first that passes
+the exact check below answers ``sat`` (one that fails it is no answer).
 
 The search splits the input box (:func:`_split_search`) where every coefficient is a double (VNN-LIB's
 properties, as far as we have seen): a box holds where one atom's backward linear lower bound
@@ -28,6 +29,7 @@ the property's edge) answers ``unknown``.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import math
@@ -73,8 +75,9 @@ def verify(
 ) -> Verdict:
     """Decide ``prop`` for ``network`` (the module doc); ``options.time_limit`` is the whole
     question's, shared by its regions in order; ``should_stop()`` true stops it undecided (timeout);
-    ``falsify`` False leaves each region to its search alone (no descent first); ``gpu`` bounds the
-    boxes of the input-splitting search on the GPU (the general search stays on the CPU)."""
+    ``falsify`` False leaves each region to its search alone (no descent first); ``gpu`` samples
+    the margin for the descent and bounds the boxes of the input-splitting search on the GPU (the
+    general search stays on the CPU)."""
     if (prop.n_inputs, prop.n_outputs) != (network.n_inputs, network.n_outputs):
         raise ValueError(
             f"the property has {prop.n_inputs} inputs and {prop.n_outputs} outputs, the network "
@@ -83,19 +86,25 @@ def verify(
     options = options or MinimizeOptions()
     began = time.perf_counter()
     nodes = 0
+    device, sample = None, None
+    if gpu:
+        from ..gpu.spatial.network_bounds import FALSIFY_SAMPLES, DeviceNetworkBounds
+
+        device = DeviceNetworkBounds(network)
+        sample = functools.partial(device.sample_margins, count=FALSIFY_SAMPLES)
     for region in prop.regions:
         left = None if options.time_limit is None else options.time_limit - (time.perf_counter() - began)
         if (left is not None and left <= 0) or (should_stop is not None and should_stop()):
             return Verdict("timeout", None, None, nodes, time.perf_counter() - began)
         if not region.atoms:  # every input of the box is a counterexample
             return _checked(network, region, [enclose(a)[1] for a in region.lower], nodes, began)
-        for point in candidates(network, region) if falsify else ():  # a descent costs milliseconds
+        for point in candidates(network, region, sample=sample) if falsify else ():  # a descent costs milliseconds
             verdict = _checked(network, region, point.tolist(), nodes, began)
             if verdict.answer == "sat":
                 return verdict
         form = _double_form(region.atoms, network.n_outputs)
         if form is not None:
-            verdict = _split_search(network, region, *form, left, should_stop, nodes, began, gpu)
+            verdict = _split_search(network, region, *form, left, should_stop, nodes, began, device)
             nodes = verdict.nodes
             if verdict.answer != "unsat":
                 return verdict
@@ -144,7 +153,8 @@ def load_code(network: Network, prop: Property, options: MinimizeOptions) -> tup
 
 
 def load_gpu_code(network: Network) -> float:
-    """Load the GPU kernel that bounds the split boxes (:func:`pbbflow.gpu.spatial.network_bounds.load_kernel`); its seconds."""
+    """Load the GPU kernels that sample the margin and bound the split boxes
+    (:func:`pbbflow.gpu.spatial.network_bounds.load_kernel`); its seconds."""
     from ..gpu.spatial.network_bounds import load_kernel
 
     return load_kernel(network)
@@ -213,19 +223,17 @@ def _split_search(
     should_stop: Callable[[], bool] | None,
     nodes: int,
     began: float,
-    gpu: bool,
+    device=None,
 ) -> Verdict:
     """Decide one region by input splitting: a box holds where the largest of its atoms' backward
     linear lower bounds is above 0; the lowest boxes are bisected across their widest side
     (relative to the region's) until every box holds (``unsat`` for this region), a box's centre
     passes the exact check (``sat``), the time is up (``timeout``), or a box that cannot be split
     stays open (``unknown``). On the CPU (:class:`.network_bounds.NetworkBounds`) one box at a
-    time; on the GPU (``gpu``: :class:`pbbflow.gpu.spatial.network_bounds.DeviceNetworkBounds`)
-    as many of the lowest as make one launch of children."""
-    if gpu:
-        from ..gpu.spatial.network_bounds import DeviceNetworkBounds
-
-        device = DeviceNetworkBounds(network)
+    time; on the GPU (``device``: the network's
+    :class:`pbbflow.gpu.spatial.network_bounds.DeviceNetworkBounds`) as many of the lowest as make
+    one launch of children."""
+    if device is not None:
         batch = max(1, device.scratch_bytes // device.bytes_per_box(len(c)) // 2)
 
         def bound(los: np.ndarray, his: np.ndarray) -> np.ndarray:

@@ -58,6 +58,9 @@ SCRATCH_BYTES = 256 << 20  # device scratch of one launch at most (a chunk of bo
 # the tests' networks, so the block-stride loops turn); a GPU takes up to 128, whole warps
 SIMULATED_THREADS = 4
 MAX_THREADS = 128
+# points of a region's box at which falsification samples the margin before its descent
+# (:func:`pbbflow.spatial.falsify.candidates`); fewer under the simulator, whose threads are Python's
+FALSIFY_SAMPLES = 256 if SIMULATED else 1 << 16
 
 AFFINE = 0
 ELEMENTWISE = 1
@@ -338,6 +341,107 @@ def bounds_kernel():
     return network_lower_bounds
 
 
+@cuda.jit(device=True)
+def _activate(code, alpha, z):
+    """An activation's value at ``z`` in floating point (:func:`pbbflow.spatial.network._activate`)."""
+    if code == cpu._LEAKY:
+        return z if z > 0.0 else alpha * z
+    if code == cpu._TANH:
+        return math.tanh(z)
+    if code == cpu._SIGMOID:
+        return 0.5 * (1.0 + math.tanh(0.5 * z))
+    return max(z, 0.0) + math.log1p(math.exp(-abs(z)))  # softplus
+
+
+@cuda.jit(device=True)
+def _apply_elementwise(code, value, constant):
+    """An elementwise constant step at ``value`` in floating point (:data:`pbbflow.spatial.network.ELEMENTWISE`)."""
+    if code == cpu._ADD:
+        return value + constant
+    if code == cpu._SUB:
+        return value - constant
+    if code == cpu._RSUB:
+        return constant - value
+    if code == cpu._MUL:
+        return value * constant
+    return value / constant
+
+
+@functools.cache
+def samples_kernel():
+    """The sampling kernel: ``margins[p]`` = ``max_r (c[r] . N(x_p) + d[r])`` in floating point at
+    the point ``x_p`` (``points[:, p]``) of the box ``lo <= x <= hi``, for p < n_points (one thread
+    each): ``x_p,j = lo_j + (hi_j - lo_j) frac(0.5 + (first + p) step_j)``, the R_d low-discrepancy
+    sequence (``step``: :func:`sequence_steps`), kept in the box."""
+
+    stamp = SOURCE_STAMP  # in the closure: the disk cache's key
+
+    @cuda.jit(cache=True)
+    def network_margins(
+        n_points,
+        first,
+        kind,
+        n_in,
+        n_out,
+        w_off,
+        v_off,
+        code,
+        alpha,
+        weights,
+        vectors,
+        step,
+        c,
+        d,
+        lo,
+        hi,
+        values,
+        points,
+        margins,
+    ):
+        p = cuda.grid(1)
+        if stamp < 0 or p >= n_points:
+            return
+        for j in range(lo.shape[0]):
+            t = 0.5 + (first + p) * step[j]
+            x = min(lo[j] + (hi[j] - lo[j]) * (t - math.floor(t)), hi[j])
+            points[j, p] = x
+            values[0, j, p] = x
+        cur = 0
+        for k in range(len(kind)):
+            n = n_in[k]
+            if kind[k] == AFFINE:
+                for i in range(n_out[k]):
+                    total = vectors[v_off[k] + i]
+                    for j in range(n):
+                        total += weights[w_off[k] + i * n + j] * values[cur, j, p]
+                    values[1 - cur, i, p] = total
+                cur = 1 - cur
+            elif kind[k] == ELEMENTWISE:
+                for i in range(n):
+                    values[cur, i, p] = _apply_elementwise(code[k], values[cur, i, p], vectors[v_off[k] + i])
+            else:
+                for i in range(n):
+                    values[cur, i, p] = _activate(code[k], alpha[k], values[cur, i, p])
+        margin = -math.inf
+        for r in range(c.shape[0]):
+            total = d[r]
+            for i in range(c.shape[1]):
+                total += c[r, i] * values[cur, i, p]
+            margin = max(margin, total)
+        margins[p] = margin
+
+    return network_margins
+
+
+def sequence_steps(n: int) -> np.ndarray:
+    """The R_d sequence's steps in ``n`` dimensions: ``phi ** -(j + 1)`` for j < n, phi the root
+    above 1 of ``x ** (n + 1) = x + 1`` (the golden ratio at n = 1)."""
+    phi = 2.0
+    for _ in range(64):  # a fixed point iteration, converged to the last bit well before
+        phi = (1.0 + phi) ** (1.0 / (n + 1))
+    return phi ** -np.arange(1.0, n + 1.0)
+
+
 class DeviceNetworkBounds:
     """A network's operations on the device (flattened once) for the lower bounds of many boxes.
 
@@ -488,6 +592,46 @@ class DeviceNetworkBounds:
             out[first : first + count] = device_out[:count].copy_to_host()
         return out
 
+    def sample_margins(self, lo, hi, c, d, count: int, first: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """The margin ``max_k (c[k] . N(x) + d[k])`` in floating point at ``count`` points of the box
+        ``lo <= x <= hi`` (:func:`samples_kernel`'s sequence from index ``first``): the points
+        (count, inputs) and their margins (count,). Candidates only: rounding is not accounted for."""
+        lo, hi = _launch_layout(lo), _launch_layout(hi)
+        c, d = _launch_layout(c), _launch_layout(d)
+        n_inputs = self.network.n_inputs
+        if lo.shape != (n_inputs,) or hi.shape != lo.shape or not (np.all(np.isfinite(lo)) and np.all(lo <= hi)):
+            raise ValueError(f"the box must be two finite vectors of {n_inputs} values with lo <= hi")
+        if c.ndim != 2 or c.shape[1] != self.network.n_outputs or d.shape != (len(c),) or len(c) == 0:
+            raise ValueError(f"c must be rows of {self.network.n_outputs} values and d one value a row")
+        kind, n_in, n_out, w_off, v_off, _, _, code, alpha, _, weights, vectors = self.arrays
+        chunk = max(1, min(count, self.scratch_bytes // (8 * (2 * self.widest + n_inputs + 1))))
+        values = cuda.device_array((2, self.widest, chunk), np.float64)
+        device_points = cuda.device_array((n_inputs, chunk), np.float64)
+        device_margins = cuda.device_array(chunk, np.float64)
+        arguments = (kind, n_in, n_out, w_off, v_off, code, alpha, weights, vectors)
+        step, device_c, device_d = (cuda.to_device(a) for a in (sequence_steps(n_inputs), c, d))
+        device_lo, device_hi = cuda.to_device(lo), cuda.to_device(hi)
+        threads = SIMULATED_THREADS if SIMULATED else MAX_THREADS
+        points, margins = np.empty((count, n_inputs)), np.empty(count)
+        for start in range(0, count, chunk):
+            size = min(chunk, count - start)
+            samples_kernel()[-(-size // threads), threads](
+                size,
+                first + start,
+                *arguments,
+                step,
+                device_c,
+                device_d,
+                device_lo,
+                device_hi,
+                values,
+                device_points,
+                device_margins,
+            )
+            points[start : start + size] = device_points.copy_to_host()[:, :size].T
+            margins[start : start + size] = device_margins.copy_to_host()[:size]
+        return points, margins
+
 
 def _launch_layout(array) -> np.ndarray:
     """A float64 copy of ``array`` with C strides along every axis. numpy calls ``x[None, :]``
@@ -498,13 +642,15 @@ def _launch_layout(array) -> np.ndarray:
 
 
 def load_kernel(network: Network) -> float:
-    """Load the kernel that bounds ``network``'s boxes (compiled on a machine's first run, then from
-    numba's cache, in every process): one box and one row, then two of each (on an H100 a first
-    launch of two boxes compiled for 10 s more after a warm-up of one; an array layout, we think);
-    its seconds."""
+    """Load the kernels that bound ``network``'s boxes and sample its margins (compiled on a
+    machine's first run, then from numba's cache, in every process): one box and one row, then two
+    of each (on an H100 a first launch of two boxes compiled for 10 s more after a warm-up of one;
+    an array layout, we think), and a few samples; its seconds."""
     began = time.perf_counter()
     device = DeviceNetworkBounds(network)
     for size in (1, 2):
         zeros = np.zeros((size, network.n_inputs))
         device.lower_bounds(zeros, zeros, np.ones((size, network.n_outputs)), np.zeros(size))
+    zeros = np.zeros(network.n_inputs)
+    device.sample_margins(zeros, zeros, np.ones((1, network.n_outputs)), np.zeros(1), 2)
     return time.perf_counter() - began

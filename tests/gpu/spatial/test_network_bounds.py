@@ -453,3 +453,100 @@ def test_the_gpu_code_loads_before_a_search():
     from pbbflow.spatial.verify import load_gpu_code
 
     assert load_gpu_code(NETWORKS["relu-2-4-4-2"]) >= 0.0
+
+
+def sampled_networks() -> dict[str, Network]:
+    rng = np.random.default_rng(17)
+    mixed = {f"random {seed}": random_network(np.random.default_rng(200 + seed)) for seed in range(4)}
+    return {"scaled": scaled_network(), **odd_networks(), **mixed, "relu-3-6-6-6-3": NETWORKS["relu-3-6-6-6-3"]} | {
+        "tanh": dense_network(int(rng.integers(100)), [3, 5, 5, 2], "tanh")
+    }
+
+
+@pytest.mark.parametrize("name", sorted(sampled_networks()))
+def test_sampled_margins_are_the_hosts_at_the_sampled_points(name):
+    """The sampling kernel's points lie in the box and follow the R_d sequence from ``first``; its
+    margins are numpy's forward pass at those points (up to the sums' order)."""
+    from pbbflow.spatial.falsify import margin_and_gradient
+
+    network = sampled_networks()[name]
+    rng = np.random.default_rng(18)
+    n = network.n_inputs
+    lo = rng.uniform(-2.0, 0.0, n)
+    hi = lo + rng.uniform(0.0, 2.0, n) * (np.arange(n) != 0)  # the first side a point
+    c, d = rng.normal(0.0, 1.0, (3, network.n_outputs)), rng.normal(0.0, 1.0, 3)
+    device = DeviceNetworkBounds(network)
+    points, margins = device.sample_margins(lo, hi, c, d, 40, first=3)
+    assert points.shape == (40, n) and np.all(lo <= points) and np.all(points <= hi)
+    assert np.all(points[:, 0] == lo[0])
+    assert len({tuple(p) for p in points}) == (40 if n > 1 else 1)
+    with np.errstate(all="ignore"):
+        expected = margin_and_gradient(network, c, d, points)[0]
+    scale = np.abs(expected) + np.abs(c).sum() * max(1.0, np.abs(points).max())
+    assert np.all(np.abs(margins - expected) <= 1e-9 * scale), (margins, expected)
+    later, _ = device.sample_margins(lo, hi, c, d, 10, first=33)
+    assert np.array_equal(later, points[30:])
+    small = DeviceNetworkBounds(network, scratch_bytes=8 * (2 * device.widest + n + 1) * 7)
+    assert np.array_equal(small.sample_margins(lo, hi, c, d, 40, first=3)[1], margins)
+
+
+def test_the_sequence_fills_the_box_evenly():
+    """R_d in 2 dimensions: 1,024 points leave no empty cell of a 16 x 16 grid (random points leave
+    about 4 % of them empty), and the steps solve x^(d+1) = x + 1."""
+    from pbbflow.gpu.spatial.network_bounds import sequence_steps
+
+    assert sequence_steps(1)[0] == pytest.approx(2.0 / (1.0 + 5.0**0.5), rel=1e-15)
+    phi = 1.0 / sequence_steps(2)[0]
+    assert phi**3 == pytest.approx(phi + 1.0, rel=1e-15)
+    network = Network(2, (Layer(np.eye(2), None),))
+    points, _ = DeviceNetworkBounds(network).sample_margins(np.zeros(2), np.ones(2), np.ones((1, 2)), np.zeros(1), 1024)
+    cells = {tuple(cell) for cell in np.floor(points * 16).astype(int)}
+    assert len(cells) == 256
+
+
+def test_bad_sample_requests_are_refused():
+    device = DeviceNetworkBounds(NETWORKS["relu-2-4-4-2"])
+    c, d = np.ones((1, 2)), np.zeros(1)
+    for lo, hi in ((np.zeros(3), np.ones(3)), (np.ones(2), np.zeros(2)), (np.full(2, -np.inf), np.ones(2))):
+        with pytest.raises(ValueError, match="box"):
+            device.sample_margins(lo, hi, c, d, 4)
+    with pytest.raises(ValueError, match="rows"):
+        device.sample_margins(np.zeros(2), np.ones(2), np.ones((1, 3)), d, 4)
+
+
+def test_samples_find_a_narrow_counterexample_that_the_descent_misses():
+    """A planted counterexample: y = relu(r - |x0 - a| - |x1 - b|) >= r / 2 only in a small diamond of
+    [-1, 1]^2, the margin flat (no gradient) outside a diamond twice its size. The descent from 64
+    random starts finds nothing; from the best of 2,048 samples it does, and verify answers sat at a
+    point that is a counterexample exactly."""
+    import functools
+
+    from pbbflow.spatial.falsify import candidates
+    from pbbflow.spatial.options import MinimizeOptions
+    from pbbflow.spatial.verify import verify
+    from pbbflow.spatial.vnnlib import parse_vnnlib
+
+    a, b, r = 0.6171875, -0.3671875, 0.046875
+    steps = (
+        Layer(np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]]), np.array([-a, a, -b, b]), "relu"),
+        Layer(-np.ones((1, 4)), np.array([r]), "relu"),
+        Layer(np.ones((1, 1)), None),
+    )
+    network = Network(2, steps)
+    text = (
+        "(declare-const X_0 Real) (declare-const X_1 Real) (declare-const Y_0 Real) "
+        "(assert (>= X_0 -1)) (assert (<= X_0 1)) (assert (>= X_1 -1)) (assert (<= X_1 1)) "
+        f"(assert (>= Y_0 {r / 2}))"
+    )
+    prop = parse_vnnlib(text)
+    region = prop.regions[0]
+    assert len(candidates(network, region)) == 0
+    device = DeviceNetworkBounds(network)
+    found = candidates(network, region, sample=functools.partial(device.sample_margins, count=2048))
+    assert len(found) > 0
+    for x in found:
+        assert abs(Fraction(x[0]) - Fraction(a)) + abs(Fraction(x[1]) - Fraction(b)) <= Fraction(r) / 2
+    verdict = verify(network, prop, MinimizeOptions(time_limit=60.0), gpu=True)
+    assert verdict.answer == "sat"
+    distance = abs(Fraction(verdict.x[0]) - Fraction(a)) + abs(Fraction(verdict.x[1]) - Fraction(b))
+    assert distance <= Fraction(r) / 2 and all(-1 <= v <= 1 for v in verdict.x)
