@@ -287,30 +287,38 @@ def merge(reports: list[dict]) -> dict:
     """The rows of ``reports`` joined by problem (each runner's column from the report that ran it),
     and per problem the GPU's speed-up over the better anchor: that anchor's seconds over the GPU's
     (``anchor_open`` where no anchor proved it: the slowest anchor's seconds, its time limit, are
-    counted and the speed-up is a lower bound), None where the GPU did not prove it."""
+    counted and the speed-up is a lower bound), None where the GPU did not prove it; the same for
+    the auto route (``auto_speedup``) where a report ran it; and each one's time over MAiNGO's
+    (``gpu_over_maingo``, ``auto_over_maingo``) where MAiNGO proved it."""
     rows: dict[str, dict] = {}
     for report in reports:
         for row in report["problems"]:
             rows.setdefault(row["problem"], {}).update(row)
     speedups = []
     for name, row in rows.items():
-        gpu = row.get("pbbflow_gpu")
         anchors = {a: row[a] for a in ANCHORS if a in row}
         proved = {a: col["seconds_median"] for a, col in anchors.items() if col["status"] in PROVED}
         best = min(proved.values(), default=None)
         limit = max((col["seconds_median"] or 0.0 for col in anchors.values()), default=None)
-        gpu_s = gpu["seconds_median"] if gpu and gpu["status"] == "optimal" else None
         anchor_s = best if best is not None else limit
-        speedups.append(
-            {
-                "problem": name,
-                "gpu_s": gpu_s,
-                "better_anchor": None if best is None else min(proved, key=proved.get),
-                "anchor_s": anchor_s,
-                "anchor_open": best is None,
-                "speedup": None if gpu_s is None or not anchor_s else round(anchor_s / gpu_s, 1),
-            }
-        )
+        entry = {
+            "problem": name,
+            "better_anchor": None if best is None else min(proved, key=proved.get),
+            "anchor_s": anchor_s,
+            "anchor_open": best is None,
+        }
+        for key, column in (("gpu", "pbbflow_gpu"), ("auto", "pbbflow_auto")):
+            if key == "auto" and column not in row:
+                continue
+            ours = row.get(column)
+            seconds = ours["seconds_median"] if ours and ours["status"] == "optimal" else None
+            entry[f"{key}_s"] = seconds
+            entry["speedup" if key == "gpu" else "auto_speedup"] = (
+                None if seconds is None or not anchor_s else round(anchor_s / seconds, 1)
+            )
+            if "maingo" in proved and seconds is not None:  # the goal's "at most 1.5x MAiNGO's time"
+                entry[f"{key}_over_maingo"] = round(seconds / proved["maingo"], 2)
+        speedups.append(entry)
     return {
         "benchmark": "spatial_vs_maingo (merged)",
         "sources": [report["command"] for report in reports],
