@@ -54,11 +54,11 @@ def candidates(network: Network, region: Region, seed: int = 0, sample: Sampler 
         x = np.random.default_rng(seed).uniform(lower, upper, (STARTS, len(lower)))
     else:
         points, margins = sample(lower, upper, c, d)
-        order = np.argsort(margins, kind="stable")  # NaN last
-        hits = order[margins[order] <= 0]
+        hits = np.flatnonzero(margins <= 0)
         if len(hits):
-            return points[hits[:CANDIDATES]]
-        x = np.concatenate([np.zeros((1, len(lower))), points[order[: STARTS - 1]]])
+            return points[hits[np.argsort(margins[hits], kind="stable")[:CANDIDATES]]]
+        best = np.argpartition(margins, STARTS - 2)[: STARTS - 1] if len(margins) >= STARTS else np.arange(len(margins))
+        x = np.concatenate([np.zeros((1, len(lower))), points[best]])
         step = step * len(margins) ** (-1.0 / len(lower))  # within the samples' spacing
     x[0] = 0.5 * (lower + upper)
     with np.errstate(all="ignore"):

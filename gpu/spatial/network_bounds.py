@@ -370,7 +370,7 @@ def _apply_elementwise(code, value, constant):
 @functools.cache
 def samples_kernel():
     """The sampling kernel: ``margins[p]`` = ``max_r (c[r] . N(x_p) + d[r])`` in floating point at
-    the point ``x_p`` (``points[:, p]``) of the box ``lo <= x <= hi``, for p < n_points (one thread
+    the point ``x_p`` (``points[p]``) of the box ``lo <= x <= hi``, for p < n_points (one thread
     each): ``x_p,j = lo_j + (hi_j - lo_j) frac(0.5 + (first + p) step_j)``, the R_d low-discrepancy
     sequence (``step``: :func:`sequence_steps`), kept in the box."""
 
@@ -404,7 +404,7 @@ def samples_kernel():
         for j in range(lo.shape[0]):
             t = 0.5 + (first + p) * step[j]
             x = min(lo[j] + (hi[j] - lo[j]) * (t - math.floor(t)), hi[j])
-            points[j, p] = x
+            points[p, j] = x
             values[0, j, p] = x
         cur = 0
         for k in range(len(kind)):
@@ -459,6 +459,7 @@ class DeviceNetworkBounds:
             )
         self.network = network
         self.scratch_bytes = scratch_bytes
+        self._sample_scratch: tuple | None = None  # the sampling kernel's device arrays, once allocated
         ops = cpu._operations(network)
         kind, n_in, n_out, w_off, v_off, k_factor, t_term, code, alpha = ([] for _ in range(9))
         weights: list[np.ndarray] = []
@@ -605,9 +606,13 @@ class DeviceNetworkBounds:
             raise ValueError(f"c must be rows of {self.network.n_outputs} values and d one value a row")
         kind, n_in, n_out, w_off, v_off, _, _, code, alpha, _, weights, vectors = self.arrays
         chunk = max(1, min(count, self.scratch_bytes // (8 * (2 * self.widest + n_inputs + 1))))
-        values = cuda.device_array((2, self.widest, chunk), np.float64)
-        device_points = cuda.device_array((n_inputs, chunk), np.float64)
-        device_margins = cuda.device_array(chunk, np.float64)
+        if self._sample_scratch is None or len(self._sample_scratch[2]) < chunk:  # kept for the next call
+            self._sample_scratch = (
+                cuda.device_array((2, self.widest, chunk), np.float64),
+                cuda.device_array((chunk, n_inputs), np.float64),
+                cuda.device_array(chunk, np.float64),
+            )
+        values, device_points, device_margins = self._sample_scratch
         arguments = (kind, n_in, n_out, w_off, v_off, code, alpha, weights, vectors)
         step, device_c, device_d = (cuda.to_device(a) for a in (sequence_steps(n_inputs), c, d))
         device_lo, device_hi = cuda.to_device(lo), cuda.to_device(hi)
@@ -628,8 +633,8 @@ class DeviceNetworkBounds:
                 device_points,
                 device_margins,
             )
-            points[start : start + size] = device_points.copy_to_host()[:, :size].T
-            margins[start : start + size] = device_margins.copy_to_host()[:size]
+            points[start : start + size] = device_points[:size].copy_to_host()
+            margins[start : start + size] = device_margins[:size].copy_to_host()
         return points, margins
 
 
