@@ -460,6 +460,7 @@ class DeviceNetworkBounds:
         self.network = network
         self.scratch_bytes = scratch_bytes
         self._sample_scratch: tuple | None = None  # the sampling kernel's device arrays, once allocated
+        self._bounds_arrays: tuple | None = None  # the bounding kernel's (:meth:`_bounds_scratch`)
         ops = cpu._operations(network)
         kind, n_in, n_out, w_off, v_off, k_factor, t_term, code, alpha = ([] for _ in range(9))
         weights: list[np.ndarray] = []
@@ -565,12 +566,7 @@ class DeviceNetworkBounds:
         if n_boxes == 0 or n_rows == 0:
             return out
         chunk = min(n_boxes, self.chunk(n_rows))
-        rows = max(self.crown_rows, n_rows)
-        nodes = cuda.device_array((chunk, 3, self.slots), np.float64)
-        lines = cuda.device_array((chunk, 4, self.slots), np.float64)
-        scratch = cuda.device_array((chunk, 3, self.widest + 1, rows), np.float64)
-        row_bounds = cuda.device_array((chunk, rows), np.float64)
-        device_out = cuda.device_array((chunk, n_rows), np.float64)
+        nodes, lines, scratch, row_bounds, device_out = self._bounds_scratch(chunk, n_rows)
         device_c, device_d = cuda.to_device(c), cuda.to_device(d)
         kernel = bounds_kernel()
         threads = self.threads(n_rows)
@@ -592,6 +588,23 @@ class DeviceNetworkBounds:
             )
             out[first : first + count] = device_out[:count].copy_to_host()
         return out
+
+    def _bounds_scratch(self, chunk: int, n_rows: int) -> tuple:
+        """The bounding kernel's device arrays for ``chunk`` boxes of ``n_rows`` rows: those of the
+        last call where they hold as many boxes of as many rows (a search bounds its boxes in many
+        launches; allocating them each time cost more than some launches), else new ones."""
+        kept = self._bounds_arrays
+        if kept is None or kept[0] < chunk or kept[1] != n_rows:
+            rows = max(self.crown_rows, n_rows)
+            arrays = (
+                cuda.device_array((chunk, 3, self.slots), np.float64),
+                cuda.device_array((chunk, 4, self.slots), np.float64),
+                cuda.device_array((chunk, 3, self.widest + 1, rows), np.float64),
+                cuda.device_array((chunk, rows), np.float64),
+                cuda.device_array((chunk, n_rows), np.float64),
+            )
+            kept = self._bounds_arrays = (chunk, n_rows, arrays)
+        return kept[2]
 
     def sample_margins(self, lo, hi, c, d, count: int, first: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """The margin ``max_k (c[k] . N(x) + d[k])`` in floating point at ``count`` points of the box
