@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .model import enclose
-from .network import Elementwise, Layer, Network, forward_step
+from .network import Network, forms_and_gradient
 from .vnnlib import Region
 
 STARTS = 64  # the centre and this many uniform random starts less one
@@ -63,56 +63,10 @@ def candidates(network: Network, region: Region, seed: int = 0, sample: Sampler 
     x[0] = 0.5 * (lower + upper)
     with np.errstate(all="ignore"):
         for _ in range(STEPS + 1):
-            margin, gradient = margin_and_gradient(network, c, d, x)
+            margin, gradient = forms_and_gradient(network, c, d, x)
             hits = np.flatnonzero(margin <= 0)
             if len(hits):
                 return x[hits[np.argsort(margin[hits], kind="stable")[:CANDIDATES]]]
             x = np.clip(x - step * np.sign(gradient), lower, upper)
             step = step * STEP_FACTOR
     return np.empty((0, network.n_inputs))
-
-
-def margin_and_gradient(network: Network, c: np.ndarray, d: np.ndarray, x: np.ndarray):
-    """The margin ``max_k (c[k] . N(x) + d[k])`` at each row of ``x`` (B x n) and its gradient
-    there (of the form attaining the max), in floating point."""
-    values, inputs = x, []  # each step's activation input (None for an elementwise step)
-    for step in network.steps:
-        values, z = forward_step(step, values)
-        inputs.append(z)
-    forms = values @ c.T + d
-    best = np.argmax(forms, axis=1)
-    gradient = c[best]
-    for step, z in zip(reversed(network.steps), reversed(inputs)):
-        gradient = _backward(step, z, gradient)
-    return forms[np.arange(len(x)), best], gradient
-
-
-def _backward(step, z: np.ndarray | None, gradient: np.ndarray) -> np.ndarray:
-    """The gradient with respect to the step's input from the one of its output (``z``: its
-    activation's input, from :func:`.network.forward_step`)."""
-    if isinstance(step, Elementwise):
-        return gradient * _ELEMENTWISE_SLOPE[step.op](step.constant)
-    gradient = gradient * _slope(step.activation, step.alpha, z)
-    return gradient @ step.weights if isinstance(step, Layer) else gradient
-
-
-_ELEMENTWISE_SLOPE = {
-    "add": np.ones_like,
-    "sub": np.ones_like,
-    "rsub": lambda c: -np.ones_like(c),
-    "mul": lambda c: c,
-    "div": lambda c: 1.0 / c,
-}
-
-
-def _slope(name: str, alpha: float, z: np.ndarray) -> np.ndarray:
-    if name == "relu":
-        return (z > 0).astype(np.float64)
-    if name == "leaky_relu":
-        return np.where(z > 0, 1.0, alpha)
-    if name == "tanh":
-        return 1.0 - np.tanh(z) ** 2
-    if name in ("sigmoid", "softplus"):  # softplus' slope is the sigmoid
-        s = 0.5 * (1.0 + np.tanh(0.5 * z))
-        return s * (1.0 - s) if name == "sigmoid" else s
-    return np.ones_like(z)

@@ -201,6 +201,52 @@ def _activate(name: str, alpha: float, z: np.ndarray) -> np.ndarray:
     return z
 
 
+def forms_and_gradient(network: Network, c: np.ndarray, d: np.ndarray, x: np.ndarray, combine: str = "max"):
+    """The largest (``combine`` "max") or smallest ("min") of the forms ``c[k] . N(x) + d[k]`` at
+    each row of ``x`` (B x n) and its gradient there (of the form attaining it), in floating point."""
+    values, inputs = x, []  # each step's activation input (None for an elementwise step)
+    for step in network.steps:
+        values, z = forward_step(step, values)
+        inputs.append(z)
+    forms = values @ c.T + d
+    chosen = np.argmax(forms, axis=1) if combine == "max" else np.argmin(forms, axis=1)
+    gradient = c[chosen]
+    for step, z in zip(reversed(network.steps), reversed(inputs)):
+        gradient = _backward(step, z, gradient)
+    return forms[np.arange(len(x)), chosen], gradient
+
+
+def _backward(step, z: np.ndarray | None, gradient: np.ndarray) -> np.ndarray:
+    """The gradient with respect to the step's input from the one of its output (``z``: its
+    activation's input, from :func:`forward_step`)."""
+    if isinstance(step, Elementwise):
+        return gradient * _ELEMENTWISE_SLOPE[step.op](step.constant)
+    gradient = gradient * _slope(step.activation, step.alpha, z)
+    return gradient @ step.weights if isinstance(step, Layer) else gradient
+
+
+_ELEMENTWISE_SLOPE = {
+    "add": np.ones_like,
+    "sub": np.ones_like,
+    "rsub": lambda c: -np.ones_like(c),
+    "mul": lambda c: c,
+    "div": lambda c: 1.0 / c,
+}
+
+
+def _slope(name: str, alpha: float, z: np.ndarray) -> np.ndarray:
+    if name == "relu":
+        return (z > 0).astype(np.float64)
+    if name == "leaky_relu":
+        return np.where(z > 0, 1.0, alpha)
+    if name == "tanh":
+        return 1.0 - np.tanh(z) ** 2
+    if name in ("sigmoid", "softplus"):  # softplus' slope is the sigmoid
+        s = 0.5 * (1.0 + np.tanh(0.5 * z))
+        return s * (1.0 - s) if name == "sigmoid" else s
+    return np.ones_like(z)
+
+
 def _vector(values) -> np.ndarray:
     array = np.array(values, dtype=np.float64)
     if array.ndim != 1 or not np.all(np.isfinite(array)):

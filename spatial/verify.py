@@ -42,9 +42,9 @@ import numpy as np
 
 from ..core.compiling import in_cache, recording
 from .bnb import minimize
-from .falsify import candidates, margin_and_gradient
+from .falsify import candidates
 from .model import Model, enclose, maximum
-from .network import Network
+from .network import Network, forms_and_gradient
 from .network_bounds import NetworkBounds, output_bounds
 from .options import MinimizeOptions
 from .vnnlib import Atom, Property, Region
@@ -267,7 +267,7 @@ def _split_search(
         lowest = [heapq.heappop(open_boxes) for _ in range(min(batch, len(open_boxes)))]
         los, his = np.array([box[2] for box in lowest]), np.array([box[3] for box in lowest])
         centres = np.minimum(np.maximum(0.5 * los + 0.5 * his, los), his)
-        margins = margin_and_gradient(network, c, d, centres)[0]
+        margins = forms_and_gradient(network, c, d, centres)[0]
         for k in np.flatnonzero(margins <= 0)[np.argsort(margins[margins <= 0], kind="stable")]:
             verdict = _checked(network, region, centres[k].tolist(), nodes, began)
             if verdict.answer == "sat":

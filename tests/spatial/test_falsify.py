@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from pbbflow.spatial import Model
-from pbbflow.spatial.falsify import candidates, inner_box, margin_and_gradient
+from pbbflow.spatial.falsify import candidates, inner_box
 from pbbflow.spatial.floateval import evaluate_float
 from pbbflow.spatial.model import ACTIVATIONS
-from pbbflow.spatial.network import Activation, Elementwise, Layer, Network
+from pbbflow.spatial.network import Activation, Elementwise, Layer, Network, forms_and_gradient
 from pbbflow.spatial.vnnlib import Atom, Region
 
 
@@ -42,13 +42,13 @@ def form_tape(network: Network, row: np.ndarray, offset: float):
 
 
 @pytest.mark.parametrize("activation", ACTIVATIONS)
-def test_margin_and_gradient_against_the_tape_and_finite_differences(activation):
+def test_forms_and_gradient_against_the_tape_and_finite_differences(activation):
     rng = np.random.default_rng(ACTIVATIONS.index(activation))
     network = mixed_network(rng, activation)
     c, d = np.array([[1.0, -2.0], [-0.5, 1.0]]), np.array([0.25, -0.75])
     tape = [form_tape(network, row, offset) for row, offset in zip(c, d)]
     points = rng.uniform(-2.0, 2.0, (50, 3))
-    margin, gradient = margin_and_gradient(network, c, d, points)
+    margin, gradient = forms_and_gradient(network, c, d, points)
     h = 1e-6
     for point, m, g in zip(points, margin, gradient):
         values = [evaluate_float(t, point)[0] for t in tape]

@@ -467,7 +467,7 @@ def sampled_networks() -> dict[str, Network]:
 def test_sampled_margins_are_the_hosts_at_the_sampled_points(name):
     """The sampling kernel's points lie in the box and follow the R_d sequence from ``first``; its
     margins are numpy's forward pass at those points (up to the sums' order)."""
-    from pbbflow.spatial.falsify import margin_and_gradient
+    from pbbflow.spatial.network import forms_and_gradient
 
     network = sampled_networks()[name]
     rng = np.random.default_rng(18)
@@ -481,7 +481,7 @@ def test_sampled_margins_are_the_hosts_at_the_sampled_points(name):
     assert np.all(points[:, 0] == lo[0])
     assert len({tuple(p) for p in points}) == (40 if n > 1 else 1)
     with np.errstate(all="ignore"):
-        expected = margin_and_gradient(network, c, d, points)[0]
+        expected = forms_and_gradient(network, c, d, points)[0]
     scale = np.abs(expected) + np.abs(c).sum() * max(1.0, np.abs(points).max())
     assert np.all(np.abs(margins - expected) <= 1e-9 * scale), (margins, expected)
     later, _ = device.sample_margins(lo, hi, c, d, 10, first=33)
