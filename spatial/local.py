@@ -76,13 +76,28 @@ class _NonFiniteJacobian(Exception):
     a point where a function is undefined)."""
 
 
+def network_gradients(problem: Problem):
+    """For an unconstrained problem whose objective is a network objective, the function giving f
+    and its Jacobian at a point from the layers as matrices
+    (:meth:`.network.NetworkObjective.value_and_jacobian`); a tape with a slot per weight took
+    0.26 ms a point on a 2-64-64-1 network. None for any other problem."""
+    from .network import NetworkObjective
+
+    objective = None if problem.tape.n_ineq or problem.tape.n_eq else NetworkObjective.of(problem)
+    if objective is None:
+        return None
+    n_vars = problem.dimension
+    return lambda x: objective.value_and_jacobian(x, n_vars)
+
+
 class _LocalSolver:
     """SLSQP from a start point within the domain; every result is offered to the incumbent, then
     pulled inside the inequalities (by SLSQP, then by Newton steps) until one verifies.
 
-    Derivatives are analytic (:func:`.floateval.float_gradients`): one forward pass per
-    distinct point gives the objective, the constraints and all their gradients, cached for the
-    calls SLSQP makes at that point.  A solve that asks for a gradient that is not finite is
+    Derivatives are analytic (:func:`.floateval.float_gradients`, or for an unconstrained network
+    objective its layers as matrices, :func:`network_gradients`): one forward pass per distinct
+    point gives the objective, the constraints and all their gradients, cached for the calls
+    SLSQP makes at that point.  A solve that asks for a gradient that is not finite is
     redone from its start with scipy's finite differences (``fallbacks`` counts them).  A solve
     with equalities need not be more precise than a small share of the search's gap tolerance,
     ``max(eps_abs, eps_rel |f|)``, and of ``incumbent.feas_tol`` (:class:`_Stall`)."""
@@ -92,7 +107,7 @@ class _LocalSolver:
 
         self.problem, self.incumbent, self.evaluate = problem, incumbent, evaluate_float
         self.eps_abs, self.eps_rel = eps_abs, eps_rel
-        self.gradients = float_gradients(problem.tape)
+        self.gradients = network_gradients(problem) or float_gradients(problem.tape)
         kinks = _objective_kinks(problem.tape)
         self.kink_arguments = float_gradients(problem.tape, kinks) if len(kinks) else None
         self.count = 0

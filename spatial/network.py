@@ -298,6 +298,19 @@ class NetworkObjective:
             values = forward_step(step, values)[0]
         return self.combined(values @ self.c.T + self.d)
 
+    def value_and_jacobian(self, x: np.ndarray, n_vars: int) -> tuple[np.ndarray, np.ndarray]:
+        """The objective at the point ``x`` (all ``n_vars`` variables) as one output, and its
+        Jacobian (1 x n_vars), in floating point: the local solver's, from the layers as matrices."""
+        point = np.asarray(x, dtype=np.float64)
+        if point.shape != (n_vars,):
+            raise ValueError(f"the point has shape {point.shape}; the objective needs ({n_vars},)")
+        inputs = list(self.inputs)
+        with np.errstate(all="ignore"):  # a value that is not finite is the solver's to handle
+            value, gradient = forms_and_gradient(self.network, self.c, self.d, point[None, inputs], self.combine)
+        jacobian = np.zeros((1, n_vars))
+        jacobian[0, inputs] = gradient[0]
+        return value, jacobian
+
     def to_json(self) -> dict:
         """Plain JSON; one row is written as it was before rows existed (a flat c, a number d)."""
         document = {"network": self.network.to_json(), "inputs": list(self.inputs)}

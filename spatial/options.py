@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bounds import Mode, evaluate_point, feasible_values, is_feasible
+from .bounds import Mode, feasible_values
 from .defaults import CPU_SUBDOMAINS, EPS_ABS, EPS_REL, FEAS_TOL
 from .problem import Problem
 
@@ -159,6 +159,24 @@ def check_uniform_split(options: MinimizeOptions) -> None:
         )
 
 
+def network_point_values(problem: Problem):
+    """For a problem whose objective is a network objective and which has no constraints, the
+    function giving f's verified values at points from the network's layers
+    (:meth:`.network_bounds.NetworkBounds.objective_point_values`): the same enclosure as f's tape
+    gives, in a few matrix products rather than one pass of a tape with a slot per weight (on a
+    2-64-64-1 network, 26 ms for the first candidates against far less). None for any other problem."""
+    from .network import NetworkObjective
+    from .network_bounds import NetworkBounds
+
+    if problem.tape.n_ineq or problem.tape.n_eq:
+        return None
+    objective = NetworkObjective.of(problem)
+    if objective is None:
+        return None
+    bounds = NetworkBounds(objective.network)
+    return lambda points: bounds.objective_point_values(objective, points)
+
+
 class _Incumbent:
     """The best verified point so far."""
 
@@ -166,16 +184,25 @@ class _Incumbent:
         self.problem, self.feas_tol = problem, feas_tol
         self.value = math.inf
         self.x: np.ndarray | None = None
+        self._network = network_point_values(problem)
+
+    def verified_values(self, points: np.ndarray) -> np.ndarray:
+        """The upper end of f's rigorous enclosure at each point (k x d, in the domain), NaN where
+        a point is not feasible: one pass of f's tape, or for an unconstrained network objective
+        one of its layers (:func:`network_point_values`)."""
+        if self._network is not None:
+            return self._network(points)
+        return feasible_values(self.problem.tape, points, self.feas_tol)
 
     def offer(self, x: np.ndarray) -> bool:
         """Take ``x`` when it verifies and improves the upper bound."""
         x = np.clip(np.asarray(x, dtype=np.float64), self.problem.lower, self.problem.upper)
         if not np.all(np.isfinite(x)):
             return False
-        value = evaluate_point(self.problem.tape, x)
-        if not is_feasible(value, self.feas_tol) or not value.f_hi < self.value:
+        value = self.verified_values(x[None, :])[0]
+        if not value < self.value:  # NaN: not feasible
             return False
-        self.value, self.x = float(value.f_hi), x.copy()
+        self.value, self.x = float(value), x.copy()
         return True
 
     def offer_many(self, points: np.ndarray) -> np.ndarray:
@@ -188,7 +215,7 @@ class _Incumbent:
         points = np.clip(points[finite], self.problem.lower, self.problem.upper)
         if not len(points):
             return values
-        values[finite] = found = feasible_values(self.problem.tape, points, self.feas_tol)
+        values[finite] = found = self.verified_values(points)
         if np.all(np.isnan(found)):
             return values
         best = int(np.nanargmin(found))

@@ -682,3 +682,86 @@ def test_the_error_term_of_a_backward_step_is_that_of_a_sum_over_the_layers_outp
     step = _affine(Layer(np.ones((64, 1)), np.zeros(64), "relu"))
     assert (step.k_factor, step.t_term) == _matmul_error_constants(64)
     assert _matmul_error_constants(64)[0] > _matmul_error_constants(2)[0]
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_objective_point_values_are_above_the_exact_values_and_tight(seed):
+    """The network objective's verified values at points (the incumbent's, for an unconstrained
+    network objective): at or above arb's exact max (min) of the forms at each point, within a few
+    ulps of the floating-point value, and those of the objective's own inputs (others ignored)."""
+    rng = np.random.default_rng(500 + seed)
+    network = random_network(rng)
+    rows = int(rng.integers(1, 4))
+    c, d = rng.normal(0.0, 1.0, (rows, network.n_outputs)), rng.normal(0.0, 1.0, rows)
+    n_vars = network.n_inputs + 1
+    inputs = tuple(int(i) for i in rng.permutation(n_vars)[: network.n_inputs])
+    bounds = NetworkBounds(network)
+    for combine in ("max", "min"):
+        objective = NetworkObjective(network, inputs, c, d, combine)
+        at = rng.uniform(-2.0, 2.0, (12, n_vars))
+        values = bounds.objective_point_values(objective, at)
+        estimates = objective.float_values(at)
+        for x, value, estimate in zip(at, values, estimates):
+            forms = [arb_objective(network, x[list(inputs)], c[k], float(d[k])) for k in range(rows)]
+            exact = forms[0]
+            for form in forms[1:]:
+                exact = exact.max(form) if combine == "max" else exact.min(form)
+            if not np.isfinite(estimate):
+                continue
+            assert value == value and not (exact > value), f"{value!r} below the exact value {exact}"
+            assert value - estimate <= 1e-9 * max(1.0, abs(estimate)) * (1.0 + np.abs(c).sum())
+
+
+def test_objective_point_values_of_an_undefined_point_are_nan():
+    network = Network(1, (Layer(np.array([[1e308], [-1e308]]), np.zeros(2), "linear"),))
+    objective = NetworkObjective(network, (0,), np.array([[1.0, 1.0]]), np.zeros(1))
+    values = NetworkBounds(network).objective_point_values(objective, np.array([[0.0], [10.0]]))
+    assert values[0] == 0.0 and np.isnan(values[1])
+
+
+@pytest.mark.parametrize("combine", ["max", "min"])
+def test_the_objectives_jacobian_is_the_tapes(combine):
+    """The local solver's value and Jacobian of an unconstrained network objective (from the
+    layers as matrices) equal those of f's tape, to rounding, away from kinks."""
+    from pbbflow.spatial.floateval import float_gradients
+    from pbbflow.spatial.local import network_gradients
+
+    rng = np.random.default_rng(7)
+    network = random_network(rng, activations=("tanh", "sigmoid", "softplus", "leaky_relu", "linear"), kind="float64")
+    model = Model("jacobian")
+    x = model.variables(network.n_inputs + 1, -1, 1)
+    y = network(x[1:])
+    model.minimize(y[0] if network.n_outputs == 1 else (maximum if combine == "max" else minimum)(*y))
+    problem = model.problem()
+    assert NetworkObjective.of(problem) is not None
+    ours, tape = network_gradients(problem), float_gradients(problem.tape)
+    for point in rng.uniform(-1.0, 1.0, (10, problem.dimension)):
+        (value, jacobian), (tape_value, tape_jacobian) = ours(point), tape(point)
+        assert value.shape == (1,) and jacobian.shape == (1, problem.dimension)
+        assert np.allclose(value, tape_value, rtol=1e-12, atol=1e-12)
+        assert np.allclose(jacobian, tape_jacobian, rtol=1e-9, atol=1e-12)
+    model.subject_to(x[0] <= 0.5)
+    assert network_gradients(model.problem()) is None
+
+
+def test_the_incumbent_verifies_a_network_objective_through_its_layers():
+    """An unconstrained network objective's incumbent takes its verified values from the layers:
+    the same as f's tape's to a few ulps, and at or above arb's exact values; with a constraint,
+    from the tape."""
+    from pbbflow.spatial.bounds import feasible_values
+
+    network = deep_relu_network(np.random.default_rng(12), [2, 16, 16, 1])
+    model = Model("incumbent")
+    x = model.variables(2, -2, 2)
+    model.minimize(network(x)[0])
+    problem = model.problem()
+    incumbent = _Incumbent(problem, 1e-6)
+    at = np.random.default_rng(13).uniform(-2.0, 2.0, (50, 2))
+    values, tape = incumbent.verified_values(at), feasible_values(problem.tape, at, 1e-6)
+    assert np.allclose(values, tape, rtol=1e-12, atol=1e-12)
+    for point, value in zip(at, values):
+        assert not (arb_network(network, point)[0] > value)
+    assert incumbent.offer(at[0]) and incumbent.value == values[0]
+    assert incumbent.offer_many(at)[3] == values[3] and incumbent.value == values.min()
+    model.subject_to(x[0] <= 1.0)
+    assert _Incumbent(model.problem(), 1e-6)._network is None
