@@ -48,7 +48,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from maingo_reference import solve_with_maingo  # noqa: E402
 
 from pbbflow.spatial.bnb import minimize  # noqa: E402
 from pbbflow.spatial.defaults import GPU_SUBDOMAINS  # noqa: E402
@@ -141,6 +140,8 @@ def compare(
     without ``--gpus`` (``pbbflow_auto``, the GPU part with ``gpu_subdomains``), MAiNGO with
     interval bounds (``maingo_interval``) and SCIP (``scip``, one thread), less the runners named
     in ``skip``; runs alternate order."""
+    from maingo_reference import solve_with_maingo  # here: --merge runs without maingopy
+
     box = (problem.tape, problem.lower, problem.upper)
     runners = {
         "pbbflow": lambda: _pbbflow(problem, subdomains, time_limit),
