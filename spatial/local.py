@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 
@@ -83,7 +84,7 @@ class _NonFiniteJacobian(Exception):
 NETWORK_GRADIENT_SLOTS = 5000
 
 
-def network_gradients(problem: Problem):
+def network_gradients(problem: Problem) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None:
     """For an unconstrained problem whose objective is a network objective with a tape of at
     least :data:`NETWORK_GRADIENT_SLOTS` slots, the function giving f and its Jacobian at a point
     from the layers as matrices (:meth:`.network.NetworkObjective.value_and_jacobian`). None for

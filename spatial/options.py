@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -159,7 +160,7 @@ def check_uniform_split(options: MinimizeOptions) -> None:
         )
 
 
-def network_point_values(problem: Problem):
+def network_point_values(problem: Problem) -> Callable[[np.ndarray], np.ndarray] | None:
     """For a problem whose objective is a network objective and which has no constraints, the
     function giving f's verified values at points from the network's layers
     (:meth:`.network_bounds.NetworkBounds.objective_point_values`): an enclosure as tight as f's
