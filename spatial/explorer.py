@@ -409,7 +409,7 @@ def bounds_whole_boxes(problem: Problem) -> bool:
     with f's tape over each, 27 in 142 s; without the tape and on every network objective, 27 in
     91 s, 30.5 s of them on the 27 proved (80.5 s before), the eight 2-D runs of 48-304 weights
     3.3x faster too (docs/performance.md)."""
-    return NetworkObjective.of(problem) is not None and not problem.tape.n_ineq + problem.tape.n_eq
+    return NetworkObjective.of_unconstrained(problem) is not None
 
 
 class Exploration(ExplorationBase):

@@ -91,9 +91,8 @@ def network_gradients(problem: Problem) -> Callable[[np.ndarray], tuple[np.ndarr
     any other problem, whose tape gives them."""
     from .network import NetworkObjective
 
-    constrained = problem.tape.n_ineq or problem.tape.n_eq
     small = len(problem.tape.op) < NETWORK_GRADIENT_SLOTS
-    objective = None if constrained or small else NetworkObjective.of(problem)
+    objective = None if small else NetworkObjective.of_unconstrained(problem)
     if objective is None:
         return None
     n_vars = problem.dimension

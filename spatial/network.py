@@ -325,6 +325,14 @@ class NetworkObjective:
         return None if document is None else cls.from_json(document)
 
     @classmethod
+    def of_unconstrained(cls, problem: Problem) -> NetworkObjective | None:
+        """The network objective of ``problem`` where it has no constraints, else None: such a
+        problem's f is the objective alone, so its boxes, points and gradients can come from the
+        layers (:func:`.explorer.bounds_whole_boxes`, :func:`.options.network_point_values`,
+        :func:`.local.network_gradients`)."""
+        return None if problem.tape.n_ineq or problem.tape.n_eq else cls.of(problem)
+
+    @classmethod
     def from_json(cls, document: dict) -> NetworkObjective:
         """The objective :meth:`to_json` wrote; ProblemError for anything malformed."""
         try:

@@ -170,9 +170,7 @@ def network_point_values(problem: Problem) -> Callable[[np.ndarray], np.ndarray]
     from .network import NetworkObjective
     from .network_bounds import NetworkBounds
 
-    if problem.tape.n_ineq or problem.tape.n_eq:
-        return None
-    objective = NetworkObjective.of(problem)
+    objective = NetworkObjective.of_unconstrained(problem)
     if objective is None:
         return None
     bounds = NetworkBounds(objective.network)

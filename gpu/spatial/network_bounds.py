@@ -613,7 +613,8 @@ class DeviceNetworkBounds:
         lo, hi = _launch_layout(lo), _launch_layout(hi)
         c, d = _launch_layout(c), _launch_layout(d)
         n_inputs = self.network.n_inputs
-        if lo.shape != (n_inputs,) or hi.shape != lo.shape or not (np.all(np.isfinite(lo)) and np.all(lo <= hi)):
+        finite = np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))
+        if lo.shape != (n_inputs,) or hi.shape != lo.shape or not (finite and np.all(lo <= hi)):
             raise ValueError(f"the box must be two finite vectors of {n_inputs} values with lo <= hi")
         if c.ndim != 2 or c.shape[1] != self.network.n_outputs or d.shape != (len(c),) or len(c) == 0:
             raise ValueError(f"c must be rows of {self.network.n_outputs} values and d one value a row")

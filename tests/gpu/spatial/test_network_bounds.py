@@ -507,7 +507,8 @@ def test_the_sequence_fills_the_box_evenly():
 def test_bad_sample_requests_are_refused():
     device = DeviceNetworkBounds(NETWORKS["relu-2-4-4-2"])
     c, d = np.ones((1, 2)), np.zeros(1)
-    for lo, hi in ((np.zeros(3), np.ones(3)), (np.ones(2), np.zeros(2)), (np.full(2, -np.inf), np.ones(2))):
+    boxes = (np.zeros(3), np.ones(3)), (np.ones(2), np.zeros(2)), (np.full(2, -np.inf), np.ones(2))
+    for lo, hi in (*boxes, (np.zeros(2), np.full(2, np.inf)), (np.full(2, np.nan), np.ones(2))):
         with pytest.raises(ValueError, match="box"):
             device.sample_margins(lo, hi, c, d, 4)
     with pytest.raises(ValueError, match="rows"):
