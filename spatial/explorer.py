@@ -27,6 +27,7 @@ rigorously where it is offered.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import math
@@ -182,7 +183,7 @@ class ExplorationBase:
     (``gpu.spatial.bnb.GpuExploration``): the value they prune with, their certified bound, offers,
     shares and the run loop. A subclass sets ``problem``, ``options``, ``began``, ``incumbent``,
     ``local``, ``n_per_dim``, ``subdomains_per_box``, ``nodes``, ``settled_lb``, ``unsplittable``, ``unsplittable_lb``, ``_scale``,
-    ``_lagrangians`` (empty) and ``_ub_elsewhere`` and holds the open boxes (``remaining``, ``replace``,
+    ``_lagrangians`` (empty), ``_ub_elsewhere`` and ``_network`` (None without a network objective) and holds the open boxes (``remaining``, ``replace``,
     ``settle``, ``_lowest``, ``_open_count``, ``_count_below``) and its step (``_step``), which bounds
     each box below the level with the Lagrangian of ``_lagrangians`` nearest it (:func:`.lagrangian.nearest`)."""
 
@@ -228,13 +229,16 @@ class ExplorationBase:
 
     def _first_incumbents(self, root_point: np.ndarray) -> None:
         """Before the first split, the root bounded: with ``options.first_incumbents`` offer the
-        centre and grid of :mod:`.first` in one evaluation, then solve locally from the root's best
-        point ``root_point`` (NaN: none) and the best of those points until the search is done."""
+        root's best point ``root_point`` (NaN: none) moved onto the objective's kinks, then the
+        centre and grid of :mod:`.first` in one evaluation, then solve locally from ``root_point``
+        and the best of those points until the search is done."""
         if not np.all(np.isfinite(root_point)):
             return
         if not self.options.first_incumbents:
             if self.local is not None:
                 self._solve_locally(root_point)
+            return
+        if self.local is not None and self._offer_on_kinks(root_point):
             return
         problem = self.problem
         n_grid = subdomains_per_dim(self.options.subdomains, problem.dimension)
@@ -242,19 +246,24 @@ class ExplorationBase:
         values = self.incumbent.offer_many(points)
         if self.local is None:
             return
-        for start in (root_point, *local_starts(points, values, skip=root_point)):
+        for k, start in enumerate((root_point, *local_starts(points, values, skip=root_point))):
             if self.done:
                 return
-            self._solve_locally(start)
+            self._solve_locally(start, polish=k > 0)  # the root's point was polished first
 
-    def _solve_locally(self, start: np.ndarray) -> None:
+    def _offer_on_kinks(self, start: np.ndarray) -> bool:
+        """Offer ``start`` moved onto the objective's kinks (:meth:`.local._LocalSolver.polished`);
+        whether that ended the search (Bukin N.6: then no grid and no local solve are needed)."""
+        on_kinks = self.local.polished(start)
+        return on_kinks is not start and self.incumbent.offer(on_kinks) and self.done
+
+    def _solve_locally(self, start: np.ndarray, polish: bool = True) -> None:
         """A local solve; one that improves the incumbent brings the multipliers at its optimum, one
         whose local optimum ties the incumbent (another optimum of a symmetric problem) brings its
-        multipliers too. The start moved onto the objective's kinks (:meth:`.local._LocalSolver.polished`)
-        is offered first: where it ends the search, no solve is needed."""
+        multipliers too. With ``polish`` the start moved onto the objective's kinks is offered
+        first (:meth:`_offer_on_kinks`): where it ends the search, no solve is needed."""
         before = self.incumbent.value
-        on_kinks = self.local.polished(start)
-        if on_kinks is not start and self.incumbent.offer(on_kinks) and self.done:
+        if polish and self._offer_on_kinks(start):
             return
         optimum = self.local.run(start)
         if optimum is not None:
@@ -319,7 +328,8 @@ class ExplorationBase:
         """Explore best first until nothing is left below the prune level, ``time_limit`` seconds
         or ``node_limit`` boxes bounded in this call (0 or less: stop unless done), or
         ``should_stop()``, checked between steps; ``progress`` gets a snapshot every ``progress_seconds``."""
-        with one_blas_thread():  # numba's threads and the network bounds' use the cores
+        # a network objective's bounds and points are BLAS's work: numba's threads and theirs use the cores
+        with one_blas_thread() if self._network is not None else contextlib.nullcontext():
             return self._run(should_stop, time_limit, node_limit, progress, progress_seconds)
 
     def _run(

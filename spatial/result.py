@@ -8,7 +8,7 @@ from .boxes import BoxSet
 from .describe import result_fields
 from .options import MinimizeOptions, threshold_answer
 from .problem import Problem
-from .work import BoxSpace
+from .work import BoxSpace, BoxWork
 
 # a search's own counters: every spatial result names them all, null where its search has none (the
 # GPU's on the CPU; a run, whose explorers' are not gathered), so that ``--json`` has one set of keys
@@ -36,7 +36,7 @@ def box_result(
     if threshold is not None:
         status = Status.LIMIT if threshold["holds"] is None else Status.DECIDED
     space = BoxSpace(problem.lower, problem.upper)
-    work = [space.decode(remaining.to_bytes())]
+    work = [BoxWork(remaining, space)]
     return Result(
         kind="spatial",
         name=problem.name,

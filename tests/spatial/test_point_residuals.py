@@ -234,3 +234,19 @@ def test_bukin6_point_value_and_proof():
     assert result.lower_bound <= 0.0 < result.objective < 1e-6
     at_x = arb_outputs(problem.tape, result.x)[0]
     assert encloses(-math.inf, result.objective, at_x) is True  # the reported value is an upper bound there
+
+
+def test_bukin6_ends_at_its_polished_root_point_before_the_grid(monkeypatch):
+    """Issue 35 (Bukin N.6's fixed cost): the root's best point moved onto the kinks is offered
+    first; it verifies below 1e-6 and the root's bound is 0, so the search ends there, with no grid
+    of first candidates evaluated and no local solve."""
+    from pbbflow.spatial import explorer
+
+    def no_grid(*args):
+        raise AssertionError("the grid of first candidates was evaluated")
+
+    monkeypatch.setattr(explorer, "first_candidates", no_grid)
+    result = minimize(load_problem(BUKIN), MinimizeOptions(parallel=False))
+    assert result.status == "optimal" and result.nodes == 1
+    assert result.extras["local_solves"] == 0
+    assert result.lower_bound <= 0.0 < result.objective < 1e-6
