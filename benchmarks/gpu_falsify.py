@@ -28,7 +28,7 @@ from verify_falsify import acas_network_and_report, add_instance_options, larges
 from pbbflow.gpu.spatial.network_bounds import DeviceNetworkBounds, load_kernel  # noqa: E402
 from pbbflow.spatial.falsify import candidates  # noqa: E402
 from pbbflow.spatial.options import MinimizeOptions  # noqa: E402
-from pbbflow.spatial.verify import _checked, load_code  # noqa: E402
+from pbbflow.spatial.verify import checked_verdict, load_code  # noqa: E402
 from pbbflow.spatial.vnnlib import parse_vnnlib  # noqa: E402
 
 
@@ -38,7 +38,7 @@ def falsified(network, prop, sample=None) -> dict:
     began = time.perf_counter()
     for region in prop.regions:
         for point in candidates(network, region, sample=sample):
-            if _checked(network, region, point.tolist(), 0, began).answer == "sat":
+            if checked_verdict(network, region, point.tolist(), 0, began).answer == "sat":
                 return {"answer": "sat", "nodes": 0, "seconds": round(time.perf_counter() - began, 4)}
     return {"answer": "none", "nodes": 0, "seconds": round(time.perf_counter() - began, 4)}
 

@@ -97,9 +97,9 @@ def verify(
         if (left is not None and left <= 0) or (should_stop is not None and should_stop()):
             return Verdict("timeout", None, None, nodes, time.perf_counter() - began)
         if not region.atoms:  # every input of the box is a counterexample
-            return _checked(network, region, [enclose(a)[1] for a in region.lower], nodes, began)
+            return checked_verdict(network, region, [enclose(a)[1] for a in region.lower], nodes, began)
         for point in candidates(network, region, sample=sample) if falsify else ():  # a descent costs milliseconds
-            verdict = _checked(network, region, point.tolist(), nodes, began)
+            verdict = checked_verdict(network, region, point.tolist(), nodes, began)
             if verdict.answer == "sat":
                 return verdict
         form = _double_form(region.atoms, network.n_outputs)
@@ -116,7 +116,7 @@ def verify(
         if holds is None:
             return Verdict("timeout", None, None, nodes, time.perf_counter() - began)
         if not holds:
-            return _checked(network, region, list(result.x), nodes, began)
+            return checked_verdict(network, region, list(result.x), nodes, began)
     return Verdict("unsat", None, None, nodes, time.perf_counter() - began)
 
 
@@ -180,7 +180,7 @@ def _affine(atom: Atom, y: list):
     return total
 
 
-def _checked(network: Network, region: Region, x: list[float], nodes: int, began: float) -> Verdict:
+def checked_verdict(network: Network, region: Region, x: list[float], nodes: int, began: float) -> Verdict:
     """``sat`` where ``x`` satisfies the exact property (its rational box; every atom over a
     rigorous enclosure of the outputs at x), else ``unknown``."""
     seconds = time.perf_counter() - began
@@ -269,7 +269,7 @@ def _split_search(
         centres = np.minimum(np.maximum(0.5 * los + 0.5 * his, los), his)
         margins = forms_and_gradient(network, c, d, centres)[0]
         for k in np.flatnonzero(margins <= 0)[np.argsort(margins[margins <= 0], kind="stable")]:
-            verdict = _checked(network, region, centres[k].tolist(), nodes, began)
+            verdict = checked_verdict(network, region, centres[k].tolist(), nodes, began)
             if verdict.answer == "sat":
                 return verdict
         rows = np.arange(len(los))
