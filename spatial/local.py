@@ -20,6 +20,11 @@ from .problem import Problem
 INWARD_MARGINS = (0.0, 1e-10, 1e-8, 1e-6)  # how far a local optimum is pulled inside its inequalities
 RESTORE_STEPS = 3  # Newton steps onto the margin, where SLSQP's own pull leaves a point that does not verify
 SLSQP_OPTIONS = {"maxiter": 200, "ftol": 1e-12}
+# an unconstrained network objective's solves stop after this many iterations: on a ReLU network's
+# kinks SLSQP's line searches stall (branin-2-64-64-1-relu: 1,387 evaluations in its 4 solves, 626 with
+# this cap). Over the 27 network problems of benchmarks/spatial_splits.py's set that are proved, one
+# thread: 5,581 evaluations against 3,739, the same boxes in every run (network_local_solves.py)
+NETWORK_SLSQP_ITERATIONS = 30
 STALLED_ITERATIONS = 3  # a solve with equalities ends once its iterates are feasible and f stood still this often
 TAIL_SHARE = 0.01  # ... or once they are feasible to this share of feas_tol and f's tail is below this share of the gap
 KINK_STEPS = 8  # Newton steps onto the kinks of the objective's abs terms (:meth:`_LocalSolver.polished`)
@@ -99,6 +104,16 @@ def network_gradients(problem: Problem) -> Callable[[np.ndarray], tuple[np.ndarr
     return lambda x: objective.value_and_jacobian(x, n_vars)
 
 
+def _slsqp_options(problem: Problem) -> dict:
+    """SLSQP's options: :data:`SLSQP_OPTIONS`, with at most :data:`NETWORK_SLSQP_ITERATIONS` for an
+    unconstrained network objective."""
+    from .network import NetworkObjective
+
+    if NetworkObjective.of_unconstrained(problem) is None:
+        return SLSQP_OPTIONS
+    return {**SLSQP_OPTIONS, "maxiter": NETWORK_SLSQP_ITERATIONS}
+
+
 class _LocalSolver:
     """SLSQP from a start point within the domain; every result is offered to the incumbent, then
     pulled inside the inequalities (by SLSQP, then by Newton steps) until one verifies.
@@ -117,9 +132,11 @@ class _LocalSolver:
         self.problem, self.incumbent, self.evaluate = problem, incumbent, evaluate_float
         self.eps_abs, self.eps_rel = eps_abs, eps_rel
         self.gradients = network_gradients(problem) or float_gradients(problem.tape)
+        self.options = _slsqp_options(problem)
         kinks = _objective_kinks(problem.tape)
         self.kink_arguments = float_gradients(problem.tape, kinks) if len(kinks) else None
         self.count = 0
+        self.evaluations = 0  # points at which f, the constraints and their Jacobian were evaluated (:meth:`_at`)
         self.fallbacks = 0
         self.seconds = 0.0
         self.bounds = list(zip(problem.lower.tolist(), problem.upper.tolist()))
@@ -136,6 +153,7 @@ class _LocalSolver:
         if key != self._key:
             self._values, self._jacobian = self.gradients(x)
             self._key = key
+            self.evaluations += 1
         return self._values, self._jacobian
 
     def _rows(self, x: np.ndarray, rows) -> np.ndarray:
@@ -192,7 +210,7 @@ class _LocalSolver:
                     jac=gradient,
                     bounds=self.bounds,
                     constraints=constraints,
-                    options=SLSQP_OPTIONS,
+                    options=self.options,
                     callback=self._stall(margin) if tape.n_eq else None,
                 )
             except (ValueError, ArithmeticError):  # a start where the functions are undefined

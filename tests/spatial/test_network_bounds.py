@@ -750,6 +750,34 @@ def test_the_objectives_jacobian_is_the_tapes(combine, monkeypatch):
     assert network_gradients(model.problem()) is None
 
 
+def test_a_network_objectives_local_solves_stop_after_the_network_cap():
+    """An unconstrained network objective's SLSQP solves stop after NETWORK_SLSQP_ITERATIONS (a ReLU
+    network's kinks stall its line searches); with a constraint, or without a network, they keep
+    SLSQP_OPTIONS. A capped solve on a ReLU network still ends at a point no worse than its start."""
+    from pbbflow.spatial.local import NETWORK_SLSQP_ITERATIONS, SLSQP_OPTIONS, _LocalSolver
+
+    rng = np.random.default_rng(11)
+    network = random_network(rng, activations=("relu",), kind="float64")
+    model = Model("capped")
+    x = model.variables(network.n_inputs, -1, 1)
+    model.minimize(network(x)[0])
+    problem = model.problem()
+    incumbent = _Incumbent(problem, 1e-6)
+    solver = _LocalSolver(problem, incumbent)
+    assert solver.options == {**SLSQP_OPTIONS, "maxiter": NETWORK_SLSQP_ITERATIONS}
+    start = np.zeros(problem.dimension)
+    solver.run(start)
+    assert 0 < solver.evaluations  # distinct points, each evaluated once
+    assert incumbent.x is not None
+    assert incumbent.value <= float(evaluate_float(problem.tape, start)[0]) + 1e-9
+    model.subject_to(x[0] <= 0.5)
+    assert _LocalSolver(model.problem(), _Incumbent(model.problem(), 1e-6)).options is SLSQP_OPTIONS
+    plain = Model("no network")
+    y = plain.variables(2, -1, 1)
+    plain.minimize(y[0] * y[0] + y[1])
+    assert _LocalSolver(plain.problem(), _Incumbent(plain.problem(), 1e-6)).options is SLSQP_OPTIONS
+
+
 def test_the_incumbent_verifies_a_network_objective_through_its_layers():
     """An unconstrained network objective's incumbent takes its verified values from the layers:
     the same as f's tape's to a few ulps, and at or above arb's exact values; with a constraint,
