@@ -45,6 +45,14 @@ NETWORK_FOLDERS = (SHARED / "ann", HERE / "networks")
 CLASS_FOLDERS = (SHARED / "spatial", HERE / "problems")
 
 
+def json_files(folder: Path, pattern: str = "*.json") -> list[Path]:
+    """The files of ``folder`` matching ``pattern``, sorted. A folder that is not there stops the
+    benchmark: a tree copied away from ``../shared/data`` would otherwise run without its problems."""
+    if not folder.is_dir():
+        raise SystemExit(f"{folder}: no such folder, so its problems would be left out (see the module)")
+    return sorted(folder.glob(pattern))
+
+
 def _maximized(path: Path):
     """Minus the output of the ANN file at ``path``, to be minimized."""
     ann = AnnNetwork.from_document(read_json(path, path.name), path.name)
@@ -57,10 +65,10 @@ def _maximized(path: Path):
 def problems(which: str) -> list:
     """The problems of set ``which`` (see the module)."""
     if which == "class":
-        files = sorted(p for folder in CLASS_FOLDERS for p in folder.glob("*.json"))
+        files = sorted(p for folder in CLASS_FOLDERS for p in json_files(folder))
         return [*map(load_problem, files), load_problem("peaks-ann")]
     chosen = []
-    for path in sorted(p for folder in NETWORK_FOLDERS for p in folder.glob("*.json") if p.name != "manifest.json"):
+    for path in sorted(p for folder in NETWORK_FOLDERS for p in json_files(folder) if p.name != "manifest.json"):
         if path.name == "results.json":
             continue
         chosen.append(load_problem(path))

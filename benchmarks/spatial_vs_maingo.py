@@ -49,6 +49,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from spatial_splits import json_files  # noqa: E402
+
 from pbbflow.spatial.bnb import minimize  # noqa: E402
 from pbbflow.spatial.defaults import GPU_SUBDOMAINS  # noqa: E402
 from pbbflow.spatial.load import load_problem  # noqa: E402
@@ -78,7 +80,7 @@ def _pbbflow(
 def problem_specs(data: Path = DATA, extra: Sequence[Path] = (PROBLEMS,)) -> list[str]:
     """The problem files: ``B*``/``C*`` of ``data`` (its other files are not problems), then every
     JSON file of each ``extra`` folder."""
-    files = [*sorted(data.glob("[BC]*.json")), *(path for folder in extra for path in sorted(folder.glob("*.json")))]
+    files = [*json_files(data, "[BC]*.json"), *(path for folder in extra for path in json_files(folder))]
     return [str(path) for path in files]
 
 

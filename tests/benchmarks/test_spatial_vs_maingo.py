@@ -69,3 +69,18 @@ def test_merge_joins_rows_and_rates_both_routes_against_the_better_anchor(script
     assert c["anchor_open"] and c["anchor_s"] == 20.0 and c["speedup"] == 80.0 and "gpu_over_maingo" not in c
     gpu_only = script.merge([report("gpu", [{"problem": "a", "pbbflow_gpu": column("optimal", 0.5)}]), maingo])
     assert "auto_s" not in gpu_only["speedups"][0]
+
+
+def test_a_missing_problem_folder_stops_the_benchmark(script, tmp_path):
+    """A data folder that is not there (a tree copied away from ../shared/data) is an error naming
+    it, not a set with fewer problems."""
+    (tmp_path / "extra").mkdir()
+    (tmp_path / "extra" / "p.json").write_text("{}")
+    missing = tmp_path / "no-such-data"
+    with pytest.raises(SystemExit, match="no-such-data: no such folder"):
+        script.problem_specs(missing, [tmp_path / "extra"])
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "B1.json").write_text("{}")
+    (tmp_path / "data" / "README.json").write_text("{}")
+    specs = script.problem_specs(tmp_path / "data", [tmp_path / "extra"])
+    assert specs == [str(tmp_path / "data" / "B1.json"), str(tmp_path / "extra" / "p.json")]
