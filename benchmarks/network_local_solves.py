@@ -32,12 +32,15 @@ from pbbflow.spatial.options import MinimizeOptions  # noqa: E402
 
 
 def one_run(problem, cap: int, time_limit: float) -> dict:
-    """One solve with the cap in force: its counters."""
-    local.NETWORK_SLSQP_ITERATIONS = cap
+    """One solve with the cap in force (the module's own cap again afterwards): its counters."""
     options = MinimizeOptions(parallel=False, time_limit=time_limit)
-    began = time.perf_counter()
-    exploration = explorer.Exploration(problem, options)
-    result = run_to_end(exploration, began, None, None, 0.5, lambda: {"backend": "cpu"})
+    own, local.NETWORK_SLSQP_ITERATIONS = local.NETWORK_SLSQP_ITERATIONS, cap
+    try:
+        began = time.perf_counter()
+        exploration = explorer.Exploration(problem, options)
+        result = run_to_end(exploration, began, None, None, 0.5, lambda: {"backend": "cpu"})
+    finally:
+        local.NETWORK_SLSQP_ITERATIONS = own
     solver = exploration.local
     return {
         "status": str(result.status),

@@ -13,6 +13,7 @@ import numpy as np
 from .contract import _needed_slots
 from .defaults import EPS_ABS, EPS_REL
 from .lagrangian import ACTIVE, multipliers
+from .network import NetworkObjective
 from .opcodes import _ABS
 from .options import _Incumbent
 from .problem import Problem
@@ -89,29 +90,18 @@ class _NonFiniteJacobian(Exception):
 NETWORK_GRADIENT_SLOTS = 5000
 
 
-def network_gradients(problem: Problem) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None:
-    """For an unconstrained problem whose objective is a network objective with a tape of at
-    least :data:`NETWORK_GRADIENT_SLOTS` slots, the function giving f and its Jacobian at a point
-    from the layers as matrices (:meth:`.network.NetworkObjective.value_and_jacobian`). None for
-    any other problem, whose tape gives them."""
-    from .network import NetworkObjective
-
-    small = len(problem.tape.op) < NETWORK_GRADIENT_SLOTS
-    objective = None if small else NetworkObjective.of_unconstrained(problem)
-    if objective is None:
+def network_gradients(
+    problem: Problem, objective: NetworkObjective | None
+) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None:
+    """For a problem with an unconstrained network objective ``objective``
+    (:meth:`.network.NetworkObjective.of_unconstrained`; None: it has none) and a tape of at least
+    :data:`NETWORK_GRADIENT_SLOTS` slots, the function giving f and its Jacobian at a point from the
+    layers as matrices (:meth:`.network.NetworkObjective.value_and_jacobian`). None for any other
+    problem, whose tape gives them."""
+    if objective is None or len(problem.tape.op) < NETWORK_GRADIENT_SLOTS:
         return None
     n_vars = problem.dimension
     return lambda x: objective.value_and_jacobian(x, n_vars)
-
-
-def _slsqp_options(problem: Problem) -> dict:
-    """SLSQP's options: :data:`SLSQP_OPTIONS`, with at most :data:`NETWORK_SLSQP_ITERATIONS` for an
-    unconstrained network objective."""
-    from .network import NetworkObjective
-
-    if NetworkObjective.of_unconstrained(problem) is None:
-        return SLSQP_OPTIONS
-    return {**SLSQP_OPTIONS, "maxiter": NETWORK_SLSQP_ITERATIONS}
 
 
 class _LocalSolver:
@@ -131,8 +121,10 @@ class _LocalSolver:
 
         self.problem, self.incumbent, self.evaluate = problem, incumbent, evaluate_float
         self.eps_abs, self.eps_rel = eps_abs, eps_rel
-        self.gradients = network_gradients(problem) or float_gradients(problem.tape)
-        self.options = _slsqp_options(problem)
+        network = NetworkObjective.of_unconstrained(problem)  # read once: its document is parsed
+        self.gradients = network_gradients(problem, network) or float_gradients(problem.tape)
+        # SLSQP's options, capped for a network objective (NETWORK_SLSQP_ITERATIONS)
+        self.options = SLSQP_OPTIONS if network is None else {**SLSQP_OPTIONS, "maxiter": NETWORK_SLSQP_ITERATIONS}
         kinks = _objective_kinks(problem.tape)
         self.kink_arguments = float_gradients(problem.tape, kinks) if len(kinks) else None
         self.count = 0

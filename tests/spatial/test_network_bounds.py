@@ -738,16 +738,19 @@ def test_the_objectives_jacobian_is_the_tapes(combine, monkeypatch):
     model.minimize(y[0] if network.n_outputs == 1 else (maximum if combine == "max" else minimum)(*y))
     problem = model.problem()
     assert NetworkObjective.of(problem) is not None
-    assert network_gradients(problem) is None  # a small tape gives them itself
+    objective = NetworkObjective.of_unconstrained(problem)
+    assert network_gradients(problem, objective) is None  # a small tape gives them itself
     monkeypatch.setattr(local, "NETWORK_GRADIENT_SLOTS", 0)
-    ours, tape = network_gradients(problem), float_gradients(problem.tape)
+    ours, tape = network_gradients(problem, objective), float_gradients(problem.tape)
     for point in rng.uniform(-1.0, 1.0, (10, problem.dimension)):
         (value, jacobian), (tape_value, tape_jacobian) = ours(point), tape(point)
         assert value.shape == (1,) and jacobian.shape == (1, problem.dimension)
         assert np.allclose(value, tape_value, rtol=1e-12, atol=1e-12)
         assert np.allclose(jacobian, tape_jacobian, rtol=1e-9, atol=1e-12)
     model.subject_to(x[0] <= 0.5)
-    assert network_gradients(model.problem()) is None
+    constrained = model.problem()
+    assert NetworkObjective.of_unconstrained(constrained) is None
+    assert network_gradients(constrained, None) is None
 
 
 def test_a_network_objectives_local_solves_stop_after_the_network_cap():
