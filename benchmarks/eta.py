@@ -3,13 +3,14 @@
 For each instance (UB = optimum: the tree is fixed, so the nodes left in a remaining work unit are
 known exactly once the proof is done) the explorer runs to the end once (N nodes, T seconds), then
 again from scratch stopped at 10 % and at 50 % of N (``max_nodes``); the remaining work is
-probed (``flowshop.estimate``) as the driver does (``workflow.eta.ESTIMATE_SECONDS`` per estimate,
-several seeds) and the prediction is set against the truth: N - nodes done, and the time the full
-run took for the rest.  Estimators compared, all from probes of the same duration:
+estimated (``flowshop.estimate``) as the driver does on a host without spare cores (one thread,
+``workflow.eta.BUSY_SHARE`` of ``REFRESH_SECONDS`` per estimate, several seeds) and the prediction
+is set against the truth: N - nodes done, and the time the full run took for the rest.  Estimators
+compared, from enumerations of the same duration:
 
-* ``alpha=A``: the probes' mean, children drawn with weight (UB - LB)**A (A = 0: Knuth's uniform);
-* ``ratio``: nodes done x S(left) / S(done), both sums probed (alpha = ``estimate.ALPHA``, half the
-  time each): the probes' bias cancels where it is alike on both sides.
+* ``enumeration``: the mean of the enumerations, their nodes kept per depth fitted to the time;
+* ``ratio``: nodes done x S(left) / S(done), both sums enumerated (half the time each): the
+  enumerations' bias cancels where it is alike on both sides.
 
     python benchmarks/eta.py --instances ta028 ta029 ta030 --out eta.json
     python benchmarks/eta.py --backend gpu --ivms 16384                      # ta021-ta030, ta023 forward
@@ -55,7 +56,6 @@ OPTIMA = {
 }
 DEFAULT = [f"ta{k:03d}" for k in range(21, 31)] + ["ta023:forward"]
 POINTS = (0.1, 0.5)
-ALPHAS = (0.0, 0.5, 1.0)
 SEEDS = 3
 
 
@@ -85,14 +85,11 @@ def instance(spec: str, jobs: int | None) -> tuple[str, np.ndarray, str, int]:
 
 def estimates(p, branch, ub, left, done, nodes_done: int, seconds: float) -> dict:
     """Every estimator's prediction of the nodes in ``left`` (SEEDS runs each)."""
-    from pbbflow.flowshop.estimate import ALPHA, Prober
+    from pbbflow.flowshop.estimate import Prober
 
-    out = {}
-    for alpha in ALPHAS:
-        prober = Prober(p, branch=branch, alpha=alpha)
-        runs = [prober.estimate(left, ub, seconds=seconds, seed=s) for s in range(SEEDS)]
-        out[f"alpha={alpha:g}"] = [{"nodes": e.nodes, "low": e.low, "high": e.high, "probes": e.probes} for e in runs]
-    prober = Prober(p, branch=branch, alpha=ALPHA)
+    prober = Prober(p, branch=branch)
+    runs = [prober.estimate(left, ub, seconds=seconds, seed=s) for s in range(SEEDS)]
+    out = {"enumeration": [{"nodes": e.nodes, "low": e.low, "high": e.high, "samples": e.samples} for e in runs]}
     ratios = []
     for s in range(SEEDS):
         s_left = prober.estimate(left, ub, seconds=seconds / 2, seed=s)
@@ -103,7 +100,7 @@ def estimates(p, branch, ub, left, done, nodes_done: int, seconds: float) -> dic
                 "nodes": s_left.nodes * scale,
                 "low": s_left.low * scale,
                 "high": s_left.high * scale,
-                "probes": s_left.probes + s_done.probes,
+                "samples": s_left.samples + s_done.samples,
             }
         )
     out["ratio"] = ratios
@@ -210,7 +207,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=None, help="cut every instance to its first JOBS jobs")
     parser.add_argument("--threads", type=int, default=2, help="CPU explorer threads")
     parser.add_argument("--ivms", type=int, default=16384, help="GPU explorer IVMs")
-    parser.add_argument("--seconds", type=float, default=None, help="probing per estimate (default: the driver's)")
+    parser.add_argument("--seconds", type=float, default=None, help="enumerating per estimate (default: the driver's)")
     parser.add_argument("--out", default=None, help="also write the JSON here")
     parser.add_argument("--commit", default=None, help="the pbbflow commit measured (default: git HEAD)")
     parser.add_argument(
@@ -222,9 +219,9 @@ def main() -> None:
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--total", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    from pbbflow.workflow.eta import ESTIMATE_SECONDS
+    from pbbflow.workflow.eta import BUSY_SHARE, REFRESH_SECONDS
 
-    seconds = ESTIMATE_SECONDS if args.seconds is None else args.seconds
+    seconds = BUSY_SHARE * REFRESH_SECONDS if args.seconds is None else args.seconds
     if args.one:  # a fresh process per instance
         print(json.dumps(run_one(args.one, args.backend, args.threads, args.ivms, args.jobs, seconds, args.total)))
         return
@@ -264,7 +261,6 @@ def main() -> None:
             cwd=os.path.dirname(os.path.abspath(__file__)),
         ).stdout.strip()
     )
-    from pbbflow.flowshop.estimate import ALPHA
 
     report = {
         "benchmark": "eta",
@@ -275,8 +271,7 @@ def main() -> None:
             "processor": platform.processor() or platform.machine(),
             "python": platform.python_version(),
         },
-        "probe_seconds_per_estimate": seconds,
-        "default_alpha": ALPHA,
+        "seconds_per_estimate": seconds,
         "seeds": SEEDS,
         "overall": overall(runs),
         "runs": runs,

@@ -6,8 +6,9 @@ Two checks that need no full run of their own (for trees too large to prove agai
   estimate of the nodes left) against the node count N of the finished proof of the same tree: at
   each share of N done, the estimate shown then, the truth N - nodes done, their ratio and whether
   the range held the truth.
-* ``whole NAME:UB:TOTAL ...``: probes (``flowshop.estimate``) of the whole tree of an instance under a
-  fixed UB for ``--seconds`` each, ``--seeds`` times per ``--alphas`` value, against its known size.
+* ``whole NAME:UB:TOTAL ...``: enumerations (``flowshop.estimate``) of the whole tree of an instance
+  under a fixed UB for ``--seconds`` each, ``--seeds`` times per ``--kept`` value, against its known
+  size.
 
     pbbflow solve ta056 --ub 3680 --heuristic-workers 0 --run r.zarr --time-limit 440 --json
     pbbflow info r.zarr --json > info.json
@@ -56,8 +57,8 @@ def history(info: dict, total: int, shares: list[float]) -> list[dict]:
     return rows
 
 
-def whole(spec: str, seconds: float, alphas: list[float], seeds: int) -> dict:
-    """Probes of the whole tree of ``NAME:UB:TOTAL`` against ``TOTAL``."""
+def whole(spec: str, seconds: float, kept_counts: list[int], seeds: int) -> dict:
+    """Enumerations of the whole tree of ``NAME:UB:TOTAL`` against ``TOTAL``."""
     from pbbflow.flowshop.estimate import Prober
     from pbbflow.flowshop.intervals import WorkUnit
     from pbbflow.flowshop.load import load_instance
@@ -66,14 +67,15 @@ def whole(spec: str, seconds: float, alphas: list[float], seeds: int) -> dict:
     p = load_instance(name).p
     work = WorkUnit.full(p.shape[0])
     out = {"instance": name, "ub": int(ub), "total_nodes": int(total), "seconds_per_estimate": seconds}
-    for alpha in alphas:
-        prober = Prober(p, alpha=alpha)
-        prober.estimate(work, int(ub), seconds=0.0)  # load the code
+    for kept in kept_counts:
+        prober = Prober(p, kept=kept)
+        prober.estimate(work, int(ub), seconds=0.0, max_samples=1)  # load the code
         runs = [prober.estimate(work, int(ub), seconds=seconds, seed=s) for s in range(seeds)]
-        out[f"alpha={alpha:g}"] = {
+        out[f"kept={kept}"] = {
             "predicted_over_actual": [round(e.nodes / int(total), 6) for e in runs],
             "range_covers": [e.low <= int(total) <= e.high for e in runs],
-            "probes": [e.probes for e in runs],
+            "samples": [e.samples for e in runs],
+            "seconds": [round(e.seconds, 3) for e in runs],
         }
     return out
 
@@ -85,10 +87,10 @@ def main() -> None:
     h.add_argument("info", help="the run's `pbbflow info --json` output")
     h.add_argument("--total", type=int, required=True, help="nodes of the finished proof of the same tree")
     h.add_argument("--shares", type=float, nargs="+", default=[0.1, 0.5])
-    w = commands.add_parser("whole", help="probes of whole trees against their known size")
+    w = commands.add_parser("whole", help="enumerations of whole trees against their known size")
     w.add_argument("trees", nargs="+", metavar="NAME:UB:TOTAL")
     w.add_argument("--seconds", type=float, default=1.0)
-    w.add_argument("--alphas", type=float, nargs="+", default=[0.0, 1.0, 3.0])
+    w.add_argument("--kept", type=int, nargs="+", default=[1024, 8192, 32768], help="nodes kept per depth")
     w.add_argument("--seeds", type=int, default=4)
     args = parser.parse_args()
     if args.command == "history":
@@ -104,7 +106,7 @@ def main() -> None:
     else:
         report = {
             "benchmark": "eta_check whole",
-            "trees": [whole(t, args.seconds, args.alphas, args.seeds) for t in args.trees],
+            "trees": [whole(t, args.seconds, args.kept, args.seeds) for t in args.trees],
         }
     print(json.dumps(report, indent=1))
 

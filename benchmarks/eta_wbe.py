@@ -23,8 +23,9 @@ import time
 import numba
 import numpy as np
 
+from pbbflow.flowshop.calibrate import row_weights
 from pbbflow.flowshop.choices import BOUND_NAMES, BRANCH_NAMES
-from pbbflow.flowshop.estimate import _enter, row_weights
+from pbbflow.flowshop.estimate import _enter
 from pbbflow.flowshop.ivm import IVM, Problem, set_root
 from pbbflow.flowshop.load import load_instance
 

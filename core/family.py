@@ -230,9 +230,12 @@ class EstimatesWork(Protocol):
     """A run instance that can estimate its work left (optional: ``workflow.eta`` estimates where
     the instance is one; flow shop: ``flowshop.estimate``)."""
 
-    def estimate_left(self, work: StoredWork, ub: Any, seconds: float) -> tuple[float, float, float] | None:
+    def estimate_left(
+        self, work: StoredWork, ub: Any, seconds: float, threads: int = 1
+    ) -> tuple[float, float, float] | None:
         """(nodes, low, high): the nodes explorers would decompose in ``work`` under the incumbent ``ub``
-        and a range of that estimate, from about ``seconds`` of sampling; None when it cannot say."""
+        and a range of that estimate, from about ``seconds`` of sampling on ``threads`` threads; None
+        when it cannot say."""
 
 
 class Family(Protocol):

@@ -18,12 +18,48 @@ import numba
 import numpy as np
 
 from .choices import DEFAULT_BOUND, DEFAULT_BRANCH, bound_code, branch_code
-from .estimate import _enter, _overlap, draw_cell, row_weights, work_rows
+from .estimate import _enter, _overlap, work_rows
 from .factoradic import digits_to_int, factorial
 from .intervals import WorkUnit
 from .ivm import IVM, Problem, set_root
 
 _jit = numba.njit(cache=True, nogil=True)
+
+
+@_jit
+def child_weight(ub, lb, alpha):
+    """A child's probe weight ``(UB - LB)**alpha`` (1 where LB >= UB)."""
+    return float(ub - lb) ** alpha if ub > lb else 1.0
+
+
+@_jit
+def row_weights(ivm, level, ub, alpha, weight):
+    """The probe weights of row ``level``'s cells into ``weight`` (0 for pruned cells); their sum."""
+    M, dirs, work = ivm[0], ivm[2], ivm[9]
+    lbf, lbb = work[0], work[1]
+    mass = 0.0
+    for c in range(M.shape[0] - level):
+        weight[c] = 0.0
+        if M[level, c] < 0:
+            continue
+        weight[c] = child_weight(ub, lbf[c] if dirs[level] == 0 else lbb[c], alpha)
+        mass += weight[c]
+    return mass
+
+
+@_jit
+def draw_cell(weight, cells, mass):
+    """One of the first ``cells`` cells, drawn with probability ``weight[c] / mass`` (``mass`` > 0:
+    the sum of the positive weights)."""
+    draw = np.random.random() * mass
+    chosen = -1
+    for c in range(cells):
+        if weight[c] > 0.0:
+            chosen = c
+            draw -= weight[c]
+            if draw < 0.0:
+                break
+    return chosen
 
 
 @_jit

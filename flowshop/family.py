@@ -306,16 +306,19 @@ class FlowShopRun:
             remaining,
         )
 
-    def estimate_left(self, work: WorkUnit, ub: int, seconds: float) -> tuple[float, float, float] | None:
-        """Random probes of the explorers' tree in ``work`` under ``ub`` (``flowshop.estimate``), for
-        about ``seconds``: the nodes left and the range of that estimate; None while a first run's
-        probes are still being compiled apart (``warmup.compile_eta_apart``)."""
+    def estimate_left(
+        self, work: WorkUnit, ub: int, seconds: float, threads: int = 1
+    ) -> tuple[float, float, float] | None:
+        """Sampled enumerations of the explorers' tree in ``work`` under ``ub`` (``flowshop.estimate``),
+        for about ``seconds`` on ``threads`` threads: the nodes left and the range of that estimate;
+        None while a first run's estimate code is still being compiled apart
+        (``warmup.compile_eta_apart``)."""
         from .warmup import eta_code_ready
 
         if not eta_code_ready():
             return None
-        if self._prober is None:
-            self._prober = Prober(self.p, bound=self.options["bound"], branch=self.options["branch"])
+        if self._prober is None or self._prober.threads != threads:
+            self._prober = Prober(self.p, bound=self.options["bound"], branch=self.options["branch"], threads=threads)
         estimate = self._prober.estimate(work, int(ub), seconds=seconds)
         return estimate.nodes, estimate.low, estimate.high
 

@@ -15,14 +15,17 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..core.compiling import usable_cores
 from ..core.devices import gpu_count
 from ..core.errors import ClusterError
 
@@ -108,11 +111,6 @@ class SlurmOptions:
     tls: bool = False
     interface: str | None = None
     start_timeout: float = 600.0
-
-
-def usable_cores() -> int:
-    """CPU cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def import_jobqueue() -> None:
@@ -265,6 +263,20 @@ def connected_workers(client: Client) -> dict[str, dict]:
     its return, so it may name no worker at all.
     """
     return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
+
+
+def threads_here(workers: dict[str, dict]) -> int:
+    """The threads of the workers (``connected_workers``) that run on this host: in this process,
+    on the loopback, or at one of this host's addresses."""
+    here = {LOOPBACK, "::1", "localhost", socket.gethostname()}
+    with contextlib.suppress(OSError):
+        here |= {a[4][0] for a in socket.getaddrinfo(socket.gethostname(), None)}
+    threads = 0
+    for address, info in workers.items():
+        parts = urllib.parse.urlsplit(address)
+        if parts.scheme == "inproc" or parts.hostname in here:
+            threads += int(info.get("nthreads", 1))
+    return threads
 
 
 def dashboard_link(client: Client) -> str | None:

@@ -1,10 +1,10 @@
 """A run's ETA: its family's estimate of the nodes left, divided by the recent node rate.
 
-A family whose run instance has ``estimate_left`` (``core.family.EstimatesWork``; flow shop: random
-probes of the explorers' tree, ``flowshop.estimate``) is asked for an estimate of the nodes left in
-the remaining work under the incumbent, on a background thread of the driver, every
-``REFRESH_SECONDS`` for ``ESTIMATE_SECONDS``: a checkpoint or a poll never waits for it, except
-the final checkpoint, which gets one estimate of the final work.  Between two estimates the nodes
+A family whose run instance has ``estimate_left`` (``core.family.EstimatesWork``; flow shop: sampled
+enumerations of the explorers' tree, ``flowshop.estimate``) is asked for an estimate of the nodes left in
+the remaining work under the incumbent, on background threads of the driver, every
+``REFRESH_SECONDS`` for a share of that time: a checkpoint or a poll never waits for it, except
+the final checkpoint, which gets one estimate of the final work (``FINAL_SECONDS`` at most).  Between two estimates the nodes
 done since are taken off.  The run store keeps the estimates as series columns (``COLUMNS``,
 absent from older stores and from families without estimates): ``info`` and the final result
 read the ETA from there.
@@ -24,8 +24,12 @@ import numpy as np
 from ..core.family import EstimatesWork
 from ..core.progress import Eta
 
-ESTIMATE_SECONDS = 0.3  # probing per estimate (one thread, the GIL released)
 REFRESH_SECONDS = 10.0  # a new estimate of the remaining work this often
+# The share of that time an estimate takes (the GIL released): on one thread where the host's cores
+# are all explorers', on the threads it can spare beside them (``estimate_threads``)
+BUSY_SHARE, SPARE_SHARE = 0.1, 0.4
+FINAL_SECONDS = 1.0  # at most for the estimate of a stopped run's final work (its checkpoint waits)
+MAX_THREADS = 8
 RATE_WINDOW_S = 60.0  # the node rate of the ETA: over this much of the latest samples
 COLUMNS = ("estimate_nodes", "estimate_low", "estimate_high")  # run-store series: nodes left, its range
 
@@ -51,8 +55,8 @@ def recent_rate(t: np.ndarray, nodes: np.ndarray, window: float = RATE_WINDOW_S)
 def left_after(estimate: tuple[float, ...], since: int) -> tuple[float, ...] | None:
     """An estimate ``(nodes, low, high)`` of the nodes left, less the ``since`` nodes done after it
     was made (never below 0); None once those reach the estimate itself: the run has outgrown it,
-    so it says nothing of what is left (measured on ta056 with UB 3680: the probes' estimates were
-    10^2-10^4 times low, and an ETA of 0 s stood for most of the proof).  An estimate of 0 with
+    so it says nothing of what is left (measured on ta056 with UB 3680: the random probes used before
+    the enumerations were 10^2-10^4 times low, and an ETA of 0 s stood for most of the proof).  An estimate of 0 with
     nothing done since (no work left, or none under the UB) stays 0."""
     if since > 0 and since >= estimate[0]:
         return None
@@ -81,12 +85,24 @@ def eta_curve(t, nodes, left, low, high, window: float = RATE_WINDOW_S) -> tuple
         return tuple(np.where(rate > 0, np.asarray(v, dtype=float) / rate, np.nan) for v in (left, low, high))
 
 
+def estimate_threads(busy: int, cores: int) -> int:
+    """Threads for the estimates on a host of ``cores`` cores whose explorers (and side heuristics)
+    keep ``busy`` of them: half of those left after the driver's own, 1 to ``MAX_THREADS``."""
+    return max(1, min(MAX_THREADS, (cores - busy - 1) // 2))
+
+
 class Estimator:
-    """Estimates of a run's nodes left from its instance's ``estimate_left``, made on a thread of
+    """Estimates of a run's nodes left from its instance's ``estimate_left``, made on threads of
     their own; disabled (``enabled`` False) for a family without estimates."""
 
-    def __init__(self, instance: Any, seconds: float = ESTIMATE_SECONDS, every: float = REFRESH_SECONDS) -> None:
-        self.instance, self.seconds, self.every = instance, seconds, every
+    def __init__(
+        self, instance: Any, threads: int = 1, seconds: float | None = None, every: float = REFRESH_SECONDS
+    ) -> None:
+        """``seconds`` per estimate: by default ``SPARE_SHARE`` of ``every`` where ``threads`` > 1,
+        else ``BUSY_SHARE``."""
+        if seconds is None:
+            seconds = every * (SPARE_SHARE if threads > 1 else BUSY_SHARE)
+        self.instance, self.threads, self.seconds, self.every = instance, threads, seconds, every
         self.enabled = isinstance(instance, EstimatesWork)
         self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pbbflow-estimate")
         self.pending: Future | None = None
@@ -116,12 +132,13 @@ class Estimator:
             self.generation += 1
         if self.pending is not None and state["remaining"]:
             self.pending.result()
-        self._estimate(state["remaining"], state["ub"], state["nodes"], self.generation)
+        self._estimate(state["remaining"], state["ub"], state["nodes"], self.generation, FINAL_SECONDS)
 
-    def _estimate(self, data: bytes, ub: Any, nodes: int, generation: int) -> None:
+    def _estimate(self, data: bytes, ub: Any, nodes: int, generation: int, most_seconds: float = math.inf) -> None:
         try:
             work = self.instance.decode_work(data=data)
-            estimate = (0.0, 0.0, 0.0) if not work else self.instance.estimate_left(work, ub, self.seconds)
+            seconds = min(self.seconds, most_seconds)
+            estimate = (0.0, 0.0, 0.0) if not work else self.instance.estimate_left(work, ub, seconds, self.threads)
         except Exception:  # an estimate is advice: the run goes on without it
             logging.getLogger(__name__).warning("pbbflow: no estimate of the work left", exc_info=True)
             return

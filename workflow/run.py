@@ -25,16 +25,17 @@ from typing import Any
 
 from distributed import Client, wait
 
+from ..core.compiling import usable_cores
 from ..core.defaults import CHECKPOINT_EVERY_S
 from ..core.errors import GpuError
 from ..core.family import RunInstance, StoredWork
 from ..core.progress import Eta, Progress
 from ..core.result import Result
 from ..storage.runstore import RunStore, RunStoreError
-from .cluster import connected_workers
+from .cluster import connected_workers, threads_here
 from .coordinator import Coordinator
 from .eta import COLUMNS as ESTIMATE_COLUMNS
-from .eta import Estimator, eta_of, recent_rate
+from .eta import Estimator, estimate_threads, eta_of, recent_rate
 from .history import activity_column
 from .protocol import Close, Estimate, Open, RunHandle, State, Stop
 from .tasks import explorer_task, heuristic_task
@@ -141,12 +142,12 @@ class _Session:
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pbbflow-checkpoint")
         self.pending = None
         instance = store.instance
-        self.estimator = Estimator(instance)
         ub, solution = instance.search_ub(), None
         if self.start.incumbent is not None and self.start.incumbent <= ub:  # the explorers get its solution
             ub, solution = self.start.incumbent, self.start.solution
         client.register_plugin(Coordinator())
         info = connected_workers(client)
+        self.estimator = Estimator(instance, threads=estimate_threads(threads_here(info), usable_cores()))
         space = instance.space()
         self.kind = space.kind
         self.ask(

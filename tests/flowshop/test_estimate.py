@@ -1,11 +1,11 @@
-"""Estimates of the nodes left (``flowshop.estimate``): the probes walk the explorers' own tree.
+"""Estimates of the nodes left (``flowshop.estimate``): enumerations of the explorers' own tree.
 
-The exact walk of the probed tree must count what the CPU explorer counts, for any bound,
-branching rule and work unit (UB = optimum: the tree is fixed).  The probes' mean must then match
-that count: each probe is an unbiased estimate (Knuth 1975, with any positive child weights), so
-the mean of K probes lies within a few standard errors of the truth; 5 standard errors leave a
-chance below 1e-6 per comparison under the central limit theorem (these trees are small, so the
-variance is finite and K = 20,000 is in its range), and the seeds are fixed.
+The exact walk of the enumerated tree must count what the CPU explorer counts, for any bound,
+branching rule and work unit (UB = optimum: the tree is fixed).  An enumeration that keeps every
+node must give that count exactly; one that keeps a few nodes per depth is an unbiased estimate of
+it, so the mean of K enumerations lies within a few standard errors of the truth; 5 standard
+errors leave a chance below 1e-6 per comparison under the central limit theorem (these trees are
+small, so the variance is finite and K = 20,000 is in its range), and the seeds are fixed.
 """
 
 import itertools
@@ -25,7 +25,8 @@ from pbbflow.flowshop.taillard import taillard_instance
 
 BOUNDS = tuple(BOUND_NAMES)  # every bound: a new one is tested as it is added
 BRANCHES = tuple(BRANCH_NAMES)  # every branching rule
-PROBES = 20_000
+SAMPLES = 20_000
+FEW = 3  # nodes kept per depth where the enumeration must sample
 TOLERANCE_SE = 5.0
 
 
@@ -82,24 +83,40 @@ def slices():
 
 
 @pytest.mark.parametrize("slack", [0, 25])
-def test_the_mean_of_the_probes_is_the_node_count(slack):
+def test_the_mean_of_the_enumerations_is_the_node_count(slack):
     """UB at the optimum (the explorer's own count) and above it (the fixed-UB tree's count)."""
     checked = 0
     for p, optimum in slices():
         ub = optimum + slack
-        prober = Prober(p)
+        prober = Prober(p, kept=FEW)
         work = WorkUnit.full(p.shape[0])
         exact = prober.exact(work, ub)
         if slack == 0:
             assert exact == explore(p, work, ub).nodes
-        values = prober.probes(work, ub, PROBES, seed=1)
+        values = prober.samples(work, ub, SAMPLES, seed=1)
         se = values.std(ddof=1) / np.sqrt(values.size)
         assert abs(values.mean() - exact) <= TOLERANCE_SE * se + 1e-9, (exact, values.mean(), se)
-        checked += exact > 1
-    assert checked >= 3  # not only trivial trees
+        checked += se > 0  # the enumeration sampled: not only trees narrower than FEW
+    assert checked >= 3
 
 
-def test_the_probes_keep_to_the_work():
+@pytest.mark.parametrize(("bound", "branch"), list(itertools.product(BOUNDS, BRANCHES)))
+def test_an_enumeration_that_keeps_every_node_counts_them_exactly(bound, branch):
+    """With more slots than any depth has nodes, nothing is sampled: the explorer's count, for every
+    work unit; with one slot, the root's children are still all counted (the width of depth 1)."""
+    rng = np.random.default_rng(9)
+    for p in random_instances(10, 8):
+        n = p.shape[0]
+        optimum, _ = brute_force_optimum(p)
+        everything, one = Prober(p, bound=bound, branch=branch, kept=int(factorial(n))), Prober(p, kept=1)
+        for work in units(n, rng):
+            nodes = explore(p, work, optimum, bound=bound, branch=branch).nodes
+            assert everything.samples(work, optimum, 2, seed=3).tolist() == [nodes, nodes]
+        by_depth = one.exact_by_depth(WorkUnit.full(n), optimum)
+        assert one.samples(WorkUnit.full(n), optimum, 1)[0] >= by_depth[:2].sum()
+
+
+def test_the_enumerations_keep_to_the_work():
     """An estimate over [a, b) and over two intervals against an exploration of the same work."""
     rng = np.random.default_rng(8)
     for p, optimum in slices():
@@ -107,11 +124,11 @@ def test_the_probes_keep_to_the_work():
         total = int(factorial(n))
         a, b = total // 5, total * 3 // 4
         c = int(rng.integers(b, total))
-        prober = Prober(p, alpha=0.0)  # Knuth's uniform choice is unbiased too
+        prober = Prober(p, kept=FEW)
         for work in (WorkUnit(n, [(a, b)]), WorkUnit(n, [(0, a // 3), (b, c)])):
             actual = explore(p, work, optimum).nodes
             assert prober.exact(work, optimum) == actual
-            values = prober.probes(work, optimum, PROBES, seed=2)
+            values = prober.samples(work, optimum, SAMPLES, seed=2)
             se = values.std(ddof=1) / np.sqrt(values.size)
             assert abs(values.mean() - actual) <= TOLERANCE_SE * se + 1e-9, (actual, values.mean(), se)
 
@@ -121,15 +138,15 @@ def test_no_work_no_nodes():
     prober = Prober(p)
     empty = WorkUnit.empty(20)
     assert prober.exact(empty, 1278) == 0
-    assert not prober.probes(empty, 1278, 10).any()
+    assert not prober.samples(empty, 1278, 10).any()
     estimate = prober.estimate(empty, 1278)
-    assert (estimate.nodes, estimate.low, estimate.high, estimate.probes) == (0.0, 0.0, 0.0, 0)
+    assert (estimate.nodes, estimate.low, estimate.high, estimate.samples) == (0.0, 0.0, 0.0, 0)
 
 
 def test_an_estimate_is_bounded_in_time_and_its_range_holds_the_mean():
     p = taillard_instance(21).p
     estimate = Prober(p).estimate(WorkUnit.full(20), 2297, seconds=0.2)
-    assert estimate.probes >= 64 and estimate.seconds < 2.0
+    assert estimate.samples >= 2 and estimate.seconds < 2.0
     assert 0 < estimate.low <= estimate.nodes <= estimate.high
     # ta021 with UB = optimum is 447,987,895 nodes (benchmarks/results/gpu_explorer_h200_2026-11-30.json)
     assert 447_987_895 / 20 < estimate.nodes < 447_987_895 * 20
@@ -137,7 +154,7 @@ def test_an_estimate_is_bounded_in_time_and_its_range_holds_the_mean():
 
 def test_summarise():
     estimate = summarise(np.array([1.0, 2.0, 3.0, 100.0]), seconds=0.5)
-    assert estimate.nodes == 26.5 and estimate.low <= 26.5 <= estimate.high and estimate.probes == 4
+    assert estimate.nodes == 26.5 and estimate.low <= 26.5 <= estimate.high and estimate.samples == 4
     assert np.isnan(summarise(np.zeros(0)).nodes)
 
 

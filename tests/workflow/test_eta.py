@@ -18,7 +18,21 @@ from pbbflow.flowshop.family import FlowShopRun, create_flowshop_run
 from pbbflow.flowshop.intervals import WorkUnit
 from pbbflow.flowshop.taillard import taillard_instance
 from pbbflow.storage.runstore import RunStore
-from pbbflow.workflow.eta import COLUMNS, Estimator, eta_curve, eta_of, left_after, recent_rate
+from pbbflow.workflow.cluster import threads_here
+from pbbflow.workflow.eta import (
+    BUSY_SHARE,
+    COLUMNS,
+    FINAL_SECONDS,
+    MAX_THREADS,
+    REFRESH_SECONDS,
+    SPARE_SHARE,
+    Estimator,
+    estimate_threads,
+    eta_curve,
+    eta_of,
+    left_after,
+    recent_rate,
+)
 from pbbflow.workflow.run import _Session, result_of
 
 FORMAT_2 = Path(__file__).parents[1] / "data" / "format2-ta021-stopped.zarr"
@@ -122,6 +136,36 @@ def test_an_estimate_the_run_has_outgrown_says_nothing():
     assert left_after((0.0, 0.0, 0.0), 5) is None  # yet nodes came: the estimate was wrong
 
 
+def test_estimates_use_the_cores_that_the_explorers_leave():
+    assert estimate_threads(busy=2, cores=2) == 1  # a laptop's CPU run: one thread, its share of a core
+    assert estimate_threads(busy=2, cores=16) == 6  # one GPU worker of two threads on a 16-core host
+    assert estimate_threads(busy=0, cores=128) == MAX_THREADS
+    workers = {"inproc://10.0.0.1/1/2": {"nthreads": 2}, "tcp://127.0.0.1:4000": {"nthreads": 3}}
+    assert threads_here(workers | {"tcp://192.0.2.7:4000": {"nthreads": 64}}) == 5  # 192.0.2.0/24: no host's
+    assert Estimator(types.SimpleNamespace(), threads=1).seconds == BUSY_SHARE * REFRESH_SECONDS
+    assert Estimator(types.SimpleNamespace(), threads=4).seconds == SPARE_SHARE * REFRESH_SECONDS
+
+
+def test_the_final_estimate_of_a_stopped_run_is_short():
+    """Its checkpoint waits for it: at most FINAL_SECONDS, whatever the share of a refresh."""
+    asked = []
+
+    class Recording:
+        def decode_work(self, data):
+            return [data] if data else []
+
+        def estimate_left(self, work, ub, seconds, threads=1):
+            asked.append((seconds, threads))
+            return (100.0, 50.0, 200.0)
+
+    estimator = Estimator(Recording(), threads=3, every=60.0)
+    estimator.final({"remaining": b"work", "ub": 1, "nodes": 20})
+    estimator.refresh(0.0, {"remaining": b"work", "ub": 1, "nodes": 20})
+    estimator.pending.result()
+    estimator.close()
+    assert asked == [(FINAL_SECONDS, 3), (SPARE_SHARE * 60.0, 3)]
+
+
 def test_a_family_without_estimates_has_no_estimator():
     estimator = Estimator(types.SimpleNamespace())
     assert not estimator.enabled and not estimator.due(1e9)
@@ -194,7 +238,7 @@ def test_the_final_estimate_of_a_finished_run_does_not_wait_and_is_not_overwritt
         def decode_work(self, data):
             return [data] if data else []
 
-        def estimate_left(self, work, ub, seconds):
+        def estimate_left(self, work, ub, seconds, threads=1):
             time.sleep(patience(0.5))
             return (100.0, 50.0, 200.0)
 
