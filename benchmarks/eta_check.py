@@ -6,9 +6,9 @@ Two checks that need no full run of their own (for trees too large to prove agai
   estimate of the nodes left) against the node count N of the finished proof of the same tree: at
   each share of N done, the estimate shown then, the truth N - nodes done, their ratio and whether
   the range held the truth.
-* ``whole NAME:UB:TOTAL ...``: enumerations (``flowshop.estimate``) of the whole tree of an instance
-  under a fixed UB for ``--seconds`` each, ``--seeds`` times per ``--kept`` value, against its known
-  size.
+* ``whole NAME:UB:TOTAL ...``: estimates (``flowshop.estimate``) of the whole tree of an instance
+  under a fixed UB for ``--seconds`` each on ``--threads`` threads, ``--seeds`` times per ``--kept``
+  value (default: fitted to the time, as the driver does), against its known size.
 
     pbbflow solve ta056 --ub 3680 --heuristic-workers 0 --run r.zarr --time-limit 440 --json
     pbbflow info r.zarr --json > info.json
@@ -57,8 +57,9 @@ def history(info: dict, total: int, shares: list[float]) -> list[dict]:
     return rows
 
 
-def whole(spec: str, seconds: float, kept_counts: list[int], seeds: int) -> dict:
-    """Enumerations of the whole tree of ``NAME:UB:TOTAL`` against ``TOTAL``."""
+def whole(spec: str, seconds: float, kept_counts: list[int | None], seeds: int, threads: int) -> dict:
+    """Enumerations of the whole tree of ``NAME:UB:TOTAL`` against ``TOTAL``: estimates of ``seconds``
+    on ``threads`` threads, their nodes kept per depth fitted to the time (None) or fixed."""
     from pbbflow.flowshop.estimate import Prober
     from pbbflow.flowshop.intervals import WorkUnit
     from pbbflow.flowshop.load import load_instance
@@ -68,10 +69,10 @@ def whole(spec: str, seconds: float, kept_counts: list[int], seeds: int) -> dict
     work = WorkUnit.full(p.shape[0])
     out = {"instance": name, "ub": int(ub), "total_nodes": int(total), "seconds_per_estimate": seconds}
     for kept in kept_counts:
-        prober = Prober(p, kept=kept)
-        prober.estimate(work, int(ub), seconds=0.0, max_samples=1)  # load the code
+        prober = Prober(p, kept=kept, threads=threads)
+        prober.samples(WorkUnit.full(p.shape[0]), int(ub), 1)  # load the code
         runs = [prober.estimate(work, int(ub), seconds=seconds, seed=s) for s in range(seeds)]
-        out[f"kept={kept}"] = {
+        out["kept=fitted" if kept is None else f"kept={kept}"] = {
             "predicted_over_actual": [round(e.nodes / int(total), 6) for e in runs],
             "range_covers": [e.low <= int(total) <= e.high for e in runs],
             "samples": [e.samples for e in runs],
@@ -90,7 +91,8 @@ def main() -> None:
     w = commands.add_parser("whole", help="enumerations of whole trees against their known size")
     w.add_argument("trees", nargs="+", metavar="NAME:UB:TOTAL")
     w.add_argument("--seconds", type=float, default=1.0)
-    w.add_argument("--kept", type=int, nargs="+", default=[1024, 8192, 32768], help="nodes kept per depth")
+    w.add_argument("--kept", type=int, nargs="+", default=[None], help="nodes kept per depth (default: fitted)")
+    w.add_argument("--threads", type=int, default=1)
     w.add_argument("--seeds", type=int, default=4)
     args = parser.parse_args()
     if args.command == "history":
@@ -106,7 +108,7 @@ def main() -> None:
     else:
         report = {
             "benchmark": "eta_check whole",
-            "trees": [whole(t, args.seconds, args.kept, args.seeds) for t in args.trees],
+            "trees": [whole(t, args.seconds, args.kept, args.seeds, args.threads) for t in args.trees],
         }
     print(json.dumps(report, indent=1))
 

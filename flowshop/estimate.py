@@ -20,6 +20,7 @@ every position.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -42,16 +43,17 @@ _jit = numba.njit(cache=True, nogil=True)
 
 @dataclass(frozen=True)
 class NodeEstimate:
-    """An estimate of the nodes left: ``nodes`` (the mean of ``samples`` enumerations) and
-    ``low``-``high``, the 2.5 % and 97.5 % quantiles of that mean under a bootstrap of the
-    enumerations: the sampling uncertainty only (a heavy tail that no enumeration kept is in
-    neither)."""
+    """An estimate of the nodes left: ``nodes`` (the mean of ``samples`` enumerations, each keeping
+    ``kept`` nodes per depth) and ``low``-``high``, the 2.5 % and 97.5 % quantiles of that mean
+    under a bootstrap of the enumerations: the sampling uncertainty only (a heavy tail that no
+    enumeration kept is in neither)."""
 
     nodes: float
     low: float
     high: float
     samples: int
     seconds: float
+    kept: int = 0
 
 
 @_jit
@@ -472,7 +474,7 @@ class Prober:
             left = max(0.0, seconds - (time.perf_counter() - started))
             kept = int(min(max(self.kept_per_second * left / rounds, KEPT_LIMITS[0]), KEPT_LIMITS[1]))
         values = self._time(rows, ub, kept, *seeds) if self.kept is None else self._round(rows, ub, kept, seeds)
-        return summarise(np.array(values), time.perf_counter() - started)
+        return dataclasses.replace(summarise(np.array(values), time.perf_counter() - started), kept=kept)
 
     def _time(self, rows: tuple[np.ndarray, np.ndarray], ub: int, kept: int, *seeds: int) -> list[float]:
         """Enumerations at ``kept`` (one round per ``threads`` seeds), their speed remembered."""

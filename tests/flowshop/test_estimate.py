@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from pbbflow.flowshop.choices import BOUND_NAMES, BRANCH_NAMES
-from pbbflow.flowshop.estimate import Prober, summarise, work_rows
+from pbbflow.flowshop.estimate import KEPT_LIMITS, Prober, summarise, work_rows
 from pbbflow.flowshop.evaluation import brute_force_optimum
 from pbbflow.flowshop.explorer import explore
 from pbbflow.flowshop.factoradic import factorial
@@ -141,6 +141,30 @@ def test_no_work_no_nodes():
     assert not prober.samples(empty, 1278, 10).any()
     estimate = prober.estimate(empty, 1278)
     assert (estimate.nodes, estimate.low, estimate.high, estimate.samples) == (0.0, 0.0, 0.0, 0)
+
+
+def test_threads_give_the_same_enumerations():
+    """Each enumeration is its seed's, whichever thread runs it (each thread has its own arrays)."""
+    p, optimum = next(slices())
+    work = WorkUnit.full(p.shape[0])
+    alone = Prober(p, kept=FEW).samples(work, optimum, 7, seed=4)
+    assert np.array_equal(Prober(p, kept=FEW, threads=3).samples(work, optimum, 7, seed=4), alone)
+    assert len(set(alone.tolist())) > 1  # and they differ from seed to seed
+
+
+def test_an_estimate_keeps_what_its_time_affords():
+    """Without a fixed count, the first estimate times a small enumeration, then fits the count to
+    the time left; a longer time affords more."""
+    p = taillard_instance(21).p
+    prober = Prober(p, threads=2)
+    assert prober.kept_per_second is None
+    short = prober.estimate(WorkUnit.full(20), 2297, seconds=0.05)
+    assert prober.kept_per_second > 0 and short.samples == 2
+    assert 447_987_895 / 20 < short.nodes < 447_987_895 * 20
+    longer = prober.estimate(WorkUnit.full(20), 2297, seconds=1.0)
+    assert short.kept < longer.kept <= KEPT_LIMITS[1] and longer.seconds < 5.0
+    with pytest.raises(ValueError, match="threads"):
+        Prober(p, threads=0)
 
 
 def test_an_estimate_is_bounded_in_time_and_its_range_holds_the_mean():
