@@ -4,6 +4,7 @@ estimator, the progress bar and the dashboard page."""
 import io
 import math
 import shutil
+import socket
 import time
 import types
 from pathlib import Path
@@ -136,12 +137,20 @@ def test_an_estimate_the_run_has_outgrown_says_nothing():
     assert left_after((0.0, 0.0, 0.0), 5) is None  # yet nodes came: the estimate was wrong
 
 
-def test_estimates_use_the_cores_that_the_explorers_leave():
+def test_estimates_use_the_cores_that_the_explorers_leave(monkeypatch):
     assert estimate_threads(busy=2, cores=2) == 1  # a laptop's CPU run: one thread, its share of a core
     assert estimate_threads(busy=2, cores=16) == 6  # one GPU worker of two threads on a 16-core host
     assert estimate_threads(busy=0, cores=128) == MAX_THREADS
-    workers = {"inproc://10.0.0.1/1/2": {"nthreads": 2}, "tcp://127.0.0.1:4000": {"nthreads": 3}}
-    assert threads_here(workers | {"tcp://192.0.2.7:4000": {"nthreads": 64}}) == 5  # 192.0.2.0/24: no host's
+    monkeypatch.setattr(socket, "gethostname", lambda: "node-a")
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, port: [(None, None, None, "", ("10.1.2.3", 0))])
+    workers = {
+        "inproc://10.0.0.1/1/2": {"nthreads": 2},  # in this process
+        "tcp://127.0.0.1:4000": {"nthreads": 3},  # a local cluster's process
+        "tcp://10.1.2.3:4001": {"nthreads": 4},  # at this host's address
+        "tcp://node-a:4002": {"nthreads": 1},  # by its name
+        "tcp://10.1.2.4:4000": {"nthreads": 64},  # another node's
+    }
+    assert threads_here(workers) == 10
     assert Estimator(types.SimpleNamespace(), threads=1).seconds == BUSY_SHARE * REFRESH_SECONDS
     assert Estimator(types.SimpleNamespace(), threads=4).seconds == SPARE_SHARE * REFRESH_SECONDS
 
