@@ -29,6 +29,7 @@ from .runs import (
     EXIT_LIMIT,
     EXIT_USAGE,
     drive_run,
+    explorers_here,
     first_run_notice,
     prepare_cluster,
     report_internal_error,
@@ -180,12 +181,13 @@ def _resume(args: argparse.Namespace) -> int:
     store = RunStore.open(args.run)
     if finished(store):  # (or damaged: RunStoreError): answered without a cluster
         return _info(args)
-    store.claim()  # refused here when another run holds it or it cannot be written
-    args.store_written = True
     instance = store.instance
     refusal = instance.no_gpu()
+    explorers = explorers_here(args, refusal)  # refuses a bad GPU request before the store is claimed
+    store.claim()  # refused here when another run holds it or it cannot be written
+    args.store_written = True
     prepare_cluster(args)  # in this thread: start-up's opens the cluster
-    first_run = instance.first_run_code()
+    first_run = instance.first_run_code(explorers)
     with (
         StopSignals() as signals,
         Startup(

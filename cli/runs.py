@@ -60,6 +60,14 @@ def local_gpus(args: argparse.Namespace, no_gpu: str | None = None) -> int:
     return resolve_gpus(args.gpus)
 
 
+def explorers_here(args: argparse.Namespace, no_gpu: str | None = None) -> str | None:
+    """Where a run's explorers are, for its first-run check: "gpu" or "cpu" for a local cluster (its
+    GPUs, else this process's threads), None for workers elsewhere (Slurm, ``--scheduler``)."""
+    if args.cluster != "local" or args.scheduler:
+        return None
+    return "gpu" if local_gpus(args, no_gpu) else "cpu"
+
+
 def prepare_cluster(args: argparse.Namespace) -> None:
     """What opening the cluster needs from the main thread, before start-up's thread opens it."""
     if args.cluster == "slurm" and not args.scheduler:

@@ -216,9 +216,10 @@ class RunInstance(Protocol):
     def client_code(self) -> Any:
         """Load the code the client process runs for this run (the coordinator's): a ``CodeLoad``."""
 
-    def first_run_code(self) -> tuple[str, str] | None:
-        """What a run would compile on this machine, and about how long that takes (for
-        ``core.compiling.FirstRunNotice``); None where numba's cache holds its code."""
+    def first_run_code(self, explorers: str | None = "cpu") -> tuple[str, str] | None:
+        """What a run would compile in this process, and about how long that takes (for
+        ``core.compiling.FirstRunNotice``); None where numba's cache holds its code.  ``explorers``:
+        where the run's explorers are (``cli.runs.explorers_here``)."""
 
     def worker_code(self) -> tuple[Callable[..., Any], tuple]:
         """``(function, arguments)``: the task that loads a worker's code for this run (it returns a

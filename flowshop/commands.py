@@ -16,8 +16,8 @@ from ..cli.runs import (
     EXIT_DONE,
     EXIT_LIMIT,
     drive_run,
+    explorers_here,
     first_run_notice,
-    local_gpus,
     prepare_cluster,
     reserved,
     run_cluster,
@@ -136,9 +136,7 @@ def solve(args: argparse.Namespace) -> int:
         print(slurm_job_script(slurm_options(args)))
         return EXIT_DONE
     instance = load_instance(args.instance, fmt=args.format, orientation=args.orientation)
-    workers_here = args.cluster == "local" and not args.scheduler
-    if workers_here:  # refuse a bad GPU request before creating the run store
-        workers_here = local_gpus(args, no_gpu(args.bound)) == 0  # the CPU workers are this process's threads
+    explorers = explorers_here(args, no_gpu(args.bound))  # refuses a bad GPU request before the run store
     path = args.run
     if path is None:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
@@ -147,10 +145,10 @@ def solve(args: argparse.Namespace) -> int:
     initial = "neh" if isinstance(args.ub, int) else args.ub
     ub = args.ub if isinstance(args.ub, int) else None
     worker_code = (warm_worker, (instance.p, args.bound, args.branch))
-    first_run = None if code_cached(initial) else FIRST_RUN
+    first_run = None if code_cached(initial, explorers, instance.p.shape) else FIRST_RUN
     prepare_cluster(args)  # in this thread: start-up's opens the cluster
     with StopSignals() as signals, reserved(path, overwrite=args.overwrite):
-        if first_run and workers_here:
+        if first_run and explorers == "cpu":  # the CPU workers are this process's threads
             start_worker_code_apart(args.bound, args.branch)
         with Startup(
             lambda: run_cluster(args, no_gpu(args.bound)),

@@ -327,10 +327,10 @@ class FlowShopRun:
 
         return warm_client(self.p, self.options["bound"], initial=None)
 
-    def first_run_code(self):
+    def first_run_code(self, explorers: str | None = "cpu"):
         from .warmup import FIRST_RUN, code_cached
 
-        return None if code_cached(None) else FIRST_RUN
+        return None if code_cached(None, explorers, self.p.shape) else FIRST_RUN
 
     def worker_code(self):
         from .warmup import warm_worker

@@ -221,15 +221,25 @@ def warm_worker(p: np.ndarray, bound: str, branch: str) -> CodeLoad:
     return CodeLoad(outcome["seconds"], outcome["compiled"])
 
 
-def code_cached(initial: str | None) -> bool:
-    """Whether numba's on-disk cache holds the flow-shop code a run on the CPU loads (the client's,
-    with its ``initial`` heuristic, and the explorer's); False: this is the machine's first run, or
-    its first since an upgrade."""
+def code_cached(initial: str | None, explorers: str | None = "cpu", shape: tuple[int, int] = (SMALL_N, 2)) -> bool:
+    """Whether numba's on-disk cache holds the flow-shop code a run loads in this process before it
+    searches: the client's (with its ``initial`` heuristic), and the explorers' where they are this
+    process's (``explorers``: "cpu" threads, or "gpu" explorers of instances of ``shape``; None:
+    elsewhere).  False: this is the machine's first run of that kind, or its first since an upgrade.
+    (A GPU machine never compiles the CPU explorer's start, so a GPU run must not ask for it; the
+    ETA's code is compiled apart, and a search never waits for it.)"""
     from . import evaluation, ivm, packed
     from . import iterated_greedy as ig
 
     heuristic = {"ig": [ig._iterate, ig._local_search], "neh": [evaluation.insert_best]}.get(initial, [])
-    return in_cache(*heuristic, packed._coalesce, packed._intersect, ivm.explore_steps, ivm.init_at, ivm.set_root)
+    client = [*heuristic, packed._coalesce, packed._intersect]
+    if explorers == "cpu":
+        return in_cache(*client, ivm.explore_steps, ivm.init_at, ivm.set_root)
+    if explorers == "gpu":
+        from ..gpu.flowshop import kernels as K
+
+        return in_cache(*client, K.explore_kernel(*shape), K.classify, K.list_victims, K.steal)
+    return in_cache(*client)
 
 
 def start_worker_code_apart(bound: str, branch: str) -> subprocess.Popen | None:

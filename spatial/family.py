@@ -364,7 +364,7 @@ class SpatialRun:
             BoxSet.root(self.problem).inside(BoxSet.root(self.problem))
         return CodeLoad(outcome["seconds"], outcome["compiled"])
 
-    def first_run_code(self):
+    def first_run_code(self, explorers: str | None = "cpu"):
         from ..core.compiling import in_cache
         from .bnb import FIRST_RUN, code_cached
         from .boxes import _inside_any

@@ -224,7 +224,7 @@ class ToyRun:
     def client_code(self):
         return CodeLoad(0.0, False)
 
-    def first_run_code(self):
+    def first_run_code(self, explorers="cpu"):
         return None
 
     def worker_code(self):
