@@ -36,6 +36,7 @@ from .ivm import IVM, Problem, _bound_and_prune, _descend, _fill_row, set_root
 from .packed import PackedUnit
 
 KEPT_LIMITS = (256, 16384)  # an estimate's nodes kept per depth: fitted to its time, between these
+THREAD_BYTES = 64 << 20  # at most for one thread's node stores and children (fewer nodes kept on large n)
 MIN_SAMPLES = 2  # enumerations per estimate at least, for a range
 
 _jit = numba.njit(cache=True, nogil=True)
@@ -378,6 +379,14 @@ def work_rows(work: WorkUnit | PackedUnit) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(starts), np.ascontiguousarray(ends)
 
 
+def most_kept(n: int, m: int) -> int:
+    """The nodes kept per depth that ``THREAD_BYTES`` holds for a tree of ``n`` jobs and ``m``
+    machines (two node stores and a depth's children: ``sample_enumeration``), within
+    ``KEPT_LIMITS``."""
+    per_slot = 2 * 4 * (2 * n + 1 + 3 * m) + n * (4 * 4 + 1 + 2 * 8)
+    return int(min(max(THREAD_BYTES // per_slot, KEPT_LIMITS[0]), KEPT_LIMITS[1]))
+
+
 class Prober:
     """Sampled enumerations of one instance's tree under a bound and a branching rule, on
     ``threads`` threads at once (each with its IVM's scratch arrays and two node stores)."""
@@ -392,7 +401,8 @@ class Prober:
         threads: int = 1,
     ) -> None:
         """``kept``: the nodes kept per depth by every enumeration; None fits them to the time of
-        each estimate (between ``KEPT_LIMITS``, from the speed of the enumerations before)."""
+        each estimate (between ``KEPT_LIMITS[0]`` and ``most_kept``, from the speed of the
+        enumerations before)."""
         if kept is not None and kept < 1:
             raise ValueError("kept must be >= 1")
         if threads < 1:
@@ -400,7 +410,8 @@ class Prober:
         self.problem = Problem(p, bound_code(bound), branch_code(branch))
         self.kept = kept
         n, m = self.problem.n, self.problem.m
-        slots = (kept if kept is not None else KEPT_LIMITS[1]) + 1
+        self.most = kept if kept is not None else most_kept(n, m)
+        slots = self.most + 1
         self.scratch = [
             (IVM(self.problem).arrays, _node_store(slots, n, m), _node_store(slots, n, m)) for _ in range(threads)
         ]
@@ -413,12 +424,12 @@ class Prober:
 
     def samples(self, work: WorkUnit, ub: int, count: int, seed: int = 0) -> np.ndarray:
         """``count`` independent enumerations' estimates of the nodes left in ``work`` under ``ub``
-        (zeros for no work), each keeping ``kept`` nodes per depth (``KEPT_LIMITS[1]`` where none
-        was given)."""
+        (zeros for no work), each keeping ``kept`` nodes per depth (``most_kept`` where none was
+        given)."""
         if not work:
             return np.zeros(count, np.float64)
         rows = work_rows(work)
-        kept = self.kept or KEPT_LIMITS[1]
+        kept = self.kept or self.most
         return np.array(self._round(rows, ub, kept, [seed * 1_000_003 + k for k in range(count)]), np.float64)
 
     def _round(self, rows: tuple[np.ndarray, np.ndarray], ub: int, kept: int, seeds: list[int]) -> list[float]:
@@ -472,7 +483,7 @@ class Prober:
                 self._time(rows, ub, KEPT_LIMITS[0], seed * 1_000_003 + count)
             rounds = -(-count // self.threads)
             left = max(0.0, seconds - (time.perf_counter() - started))
-            kept = int(min(max(self.kept_per_second * left / rounds, KEPT_LIMITS[0]), KEPT_LIMITS[1]))
+            kept = int(min(max(self.kept_per_second * left / rounds, KEPT_LIMITS[0]), self.most))
         values = self._time(rows, ub, kept, *seeds) if self.kept is None else self._round(rows, ub, kept, seeds)
         return dataclasses.replace(summarise(np.array(values), time.perf_counter() - started), kept=kept)
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from pbbflow.flowshop.choices import BOUND_NAMES, BRANCH_NAMES
-from pbbflow.flowshop.estimate import KEPT_LIMITS, Prober, summarise, work_rows
+from pbbflow.flowshop.estimate import KEPT_LIMITS, THREAD_BYTES, Prober, most_kept, summarise, work_rows
 from pbbflow.flowshop.evaluation import brute_force_optimum
 from pbbflow.flowshop.explorer import explore
 from pbbflow.flowshop.factoradic import factorial
@@ -162,9 +162,20 @@ def test_an_estimate_keeps_what_its_time_affords():
     assert prober.kept_per_second > 0 and short.samples == 2
     assert 447_987_895 / 20 < short.nodes < 447_987_895 * 20
     longer = prober.estimate(WorkUnit.full(20), 2297, seconds=1.0)
-    assert short.kept < longer.kept <= KEPT_LIMITS[1] and longer.seconds < 5.0
+    assert short.kept < longer.kept <= most_kept(20, 20) and longer.seconds < 5.0
     with pytest.raises(ValueError, match="threads"):
         Prober(p, threads=0)
+
+
+def test_large_trees_keep_fewer_nodes_in_the_same_memory():
+    """A VFR instance of 800 jobs x 60 machines keeps about 1,600 nodes per depth in THREAD_BYTES,
+    where ta056's size keeps the most; never fewer than the least."""
+    assert most_kept(50, 20) == KEPT_LIMITS[1] > most_kept(800, 60) > KEPT_LIMITS[0]
+    assert most_kept(100_000, 60) == KEPT_LIMITS[0]
+    prober = Prober(np.ones((800, 60), np.int32))
+    assert prober.most == most_kept(800, 60)
+    store_bytes = sum(a.nbytes for store in prober.scratch[0][1:] for a in store)
+    assert store_bytes < THREAD_BYTES
 
 
 def test_an_estimate_is_bounded_in_time_and_its_range_holds_the_mean():
