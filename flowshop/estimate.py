@@ -2,10 +2,10 @@
 
 An enumeration (stochastic enumeration, Vaisman & Kroese 2015, after Knuth 1975 and Purdom 1978;
 "go with the winners", Aldous & Vazirani 1994) goes down the tree depth by depth, keeping at most
-``KEPT`` nodes of each depth, each with a weight.  It counts every child of the kept nodes with its
-parent's weight, and where there are more than ``KEPT`` children it keeps a weighted sample of them
+K nodes of each depth, each with a weight.  It counts every child of the kept nodes with its
+parent's weight, and where there are more than K children it keeps a weighted sample of them
 (:func:`sample_enumeration`): an unbiased estimate of the number of nodes, and the exact number
-where no depth is wider than ``KEPT``.  A random walk from the root (Knuth's probes, which this
+where no depth is wider than K.  An estimate fits K to its time (:meth:`Prober.estimate`).  A random walk from the root (Knuth's probes, which this
 module used before) rarely reaches the bushy part of a 50-job tree: one second of them estimated
 ta042, ta043 and ta050 at 0.002-0.26 of their sizes (docs/performance.md, "The ETA").
 
@@ -484,7 +484,7 @@ class Prober:
             rounds = -(-count // self.threads)
             left = max(0.0, seconds - (time.perf_counter() - started))
             kept = int(min(max(self.kept_per_second * left / rounds, KEPT_LIMITS[0]), self.most))
-        values = self._time(rows, ub, kept, *seeds) if self.kept is None else self._round(rows, ub, kept, seeds)
+        values = self._time(rows, ub, kept, *seeds)
         return dataclasses.replace(summarise(np.array(values), time.perf_counter() - started), kept=kept)
 
     def _time(self, rows: tuple[np.ndarray, np.ndarray], ub: int, kept: int, *seeds: int) -> list[float]:

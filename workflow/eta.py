@@ -1,13 +1,13 @@
 """A run's ETA: its family's estimate of the nodes left, divided by the recent node rate.
 
-A family whose run instance has ``estimate_left`` (``core.family.EstimatesWork``; flow shop: sampled
-enumerations of the explorers' tree, ``flowshop.estimate``) is asked for an estimate of the nodes left in
-the remaining work under the incumbent, on background threads of the driver, every
-``REFRESH_SECONDS`` for a share of that time: a checkpoint or a poll never waits for it, except
-the final checkpoint, which gets one estimate of the final work (``FINAL_SECONDS`` at most).  Between two estimates the nodes
-done since are taken off.  The run store keeps the estimates as series columns (``COLUMNS``,
-absent from older stores and from families without estimates): ``info`` and the final result
-read the ETA from there.
+A family whose run instance has ``estimate_left`` (``core.family.EstimatesWork``; flow shop:
+sampled enumerations of the explorers' tree, ``flowshop.estimate``) is asked for an estimate of the
+nodes left in the remaining work under the incumbent, on background threads of the driver, every
+``REFRESH_SECONDS`` for a share of that time: a checkpoint or a poll never waits for it, except the
+final checkpoint, which gets one estimate of the final work (``FINAL_SECONDS`` at most).  Between
+two estimates the nodes done since are taken off.  The run store keeps the estimates as series
+columns (``COLUMNS``, absent from older stores and from families without estimates): ``info`` and
+the final result read the ETA from there.
 """
 
 from __future__ import annotations
@@ -55,9 +55,9 @@ def recent_rate(t: np.ndarray, nodes: np.ndarray, window: float = RATE_WINDOW_S)
 def left_after(estimate: tuple[float, ...], since: int) -> tuple[float, ...] | None:
     """An estimate ``(nodes, low, high)`` of the nodes left, less the ``since`` nodes done after it
     was made (never below 0); None once those reach the estimate itself: the run has outgrown it,
-    so it says nothing of what is left (measured on ta056 with UB 3680: the random probes used before
-    the enumerations were 10^2-10^4 times low, and an ETA of 0 s stood for most of the proof).  An estimate of 0 with
-    nothing done since (no work left, or none under the UB) stays 0."""
+    so it says nothing of what is left (measured on ta056 with UB 3680: the random probes used
+    before the enumerations were 10^2-10^4 times low, and an ETA of 0 s stood for most of the
+    proof).  An estimate of 0 with nothing done since (no work left, or none under the UB) stays 0."""
     if since > 0 and since >= estimate[0]:
         return None
     return tuple(max(0.0, v - since) for v in estimate)
