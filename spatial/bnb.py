@@ -171,6 +171,7 @@ def load_float_code(problem: Problem) -> None:
     evaluate_float(problem.tape, problem.lower)
     evaluate_float_gradients(problem.tape, problem.lower)
     local = _LocalSolver(problem, _Incumbent(problem, FEAS_TOL))  # its kinks' slots, found at its start
+    local.gradients(problem.lower)  # a network objective's are its layers'
     if local.kink_arguments is not None:
         local.kink_arguments(problem.lower)
 

@@ -83,22 +83,16 @@ class _NonFiniteJacobian(Exception):
     a point where a function is undefined)."""
 
 
-# a network objective's tape of at least this many slots gives way to its layers for f's gradient:
-# one point on one core, the tape's 4, 10, 32 and 187 us at 196, 995, 3,607 and 13,140 slots against
-# the layers' 38-48 us up to 3,607 slots and 81 us at 13,140 (numpy's calls cost more than a small
-# tape's pass; they cross at about 4,500 slots)
-NETWORK_GRADIENT_SLOTS = 5000
-
-
 def network_gradients(
     problem: Problem, objective: NetworkObjective | None
 ) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None:
     """For a problem with an unconstrained network objective ``objective``
-    (:meth:`.network.NetworkObjective.of_unconstrained`; None: it has none) and a tape of at least
-    :data:`NETWORK_GRADIENT_SLOTS` slots, the function giving f and its Jacobian at a point from the
-    layers as matrices (:meth:`.network.NetworkObjective.value_and_jacobian`). None for any other
-    problem, whose tape gives them."""
-    if objective is None or len(problem.tape.op) < NETWORK_GRADIENT_SLOTS:
+    (:meth:`.network.NetworkObjective.of_unconstrained`; None: it has none), the function giving f
+    and its Jacobian at a point from the layers, compiled
+    (:meth:`.network.NetworkObjective.value_and_jacobian`): one point on one core, 8-12 us from 196
+    to 13,140 slots, where the tape's forward mode took 4-108 us. None for any other problem, whose
+    tape gives them."""
+    if objective is None:
         return None
     n_vars = problem.dimension
     return lambda x: objective.value_and_jacobian(x, n_vars)
@@ -109,7 +103,7 @@ class _LocalSolver:
     pulled inside the inequalities (by SLSQP, then by Newton steps) until one verifies.
 
     Derivatives are analytic (:func:`.floateval.float_gradients`, or for an unconstrained network
-    objective its layers as matrices, :func:`network_gradients`): one forward pass per distinct
+    objective its layers, compiled: :func:`network_gradients`): one forward pass per distinct
     point gives the objective, the constraints and all their gradients, cached for the calls
     SLSQP makes at that point.  A solve that asks for a gradient that is not finite is
     redone from its start with scipy's finite differences (``fallbacks`` counts them).  A solve

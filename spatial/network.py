@@ -11,9 +11,12 @@ and sum a tape operation, so interval bounds enclose the real network on the sto
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 from . import model as api
@@ -116,6 +119,11 @@ class Network:
                 raise ProblemError(f"{self.name}: step {k} has {len(step.constant)} constants for {size} values")
         object.__setattr__(self, "n_outputs", size)
 
+    @functools.cached_property
+    def flat(self) -> FlatNetwork:
+        """Its steps as arrays for compiled loops (made once)."""
+        return FlatNetwork.of(self)
+
     def __call__(self, inputs: Sequence) -> list[Expr]:
         """The outputs at ``inputs`` (expressions or numbers), recorded as model expressions; on
         distinct variables of one model each output is a :class:`.model.NetworkOutput`."""
@@ -176,75 +184,214 @@ class Network:
             raise ProblemError(f"network: malformed JSON ({error})") from None
 
 
-def forward_step(step: Layer | Activation | Elementwise, values: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """The step's output at ``values`` (points along the first axis) in floating point, and its
-    activation's input (None for an elementwise step)."""
-    if isinstance(step, Elementwise):
-        return ELEMENTWISE[step.op](values, step.constant), None
-    if isinstance(step, Layer):
-        values = values @ step.weights.T
-        values = values if step.bias is None else values + step.bias
-    return _activate(step.activation, step.alpha, values), values
+# the compiled evaluation's codes (:class:`FlatNetwork`): a step's kind, an activation, an elementwise operation
+_LAYER, _ELEMENTWISE, _ACTIVATION = 0, 1, 2
+_ACTIVATION_CODES = {name: k for k, name in enumerate(("linear", "relu", "leaky_relu", "tanh", "sigmoid", "softplus"))}
+_ELEMENTWISE_CODES = {name: k for k, name in enumerate(ELEMENTWISE)}  # add sub rsub mul div
 
 
-def _activate(name: str, alpha: float, z: np.ndarray) -> np.ndarray:
-    if name == "relu":
-        return np.maximum(z, 0.0)
-    if name == "leaky_relu":
-        return np.where(z > 0, z, alpha * z)
-    if name == "tanh":
-        return np.tanh(z)
-    if name == "sigmoid":
-        return 0.5 * (1.0 + np.tanh(0.5 * z))
-    if name == "softplus":
-        return np.logaddexp(0.0, z)
+@dataclass(frozen=True, eq=False)
+class FlatNetwork:
+    """A network's steps as flat arrays for compiled loops (:attr:`arrays`, in this order): per
+    step its kind (layer, elementwise, activation), inputs and outputs, the offset of its weights
+    in ``weights`` (row-major (out, in)) and of its bias or constant in ``vectors`` (-1: none), its
+    activation's or elementwise operation's code, and alpha."""
+
+    kind: np.ndarray
+    n_in: np.ndarray
+    n_out: np.ndarray
+    weight_at: np.ndarray
+    vector_at: np.ndarray
+    code: np.ndarray
+    alpha: np.ndarray
+    weights: np.ndarray
+    vectors: np.ndarray
+
+    @classmethod
+    def of(cls, network: Network) -> FlatNetwork:
+        columns: list[list] = [[] for _ in range(7)]
+        weights, vectors = [np.zeros(0)], [np.zeros(0)]
+        w_size = v_size = 0
+        size = network.n_inputs
+        for step in network.steps:
+            n_in, weight_at, vector_at, alpha = size, -1, -1, 0.0
+            if isinstance(step, Elementwise):
+                kind, code = _ELEMENTWISE, _ELEMENTWISE_CODES[step.op]
+                vector_at, v_size = v_size, v_size + size
+                vectors.append(step.constant)
+            else:
+                kind, code, alpha = _ACTIVATION, _ACTIVATION_CODES[step.activation], float(step.alpha)
+                if isinstance(step, Layer):
+                    kind, size = _LAYER, step.sizes[1]
+                    weight_at, w_size = w_size, w_size + step.weights.size
+                    weights.append(step.weights.ravel())
+                    if step.bias is not None:
+                        vector_at, v_size = v_size, v_size + size
+                        vectors.append(step.bias)
+            for column, value in zip(columns, (kind, n_in, size, weight_at, vector_at, code, alpha)):
+                column.append(value)
+        ints = [np.array(column, dtype=np.int64) for column in columns[:6]]
+        flat = [np.ascontiguousarray(np.concatenate(parts), dtype=np.float64) for parts in (weights, vectors)]
+        return cls(*ints, np.array(columns[6], dtype=np.float64), *flat)
+
+    @property
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return (
+            self.kind,
+            self.n_in,
+            self.n_out,
+            self.weight_at,
+            self.vector_at,
+            self.code,
+            self.alpha,
+            self.weights,
+            self.vectors,
+        )
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _activate(code: int, alpha: float, z: float) -> float:
+    if code == 1:
+        return max(z, 0.0)
+    if code == 2:
+        return z if z > 0 else alpha * z
+    if code == 3:
+        return math.tanh(z)
+    if code == 4:
+        return 0.5 * (1.0 + math.tanh(0.5 * z))
+    if code == 5:  # log(1 + e^z), without overflow
+        return max(z, 0.0) + math.log1p(math.exp(-abs(z)))
     return z
 
 
-def forms_and_gradient(network: Network, c: np.ndarray, d: np.ndarray, x: np.ndarray, combine: str = "max"):
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _slope(code: int, alpha: float, z: float) -> float:
+    if code == 1:
+        return 1.0 if z > 0 else 0.0
+    if code == 2:
+        return 1.0 if z > 0 else alpha
+    if code == 3:
+        t = math.tanh(z)
+        return 1.0 - t * t
+    if code == 4 or code == 5:  # softplus' slope is the sigmoid
+        s = 0.5 * (1.0 + math.tanh(0.5 * z))
+        return s * (1.0 - s) if code == 4 else s
+    return 1.0
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _elementwise(code: int, value: float, constant: float) -> float:
+    if code == 0:
+        return value + constant
+    if code == 1:
+        return value - constant
+    if code == 2:
+        return constant - value
+    if code == 3:
+        return value * constant
+    return value / constant
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _elementwise_slope(code: int, constant: float) -> float:
+    if code <= 1:
+        return 1.0
+    if code == 2:
+        return -1.0
+    if code == 3:
+        return constant
+    return 1.0 / constant
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _forms_and_gradients(
+    kind, n_in, n_out, weight_at, vector_at, code, alpha, weights, vectors, c, d, take_max, x, values, gradients
+):
+    """For each point x[p]: values[p] the largest (``take_max``) or smallest form ``c[k] . N(x) +
+    d[k]`` (a NaN form wins), and, where ``gradients`` has rows, gradients[p] its gradient, of the
+    first form attaining it."""
+    n_steps = len(kind)
+    widest = x.shape[1]
+    stored = 0
+    for k in range(n_steps):
+        widest = max(widest, n_out[k])
+        stored += n_out[k]
+    inputs = np.empty(stored)  # each step's activation input (an elementwise step's input)
+    a, b = np.empty(widest), np.empty(widest)
+    for p in range(x.shape[0]):
+        for i in range(x.shape[1]):
+            a[i] = x[p, i]
+        at = 0
+        for k in range(n_steps):
+            m, n, w, v = n_out[k], n_in[k], weight_at[k], vector_at[k]
+            for i in range(m):
+                if kind[k] == _LAYER:
+                    z = 0.0
+                    for j in range(n):
+                        z += weights[w + i * n + j] * a[j]
+                    if v >= 0:
+                        z += vectors[v + i]
+                else:
+                    z = a[i]
+                inputs[at + i] = z
+                b[i] = (
+                    _elementwise(code[k], z, vectors[v + i])
+                    if kind[k] == _ELEMENTWISE
+                    else _activate(code[k], alpha[k], z)
+                )
+            at += m
+            a, b = b, a
+        chosen, best = 0, np.nan
+        for r in range(len(d)):
+            form = d[r]
+            for i in range(c.shape[1]):
+                form += c[r, i] * a[i]
+            if form != form:
+                chosen, best = r, form
+                break
+            if r == 0 or (form > best if take_max else form < best):
+                chosen, best = r, form
+        values[p] = best
+        if gradients.shape[0] == 0:
+            continue
+        for i in range(c.shape[1]):
+            a[i] = c[chosen, i]
+        for k in range(n_steps - 1, -1, -1):
+            m, n, w = n_out[k], n_in[k], weight_at[k]
+            at -= m
+            for i in range(m):
+                if kind[k] == _ELEMENTWISE:
+                    a[i] *= _elementwise_slope(code[k], vectors[vector_at[k] + i])
+                else:
+                    a[i] *= _slope(code[k], alpha[k], inputs[at + i])
+            if kind[k] == _LAYER:
+                for j in range(n):
+                    b[j] = 0.0
+                for i in range(m):
+                    slope = a[i]
+                    if slope != 0.0:
+                        for j in range(n):
+                            b[j] += slope * weights[w + i * n + j]
+                a, b = b, a
+        for i in range(x.shape[1]):
+            gradients[p, i] = a[i]
+
+
+def forms_and_gradient(
+    network: Network, c: np.ndarray, d: np.ndarray, x: np.ndarray, combine: str = "max", gradient: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """The largest (``combine`` "max") or smallest ("min") of the forms ``c[k] . N(x) + d[k]`` at
-    each row of ``x`` (B x n) and its gradient there (of the form attaining it), in floating point."""
-    values, inputs = x, []  # each step's activation input (None for an elementwise step)
-    for step in network.steps:
-        values, z = forward_step(step, values)
-        inputs.append(z)
-    forms = values @ c.T + d
-    chosen = np.argmax(forms, axis=1) if combine == "max" else np.argmin(forms, axis=1)
-    gradient = c[chosen]
-    for step, z in zip(reversed(network.steps), reversed(inputs)):
-        gradient = _backward(step, z, gradient)
-    return forms[np.arange(len(x)), chosen], gradient
-
-
-def _backward(step, z: np.ndarray | None, gradient: np.ndarray) -> np.ndarray:
-    """The gradient with respect to the step's input from the one of its output (``z``: its
-    activation's input, from :func:`forward_step`)."""
-    if isinstance(step, Elementwise):
-        return gradient * _ELEMENTWISE_SLOPE[step.op](step.constant)
-    gradient = gradient * _slope(step.activation, step.alpha, z)
-    return gradient @ step.weights if isinstance(step, Layer) else gradient
-
-
-_ELEMENTWISE_SLOPE = {
-    "add": np.ones_like,
-    "sub": np.ones_like,
-    "rsub": lambda c: -np.ones_like(c),
-    "mul": lambda c: c,
-    "div": lambda c: 1.0 / c,
-}
-
-
-def _slope(name: str, alpha: float, z: np.ndarray) -> np.ndarray:
-    if name == "relu":
-        return (z > 0).astype(np.float64)
-    if name == "leaky_relu":
-        return np.where(z > 0, 1.0, alpha)
-    if name == "tanh":
-        return 1.0 - np.tanh(z) ** 2
-    if name in ("sigmoid", "softplus"):  # softplus' slope is the sigmoid
-        s = 0.5 * (1.0 + np.tanh(0.5 * z))
-        return s * (1.0 - s) if name == "sigmoid" else s
-    return np.ones_like(z)
+    each row of ``x`` (B x n) and its gradient there (of the form attaining it; without
+    ``gradient``, an empty array), in floating point, compiled (:class:`FlatNetwork`)."""
+    points = np.ascontiguousarray(np.atleast_2d(x), dtype=np.float64)
+    if points.ndim != 2 or points.shape[1] != network.n_inputs:
+        raise ValueError(f"the points must be rows of {network.n_inputs} values")
+    values = np.empty(len(points))
+    gradients = np.empty((len(points) if gradient else 0, network.n_inputs))
+    rows = np.ascontiguousarray(np.atleast_2d(c), dtype=np.float64)
+    constants = np.ascontiguousarray(np.atleast_1d(d), dtype=np.float64)
+    _forms_and_gradients(*network.flat.arrays, rows, constants, combine == "max", points, values, gradients)
+    return values, gradients
 
 
 def _vector(values) -> np.ndarray:
@@ -293,20 +440,17 @@ class NetworkObjective:
     def float_values(self, x: np.ndarray) -> np.ndarray:
         """The objective at the points ``x`` (B, problem variables) in floating point: estimates
         for choosing points, never a bound."""
-        values = np.asarray(x, dtype=np.float64)[:, list(self.inputs)]
-        for step in self.network.steps:
-            values = forward_step(step, values)[0]
-        return self.combined(values @ self.c.T + self.d)
+        points = np.asarray(x, dtype=np.float64)[:, list(self.inputs)]
+        return forms_and_gradient(self.network, self.c, self.d, points, self.combine, gradient=False)[0]
 
     def value_and_jacobian(self, x: np.ndarray, n_vars: int) -> tuple[np.ndarray, np.ndarray]:
         """The objective at the point ``x`` (all ``n_vars`` variables) as one output, and its
-        Jacobian (1 x n_vars), in floating point: the local solver's, from the layers as matrices."""
+        Jacobian (1 x n_vars), in floating point: the local solver's, from the layers (compiled)."""
         point = np.asarray(x, dtype=np.float64)
         if point.shape != (n_vars,):
             raise ValueError(f"the point has shape {point.shape}; the objective needs ({n_vars},)")
         inputs = list(self.inputs)
-        with np.errstate(all="ignore"):  # a value that is not finite is the solver's to handle
-            value, gradient = forms_and_gradient(self.network, self.c, self.d, point[None, inputs], self.combine)
+        value, gradient = forms_and_gradient(self.network, self.c, self.d, point[None, inputs], self.combine)
         jacobian = np.zeros((1, n_vars))
         jacobian[0, inputs] = gradient[0]
         return value, jacobian
