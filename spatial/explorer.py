@@ -230,7 +230,8 @@ class ExplorationBase:
     def _first_incumbents(self, root_point: np.ndarray) -> None:
         """Before the first split, the root bounded: with ``options.first_incumbents`` offer the
         root's best point ``root_point`` (NaN: none) moved onto the objective's kinks, then the
-        centre and grid of :mod:`.first` in one evaluation, then solve locally from ``root_point``
+        centre and grid of :mod:`.first` in one evaluation (an unconstrained network objective's
+        lowest few by float value: :func:`offer_lowest`), then solve locally from ``root_point``
         and the best of those points until the search is done."""
         if not np.all(np.isfinite(root_point)):
             return
@@ -243,7 +244,11 @@ class ExplorationBase:
         problem = self.problem
         n_grid = subdomains_per_dim(self.options.subdomains, problem.dimension)
         points = first_candidates(problem.lower, problem.upper, n_grid)
-        values = self.incumbent.offer_many(points)
+        network = NetworkObjective.of_unconstrained(problem)
+        if network is None:
+            values = self.incumbent.offer_many(points)
+        else:  # the lowest few by their float values, verified: the local solves' starts need no more
+            values = offer_lowest(self.incumbent, network, points)
         if self.local is None:
             return
         for k, start in enumerate((root_point, *local_starts(points, values, skip=root_point))):
@@ -394,19 +399,25 @@ class ExplorationBase:
         )
 
 
-CENTRES_OFFERED = 4  # whole network boxes: their centres verified per batch at most (_offer_centres)
+ESTIMATES_OFFERED = 4  # points chosen by their float values (offer_lowest): verified per batch at most
+
+
+def offer_lowest(incumbent: _Incumbent, objective: NetworkObjective, points: np.ndarray) -> np.ndarray:
+    """The float values of an unconstrained network ``objective`` at ``points``, of which the
+    ``ESTIMATES_OFFERED`` lowest below the incumbent's value are offered to it (verifying a point
+    costs an interval pass through the layers, a float value a tenth of that)."""
+    estimates = objective.float_values(points)
+    promising = np.flatnonzero(estimates < incumbent.value)  # NaN never is
+    chosen = promising[np.argsort(estimates[promising], kind="stable")[:ESTIMATES_OFFERED]]
+    if len(chosen):
+        incumbent.offer_many(points[chosen])
+    return estimates
 
 
 def offer_centres(incumbent: _Incumbent, objective: NetworkObjective, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """The centres of whole network boxes, of which the ``CENTRES_OFFERED`` lowest whose
-    floating-point value is below the incumbent's are offered to it (verifying a point costs a pass
-    of f's tape)."""
+    """The centres of whole network boxes, offered as :func:`offer_lowest` offers points."""
     centres = np.clip(0.5 * lo + 0.5 * hi, lo, hi)
-    estimates = objective.float_values(centres)
-    promising = np.flatnonzero(estimates < incumbent.value)  # NaN never is
-    chosen = promising[np.argsort(estimates[promising], kind="stable")[:CENTRES_OFFERED]]
-    if len(chosen):
-        incumbent.offer_many(centres[chosen])
+    offer_lowest(incumbent, objective, centres)
     return centres
 
 
