@@ -184,7 +184,78 @@ class Network:
             raise ProblemError(f"network: malformed JSON ({error})") from None
 
 
-# the compiled evaluation's codes (:class:`FlatNetwork`): a step's kind, an activation, an elementwise operation
+def forward_step(step: Layer | Activation | Elementwise, values: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The step's output at ``values`` (points along the first axis) in floating point, and its
+    activation's input (None for an elementwise step)."""
+    if isinstance(step, Elementwise):
+        return ELEMENTWISE[step.op](values, step.constant), None
+    if isinstance(step, Layer):
+        values = values @ step.weights.T
+        values = values if step.bias is None else values + step.bias
+    return _activate(step.activation, step.alpha, values), values
+
+
+def _activate(name: str, alpha: float, z: np.ndarray) -> np.ndarray:
+    if name == "relu":
+        return np.maximum(z, 0.0)
+    if name == "leaky_relu":
+        return np.where(z > 0, z, alpha * z)
+    if name == "tanh":
+        return np.tanh(z)
+    if name == "sigmoid":
+        return 0.5 * (1.0 + np.tanh(0.5 * z))
+    if name == "softplus":
+        return np.logaddexp(0.0, z)
+    return z
+
+
+def forms_and_gradient(network: Network, c: np.ndarray, d: np.ndarray, x: np.ndarray, combine: str = "max"):
+    """The largest (``combine`` "max") or smallest ("min") of the forms ``c[k] . N(x) + d[k]`` at
+    each row of ``x`` (B x n) and its gradient there (of the form attaining it), in floating point."""
+    values, inputs = x, []  # each step's activation input (None for an elementwise step)
+    for step in network.steps:
+        values, z = forward_step(step, values)
+        inputs.append(z)
+    forms = values @ c.T + d
+    chosen = np.argmax(forms, axis=1) if combine == "max" else np.argmin(forms, axis=1)
+    gradient = c[chosen]
+    for step, z in zip(reversed(network.steps), reversed(inputs)):
+        gradient = _backward(step, z, gradient)
+    return forms[np.arange(len(x)), chosen], gradient
+
+
+def _backward(step, z: np.ndarray | None, gradient: np.ndarray) -> np.ndarray:
+    """The gradient with respect to the step's input from the one of its output (``z``: its
+    activation's input, from :func:`forward_step`)."""
+    if isinstance(step, Elementwise):
+        return gradient * _ELEMENTWISE_SLOPE[step.op](step.constant)
+    gradient = gradient * _slope(step.activation, step.alpha, z)
+    return gradient @ step.weights if isinstance(step, Layer) else gradient
+
+
+_ELEMENTWISE_SLOPE = {
+    "add": np.ones_like,
+    "sub": np.ones_like,
+    "rsub": lambda c: -np.ones_like(c),
+    "mul": lambda c: c,
+    "div": lambda c: 1.0 / c,
+}
+
+
+def _slope(name: str, alpha: float, z: np.ndarray) -> np.ndarray:
+    if name == "relu":
+        return (z > 0).astype(np.float64)
+    if name == "leaky_relu":
+        return np.where(z > 0, 1.0, alpha)
+    if name == "tanh":
+        return 1.0 - np.tanh(z) ** 2
+    if name in ("sigmoid", "softplus"):  # softplus' slope is the sigmoid
+        s = 0.5 * (1.0 + np.tanh(0.5 * z))
+        return s * (1.0 - s) if name == "sigmoid" else s
+    return np.ones_like(z)
+
+
+# the compiled evaluation's codes (:class:`FlatNetwork`, :func:`_form_and_gradient_at`): a step's kind, an activation, an elementwise operation
 _LAYER, _ELEMENTWISE, _ACTIVATION = 0, 1, 2
 _ACTIVATION_CODES = {name: k for k, name in enumerate(("linear", "relu", "leaky_relu", "tanh", "sigmoid", "softplus"))}
 _ELEMENTWISE_CODES = {name: k for k, name in enumerate(ELEMENTWISE)}  # add sub rsub mul div
@@ -250,7 +321,7 @@ class FlatNetwork:
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _activate(code: int, alpha: float, z: float) -> float:
+def _activate_at(code: int, alpha: float, z: float) -> float:
     if code == 1:
         return max(z, 0.0)
     if code == 2:
@@ -265,7 +336,7 @@ def _activate(code: int, alpha: float, z: float) -> float:
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _slope(code: int, alpha: float, z: float) -> float:
+def _slope_at(code: int, alpha: float, z: float) -> float:
     if code == 1:
         return 1.0 if z > 0 else 0.0
     if code == 2:
@@ -280,7 +351,7 @@ def _slope(code: int, alpha: float, z: float) -> float:
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _elementwise(code: int, value: float, constant: float) -> float:
+def _elementwise_at(code: int, value: float, constant: float) -> float:
     if code == 0:
         return value + constant
     if code == 1:
@@ -293,7 +364,7 @@ def _elementwise(code: int, value: float, constant: float) -> float:
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _elementwise_slope(code: int, constant: float) -> float:
+def _elementwise_slope_at(code: int, constant: float) -> float:
     if code <= 1:
         return 1.0
     if code == 2:
@@ -304,94 +375,67 @@ def _elementwise_slope(code: int, constant: float) -> float:
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _forms_and_gradients(
-    kind, n_in, n_out, weight_at, vector_at, code, alpha, weights, vectors, c, d, take_max, x, values, gradients
+def _form_and_gradient_at(
+    kind, n_in, n_out, weight_at, vector_at, code, alpha, weights, vectors, c, d, take_max, x, gradient
 ):
-    """For each point x[p]: values[p] the largest (``take_max``) or smallest form ``c[k] . N(x) +
-    d[k]`` (a NaN form wins), and, where ``gradients`` has rows, gradients[p] its gradient, of the
-    first form attaining it."""
+    """:func:`forms_and_gradient` at one point ``x``, compiled: the form's value, its gradient
+    written into ``gradient``."""
     n_steps = len(kind)
-    widest = x.shape[1]
-    stored = 0
+    widest, stored = len(x), 0
     for k in range(n_steps):
         widest = max(widest, n_out[k])
         stored += n_out[k]
     inputs = np.empty(stored)  # each step's activation input (an elementwise step's input)
     a, b = np.empty(widest), np.empty(widest)
-    for p in range(x.shape[0]):
-        for i in range(x.shape[1]):
-            a[i] = x[p, i]
-        at = 0
-        for k in range(n_steps):
-            m, n, w, v = n_out[k], n_in[k], weight_at[k], vector_at[k]
-            for i in range(m):
-                if kind[k] == _LAYER:
-                    z = 0.0
-                    for j in range(n):
-                        z += weights[w + i * n + j] * a[j]
-                    if v >= 0:
-                        z += vectors[v + i]
-                else:
-                    z = a[i]
-                inputs[at + i] = z
-                b[i] = (
-                    _elementwise(code[k], z, vectors[v + i])
-                    if kind[k] == _ELEMENTWISE
-                    else _activate(code[k], alpha[k], z)
-                )
-            at += m
-            a, b = b, a
-        chosen, best = 0, np.nan
-        for r in range(len(d)):
-            form = d[r]
-            for i in range(c.shape[1]):
-                form += c[r, i] * a[i]
-            if form != form:
-                chosen, best = r, form
-                break
-            if r == 0 or (form > best if take_max else form < best):
-                chosen, best = r, form
-        values[p] = best
-        if gradients.shape[0] == 0:
-            continue
-        for i in range(c.shape[1]):
-            a[i] = c[chosen, i]
-        for k in range(n_steps - 1, -1, -1):
-            m, n, w = n_out[k], n_in[k], weight_at[k]
-            at -= m
-            for i in range(m):
-                if kind[k] == _ELEMENTWISE:
-                    a[i] *= _elementwise_slope(code[k], vectors[vector_at[k] + i])
-                else:
-                    a[i] *= _slope(code[k], alpha[k], inputs[at + i])
+    a[: len(x)] = x
+    at = 0
+    for k in range(n_steps):
+        m, n, w, v = n_out[k], n_in[k], weight_at[k], vector_at[k]
+        for i in range(m):
             if kind[k] == _LAYER:
+                z = 0.0
                 for j in range(n):
-                    b[j] = 0.0
-                for i in range(m):
-                    slope = a[i]
-                    if slope != 0.0:
-                        for j in range(n):
-                            b[j] += slope * weights[w + i * n + j]
-                a, b = b, a
-        for i in range(x.shape[1]):
-            gradients[p, i] = a[i]
-
-
-def forms_and_gradient(
-    network: Network, c: np.ndarray, d: np.ndarray, x: np.ndarray, combine: str = "max", gradient: bool = True
-) -> tuple[np.ndarray, np.ndarray]:
-    """The largest (``combine`` "max") or smallest ("min") of the forms ``c[k] . N(x) + d[k]`` at
-    each row of ``x`` (B x n) and its gradient there (of the form attaining it; without
-    ``gradient``, an empty array), in floating point, compiled (:class:`FlatNetwork`)."""
-    points = np.ascontiguousarray(np.atleast_2d(x), dtype=np.float64)
-    if points.ndim != 2 or points.shape[1] != network.n_inputs:
-        raise ValueError(f"the points must be rows of {network.n_inputs} values")
-    values = np.empty(len(points))
-    gradients = np.empty((len(points) if gradient else 0, network.n_inputs))
-    rows = np.ascontiguousarray(np.atleast_2d(c), dtype=np.float64)
-    constants = np.ascontiguousarray(np.atleast_1d(d), dtype=np.float64)
-    _forms_and_gradients(*network.flat.arrays, rows, constants, combine == "max", points, values, gradients)
-    return values, gradients
+                    z += weights[w + i * n + j] * a[j]
+                if v >= 0:
+                    z += vectors[v + i]
+            else:
+                z = a[i]
+            inputs[at + i] = z
+            if kind[k] == _ELEMENTWISE:
+                b[i] = _elementwise_at(code[k], z, vectors[v + i])
+            else:
+                b[i] = _activate_at(code[k], alpha[k], z)
+        at += m
+        a, b = b, a
+    chosen, best = 0, np.nan
+    for r in range(len(d)):
+        form = d[r]
+        for i in range(c.shape[1]):
+            form += c[r, i] * a[i]
+        if form != form:  # NaN: it is the value, as numpy's argmax takes it
+            chosen, best = r, form
+            break
+        if r == 0 or (form > best if take_max else form < best):
+            chosen, best = r, form
+    for i in range(c.shape[1]):
+        a[i] = c[chosen, i]
+    for k in range(n_steps - 1, -1, -1):
+        m, n, w = n_out[k], n_in[k], weight_at[k]
+        at -= m
+        for i in range(m):
+            if kind[k] == _ELEMENTWISE:
+                a[i] *= _elementwise_slope_at(code[k], vectors[vector_at[k] + i])
+            else:
+                a[i] *= _slope_at(code[k], alpha[k], inputs[at + i])
+        if kind[k] == _LAYER:
+            b[:n] = 0.0
+            for i in range(m):
+                if a[i] != 0.0:
+                    for j in range(n):
+                        b[j] += a[i] * weights[w + i * n + j]
+            a, b = b, a
+    gradient[:] = a[: len(x)]
+    return best
 
 
 def _vector(values) -> np.ndarray:
@@ -440,20 +484,26 @@ class NetworkObjective:
     def float_values(self, x: np.ndarray) -> np.ndarray:
         """The objective at the points ``x`` (B, problem variables) in floating point: estimates
         for choosing points, never a bound."""
-        points = np.asarray(x, dtype=np.float64)[:, list(self.inputs)]
-        return forms_and_gradient(self.network, self.c, self.d, points, self.combine, gradient=False)[0]
+        values = np.asarray(x, dtype=np.float64)[:, list(self.inputs)]
+        for step in self.network.steps:
+            values = forward_step(step, values)[0]
+        return self.combined(values @ self.c.T + self.d)
 
     def value_and_jacobian(self, x: np.ndarray, n_vars: int) -> tuple[np.ndarray, np.ndarray]:
         """The objective at the point ``x`` (all ``n_vars`` variables) as one output, and its
-        Jacobian (1 x n_vars), in floating point: the local solver's, from the layers (compiled)."""
+        Jacobian (1 x n_vars), in floating point: the local solver's, from the layers in one
+        compiled loop (:func:`_form_and_gradient_at`; numpy's batches take a call a step)."""
         point = np.asarray(x, dtype=np.float64)
         if point.shape != (n_vars,):
             raise ValueError(f"the point has shape {point.shape}; the objective needs ({n_vars},)")
         inputs = list(self.inputs)
-        value, gradient = forms_and_gradient(self.network, self.c, self.d, point[None, inputs], self.combine)
+        gradient = np.empty(len(inputs))
+        value = _form_and_gradient_at(
+            *self.network.flat.arrays, self.c, self.d, self.combine == "max", point[inputs], gradient
+        )
         jacobian = np.zeros((1, n_vars))
-        jacobian[0, inputs] = gradient[0]
-        return value, jacobian
+        jacobian[0, inputs] = gradient
+        return np.array([value]), jacobian
 
     def to_json(self) -> dict:
         """Plain JSON; one row is written as it was before rows existed (a flat c, a number d)."""

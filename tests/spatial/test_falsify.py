@@ -60,26 +60,6 @@ def test_forms_and_gradient_against_the_tape_and_finite_differences(activation):
             assert g[i] == pytest.approx(slope, rel=1e-5, abs=1e-5)
 
 
-def test_forms_and_gradient_takes_the_smallest_form_and_may_skip_the_gradient():
-    """combine "min" gives the smallest form and the gradient of the first form attaining it; without
-    the gradient the values are the same; a point of NaN gives NaN, never a finite value."""
-    rng = np.random.default_rng(11)
-    network = mixed_network(rng, "tanh")
-    c, d = np.array([[1.0, -2.0], [-0.5, 1.0], [0.0, 0.0]]), np.array([0.25, -0.75, 0.5])
-    tape = [form_tape(network, row, offset) for row, offset in zip(c, d)]
-    points = rng.uniform(-2.0, 2.0, (20, 3))
-    smallest, gradient = forms_and_gradient(network, c, d, points, "min")
-    values_only, none = forms_and_gradient(network, c, d, points, "min", gradient=False)
-    assert none.shape == (0, 3) and np.array_equal(values_only, smallest)
-    for point, m, g in zip(points, smallest, gradient):
-        values = [evaluate_float(t, point)[0] for t in tape]
-        assert m == pytest.approx(min(values), rel=1e-12, abs=1e-12)
-        if int(np.argmin(values)) == 2:  # the constant form: no slope
-            assert np.all(g == 0.0)
-    nan = forms_and_gradient(network, c, d, np.full((1, 3), np.nan), "min")
-    assert np.isnan(nan[0][0]) and np.all(np.isnan(nan[1]))
-
-
 def test_no_candidate_where_the_property_holds_and_one_where_it_does_not():
     """y = x0 + 2 x1 - 0.5 on [-1, 1]^2 has the maximum 2.5 at (1, 1): 'y >= 2.6' has no
     counterexample, 'y >= 2.4' has, near the corner."""

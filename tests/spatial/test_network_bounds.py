@@ -750,6 +750,30 @@ def test_the_objectives_jacobian_is_the_tapes(combine):
     assert network_gradients(constrained, None) is None
 
 
+@pytest.mark.parametrize("combine", ["max", "min"])
+def test_the_compiled_point_evaluation_is_numpys(combine):
+    """The local solver's compiled value and gradient at one point (every kind of step, a form or
+    several) equal numpy's batched ones to rounding; a NaN point gives a NaN value."""
+    from pbbflow.spatial.network import forms_and_gradient
+
+    rng = np.random.default_rng(23)
+    for _ in range(20):
+        network = random_network(rng, kind="float64")
+        rows = int(rng.integers(1, 4))
+        c, d = rng.normal(size=(rows, network.n_outputs)), rng.normal(size=rows)
+        n_vars = network.n_inputs + 1
+        inputs = tuple(int(i) for i in rng.permutation(n_vars)[: network.n_inputs])
+        objective = NetworkObjective(network, inputs, c, d, combine)
+        for point in rng.uniform(-2.0, 2.0, (5, n_vars)):
+            value, jacobian = objective.value_and_jacobian(point, n_vars)
+            expected, gradient = forms_and_gradient(network, c, d, point[None, list(inputs)], combine)
+            assert value.shape == (1,) and jacobian.shape == (1, n_vars)
+            assert np.allclose(value, expected, rtol=1e-12, atol=1e-12)
+            assert np.allclose(jacobian[0, list(inputs)], gradient[0], rtol=1e-9, atol=1e-12)
+            assert np.all(np.delete(jacobian[0], list(inputs)) == 0.0)
+        assert np.isnan(objective.value_and_jacobian(np.full(n_vars, np.nan), n_vars)[0][0])
+
+
 def test_a_network_objectives_local_solves_stop_after_the_network_cap():
     """An unconstrained network objective's SLSQP solves stop after NETWORK_SLSQP_ITERATIONS (a ReLU
     network's kinks stall its line searches); with a constraint, or without a network, they keep
