@@ -496,14 +496,23 @@ class NetworkObjective:
         point = np.asarray(x, dtype=np.float64)
         if point.shape != (n_vars,):
             raise ValueError(f"the point has shape {point.shape}; the objective needs ({n_vars},)")
-        inputs = list(self.inputs)
+        inputs, arguments = self._compiled
         gradient = np.empty(len(inputs))
-        value = _form_and_gradient_at(
-            *self.network.flat.arrays, self.c, self.d, self.combine == "max", point[inputs], gradient
-        )
+        value = _form_and_gradient_at(*arguments, point[inputs], gradient)
         jacobian = np.zeros((1, n_vars))
         jacobian[0, inputs] = gradient
         return np.array([value]), jacobian
+
+    @functools.cached_property
+    def _compiled(self) -> tuple[np.ndarray, tuple]:
+        """The inputs' indices and :func:`_form_and_gradient_at`'s arguments before the point (made once)."""
+        rows, constants = np.ascontiguousarray(self.c), np.ascontiguousarray(self.d)
+        return np.array(self.inputs, dtype=np.int64), (
+            *self.network.flat.arrays,
+            rows,
+            constants,
+            self.combine == "max",
+        )
 
     def to_json(self) -> dict:
         """Plain JSON; one row is written as it was before rows existed (a flat c, a number d)."""
