@@ -422,6 +422,11 @@ class Prober:
     def threads(self) -> int:
         return len(self.scratch)
 
+    def close(self) -> None:
+        """Let its threads go (once no estimate is under way)."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=False)
+
     def samples(self, work: WorkUnit, ub: int, count: int, seed: int = 0) -> np.ndarray:
         """``count`` independent enumerations' estimates of the nodes left in ``work`` under ``ub``
         (zeros for no work), each keeping ``kept`` nodes per depth (``most_kept`` where none was

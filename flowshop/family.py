@@ -318,6 +318,8 @@ class FlowShopRun:
         if not eta_code_ready():
             return None
         if self._prober is None or self._prober.threads != threads:
+            if self._prober is not None:
+                self._prober.close()  # its threads, not left to the collector
             self._prober = Prober(self.p, bound=self.options["bound"], branch=self.options["branch"], threads=threads)
         estimate = self._prober.estimate(work, int(ub), seconds=seconds)
         return estimate.nodes, estimate.low, estimate.high

@@ -152,6 +152,18 @@ def test_threads_give_the_same_enumerations():
     assert len(set(alone.tolist())) > 1  # and they differ from seed to seed
 
 
+def test_a_runs_prober_of_another_thread_count_lets_the_old_ones_threads_go(tmp_path):
+    """A run's estimates on another thread count get a new prober; the old one's pool is shut."""
+    from pbbflow.flowshop.family import create_flowshop_run
+
+    run = create_flowshop_run(tmp_path / "r.zarr", taillard_instance(1), ub=1278, bound="lb1", branch="minmin").instance
+    work = run.whole()
+    assert run.estimate_left(work, 1278, 0.01, threads=2) is not None
+    first = run._prober
+    assert run.estimate_left(work, 1278, 0.01, threads=3) is not None
+    assert run._prober is not first and first.pool._shutdown and not run._prober.pool._shutdown
+
+
 def test_an_estimate_keeps_what_its_time_affords():
     """Without a fixed count, the first estimate times a small enumeration, then fits the count to
     the time left; a longer time affords more."""
