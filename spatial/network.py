@@ -255,10 +255,20 @@ def _slope(name: str, alpha: float, z: np.ndarray) -> np.ndarray:
     return np.ones_like(z)
 
 
-# the compiled evaluation's codes (:class:`FlatNetwork`, :func:`_form_and_gradient_at`): a step's kind, an activation, an elementwise operation
+# the compiled evaluation's codes (:class:`FlatNetwork`, :func:`_form_and_gradient_at`): a step's kind,
+# an activation, an elementwise operation
 _LAYER, _ELEMENTWISE, _ACTIVATION = 0, 1, 2
-_ACTIVATION_CODES = {name: k for k, name in enumerate(("linear", "relu", "leaky_relu", "tanh", "sigmoid", "softplus"))}
-_ELEMENTWISE_CODES = {name: k for k, name in enumerate(ELEMENTWISE)}  # add sub rsub mul div
+_LINEAR, _RELU, _LEAKY_RELU, _TANH, _SIGMOID, _SOFTPLUS = range(6)
+_ACTIVATION_CODES = {
+    "linear": _LINEAR,
+    "relu": _RELU,
+    "leaky_relu": _LEAKY_RELU,
+    "tanh": _TANH,
+    "sigmoid": _SIGMOID,
+    "softplus": _SOFTPLUS,
+}
+_ADD, _SUB, _RSUB, _MUL, _DIV = range(5)
+_ELEMENTWISE_CODES = {"add": _ADD, "sub": _SUB, "rsub": _RSUB, "mul": _MUL, "div": _DIV}
 
 
 @dataclass(frozen=True, eq=False)
@@ -307,6 +317,7 @@ class FlatNetwork:
 
     @property
     def arrays(self) -> tuple[np.ndarray, ...]:
+        """The arrays in the order the compiled loop takes them."""
         return (
             self.kind,
             self.n_in,
@@ -322,54 +333,54 @@ class FlatNetwork:
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _activate_at(code: int, alpha: float, z: float) -> float:
-    if code == 1:
+    if code == _RELU:
         return max(z, 0.0)
-    if code == 2:
+    if code == _LEAKY_RELU:
         return z if z > 0 else alpha * z
-    if code == 3:
+    if code == _TANH:
         return math.tanh(z)
-    if code == 4:
+    if code == _SIGMOID:
         return 0.5 * (1.0 + math.tanh(0.5 * z))
-    if code == 5:  # log(1 + e^z), without overflow
+    if code == _SOFTPLUS:  # log(1 + e^z), without overflow
         return max(z, 0.0) + math.log1p(math.exp(-abs(z)))
     return z
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _slope_at(code: int, alpha: float, z: float) -> float:
-    if code == 1:
+    if code == _RELU:
         return 1.0 if z > 0 else 0.0
-    if code == 2:
+    if code == _LEAKY_RELU:
         return 1.0 if z > 0 else alpha
-    if code == 3:
+    if code == _TANH:
         t = math.tanh(z)
         return 1.0 - t * t
-    if code == 4 or code == 5:  # softplus' slope is the sigmoid
+    if code == _SIGMOID or code == _SOFTPLUS:  # softplus' slope is the sigmoid
         s = 0.5 * (1.0 + math.tanh(0.5 * z))
-        return s * (1.0 - s) if code == 4 else s
+        return s * (1.0 - s) if code == _SIGMOID else s
     return 1.0
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _elementwise_at(code: int, value: float, constant: float) -> float:
-    if code == 0:
+    if code == _ADD:
         return value + constant
-    if code == 1:
+    if code == _SUB:
         return value - constant
-    if code == 2:
+    if code == _RSUB:
         return constant - value
-    if code == 3:
+    if code == _MUL:
         return value * constant
     return value / constant
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _elementwise_slope_at(code: int, constant: float) -> float:
-    if code <= 1:
+    if code == _ADD or code == _SUB:
         return 1.0
-    if code == 2:
+    if code == _RSUB:
         return -1.0
-    if code == 3:
+    if code == _MUL:
         return constant
     return 1.0 / constant
 
