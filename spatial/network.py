@@ -12,17 +12,19 @@ and sum a tape operation, so interval bounds enclose the real network on the sto
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numba
 import numpy as np
 
 from . import model as api
 from .model import ACTIVATIONS, LEAKY_RELU_ALPHA, Expr, Variable
 from .problem import Problem, ProblemError
 from .tape import Op
+
+if TYPE_CHECKING:
+    from .network_point import FlatNetwork
 
 # an elementwise step's operation -> value op constant (``rsub``: constant - value)
 ELEMENTWISE = {
@@ -122,6 +124,8 @@ class Network:
     @functools.cached_property
     def flat(self) -> FlatNetwork:
         """Its steps as arrays for compiled loops (made once)."""
+        from .network_point import FlatNetwork
+
         return FlatNetwork.of(self)
 
     def __call__(self, inputs: Sequence) -> list[Expr]:
@@ -255,200 +259,6 @@ def _slope(name: str, alpha: float, z: np.ndarray) -> np.ndarray:
     return np.ones_like(z)
 
 
-# the compiled evaluation's codes (:class:`FlatNetwork`, :func:`_form_and_gradient_at`): a step's kind,
-# an activation, an elementwise operation
-_LAYER, _ELEMENTWISE, _ACTIVATION = 0, 1, 2
-_LINEAR, _RELU, _LEAKY_RELU, _TANH, _SIGMOID, _SOFTPLUS = range(6)
-_ACTIVATION_CODES = {
-    "linear": _LINEAR,
-    "relu": _RELU,
-    "leaky_relu": _LEAKY_RELU,
-    "tanh": _TANH,
-    "sigmoid": _SIGMOID,
-    "softplus": _SOFTPLUS,
-}
-_ADD, _SUB, _RSUB, _MUL, _DIV = range(5)
-_ELEMENTWISE_CODES = {"add": _ADD, "sub": _SUB, "rsub": _RSUB, "mul": _MUL, "div": _DIV}
-
-
-@dataclass(frozen=True, eq=False)
-class FlatNetwork:
-    """A network's steps as flat arrays for compiled loops (:attr:`arrays`, in this order): per
-    step its kind (layer, elementwise, activation), inputs and outputs, the offset of its weights
-    in ``weights`` (row-major (out, in)) and of its bias or constant in ``vectors`` (-1: none), its
-    activation's or elementwise operation's code, and alpha."""
-
-    kind: np.ndarray
-    n_in: np.ndarray
-    n_out: np.ndarray
-    weight_at: np.ndarray
-    vector_at: np.ndarray
-    code: np.ndarray
-    alpha: np.ndarray
-    weights: np.ndarray
-    vectors: np.ndarray
-
-    @classmethod
-    def of(cls, network: Network) -> FlatNetwork:
-        columns: list[list] = [[] for _ in range(7)]
-        weights, vectors = [np.zeros(0)], [np.zeros(0)]
-        w_size = v_size = 0
-        size = network.n_inputs
-        for step in network.steps:
-            n_in, weight_at, vector_at, alpha = size, -1, -1, 0.0
-            if isinstance(step, Elementwise):
-                kind, code = _ELEMENTWISE, _ELEMENTWISE_CODES[step.op]
-                vector_at, v_size = v_size, v_size + size
-                vectors.append(step.constant)
-            else:
-                kind, code, alpha = _ACTIVATION, _ACTIVATION_CODES[step.activation], float(step.alpha)
-                if isinstance(step, Layer):
-                    kind, size = _LAYER, step.sizes[1]
-                    weight_at, w_size = w_size, w_size + step.weights.size
-                    weights.append(step.weights.ravel())
-                    if step.bias is not None:
-                        vector_at, v_size = v_size, v_size + size
-                        vectors.append(step.bias)
-            for column, value in zip(columns, (kind, n_in, size, weight_at, vector_at, code, alpha)):
-                column.append(value)
-        ints = [np.array(column, dtype=np.int64) for column in columns[:6]]
-        flat = [np.ascontiguousarray(np.concatenate(parts), dtype=np.float64) for parts in (weights, vectors)]
-        return cls(*ints, np.array(columns[6], dtype=np.float64), *flat)
-
-    @property
-    def arrays(self) -> tuple[np.ndarray, ...]:
-        """The arrays in the order the compiled loop takes them."""
-        return (
-            self.kind,
-            self.n_in,
-            self.n_out,
-            self.weight_at,
-            self.vector_at,
-            self.code,
-            self.alpha,
-            self.weights,
-            self.vectors,
-        )
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _activate_at(code: int, alpha: float, z: float) -> float:
-    if code == _RELU:
-        return max(z, 0.0)
-    if code == _LEAKY_RELU:
-        return z if z > 0 else alpha * z
-    if code == _TANH:
-        return math.tanh(z)
-    if code == _SIGMOID:
-        return 0.5 * (1.0 + math.tanh(0.5 * z))
-    if code == _SOFTPLUS:  # log(1 + e^z), without overflow
-        return max(z, 0.0) + math.log1p(math.exp(-abs(z)))
-    return z
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _slope_at(code: int, alpha: float, z: float) -> float:
-    if code == _RELU:
-        return 1.0 if z > 0 else 0.0
-    if code == _LEAKY_RELU:
-        return 1.0 if z > 0 else alpha
-    if code == _TANH:
-        t = math.tanh(z)
-        return 1.0 - t * t
-    if code == _SIGMOID or code == _SOFTPLUS:  # softplus' slope is the sigmoid
-        s = 0.5 * (1.0 + math.tanh(0.5 * z))
-        return s * (1.0 - s) if code == _SIGMOID else s
-    return 1.0
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _elementwise_at(code: int, value: float, constant: float) -> float:
-    if code == _ADD:
-        return value + constant
-    if code == _SUB:
-        return value - constant
-    if code == _RSUB:
-        return constant - value
-    if code == _MUL:
-        return value * constant
-    return value / constant
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _elementwise_slope_at(code: int, constant: float) -> float:
-    if code == _ADD or code == _SUB:
-        return 1.0
-    if code == _RSUB:
-        return -1.0
-    if code == _MUL:
-        return constant
-    return 1.0 / constant
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _form_and_gradient_at(
-    kind, n_in, n_out, weight_at, vector_at, code, alpha, weights, vectors, c, d, take_max, x, gradient
-):
-    """:func:`forms_and_gradient` at one point ``x``, compiled: the form's value, its gradient
-    written into ``gradient``."""
-    n_steps = len(kind)
-    widest, stored = len(x), 0
-    for k in range(n_steps):
-        widest = max(widest, n_out[k])
-        stored += n_out[k]
-    inputs = np.empty(stored)  # each step's activation input (an elementwise step's input)
-    a, b = np.empty(widest), np.empty(widest)
-    a[: len(x)] = x
-    at = 0
-    for k in range(n_steps):
-        m, n, w, v = n_out[k], n_in[k], weight_at[k], vector_at[k]
-        for i in range(m):
-            if kind[k] == _LAYER:
-                z = 0.0
-                for j in range(n):
-                    z += weights[w + i * n + j] * a[j]
-                if v >= 0:
-                    z += vectors[v + i]
-            else:
-                z = a[i]
-            inputs[at + i] = z
-            if kind[k] == _ELEMENTWISE:
-                b[i] = _elementwise_at(code[k], z, vectors[v + i])
-            else:
-                b[i] = _activate_at(code[k], alpha[k], z)
-        at += m
-        a, b = b, a
-    chosen, best = 0, np.nan
-    for r in range(len(d)):
-        form = d[r]
-        for i in range(c.shape[1]):
-            form += c[r, i] * a[i]
-        if form != form:  # NaN: it is the value, as numpy's argmax takes it
-            chosen, best = r, form
-            break
-        if r == 0 or (form > best if take_max else form < best):
-            chosen, best = r, form
-    for i in range(c.shape[1]):
-        a[i] = c[chosen, i]
-    for k in range(n_steps - 1, -1, -1):
-        m, n, w = n_out[k], n_in[k], weight_at[k]
-        at -= m
-        for i in range(m):
-            if kind[k] == _ELEMENTWISE:
-                a[i] *= _elementwise_slope_at(code[k], vectors[vector_at[k] + i])
-            else:
-                a[i] *= _slope_at(code[k], alpha[k], inputs[at + i])
-        if kind[k] == _LAYER:
-            b[:n] = 0.0
-            for i in range(m):
-                if a[i] != 0.0:
-                    for j in range(n):
-                        b[j] += a[i] * weights[w + i * n + j]
-            a, b = b, a
-    gradient[:] = a[: len(x)]
-    return best
-
-
 def _vector(values) -> np.ndarray:
     array = np.array(values, dtype=np.float64)
     if array.ndim != 1 or not np.all(np.isfinite(array)):
@@ -503,20 +313,22 @@ class NetworkObjective:
     def value_and_jacobian(self, x: np.ndarray, n_vars: int) -> tuple[np.ndarray, np.ndarray]:
         """The objective at the point ``x`` (all ``n_vars`` variables) as one output, and its
         Jacobian (1 x n_vars), in floating point: the local solver's, from the layers in one
-        compiled loop (:func:`_form_and_gradient_at`; numpy's batches take a call a step)."""
+        compiled loop (:func:`.network_point.form_and_gradient_at`; numpy's batches take a call a step)."""
         point = np.asarray(x, dtype=np.float64)
         if point.shape != (n_vars,):
             raise ValueError(f"the point has shape {point.shape}; the objective needs ({n_vars},)")
+        from .network_point import form_and_gradient_at
+
         inputs, arguments = self._compiled
         gradient = np.empty(len(inputs))
-        value = _form_and_gradient_at(*arguments, point[inputs], gradient)
+        value = form_and_gradient_at(*arguments, point[inputs], gradient)
         jacobian = np.zeros((1, n_vars))
         jacobian[0, inputs] = gradient
         return np.array([value]), jacobian
 
     @functools.cached_property
     def _compiled(self) -> tuple[np.ndarray, tuple]:
-        """The inputs' indices and :func:`_form_and_gradient_at`'s arguments before the point (made once)."""
+        """The inputs' indices and :func:`.network_point.form_and_gradient_at`'s arguments before the point (made once)."""
         rows, constants = np.ascontiguousarray(self.c), np.ascontiguousarray(self.d)
         return np.array(self.inputs, dtype=np.int64), (
             *self.network.flat.arrays,
