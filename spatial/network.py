@@ -11,10 +11,8 @@ and sum a tape operation, so interval bounds enclose the real network on the sto
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,9 +20,6 @@ from . import model as api
 from .model import ACTIVATIONS, LEAKY_RELU_ALPHA, Expr, Variable
 from .problem import Problem, ProblemError
 from .tape import Op
-
-if TYPE_CHECKING:
-    from .network_point import FlatNetwork
 
 # an elementwise step's operation -> value op constant (``rsub``: constant - value)
 ELEMENTWISE = {
@@ -120,13 +115,6 @@ class Network:
             elif isinstance(step, Elementwise) and step.constant.shape != (size,):
                 raise ProblemError(f"{self.name}: step {k} has {len(step.constant)} constants for {size} values")
         object.__setattr__(self, "n_outputs", size)
-
-    @functools.cached_property
-    def flat(self) -> FlatNetwork:
-        """Its steps as arrays for compiled loops (made once)."""
-        from .network_point import FlatNetwork
-
-        return FlatNetwork.of(self)
 
     def __call__(self, inputs: Sequence) -> list[Expr]:
         """The outputs at ``inputs`` (expressions or numbers), recorded as model expressions; on
@@ -309,33 +297,6 @@ class NetworkObjective:
         for step in self.network.steps:
             values = forward_step(step, values)[0]
         return self.combined(values @ self.c.T + self.d)
-
-    def value_and_jacobian(self, x: np.ndarray, n_vars: int) -> tuple[np.ndarray, np.ndarray]:
-        """The objective at the point ``x`` (all ``n_vars`` variables) as one output, and its
-        Jacobian (1 x n_vars), in floating point: the local solver's, from the layers in one
-        compiled loop (:func:`.network_point.form_and_gradient_at`; numpy's batches take a call a step)."""
-        point = np.asarray(x, dtype=np.float64)
-        if point.shape != (n_vars,):
-            raise ValueError(f"the point has shape {point.shape}; the objective needs ({n_vars},)")
-        from .network_point import form_and_gradient_at
-
-        inputs, arguments = self._compiled
-        gradient = np.empty(len(inputs))
-        value = form_and_gradient_at(*arguments, point[inputs], gradient)
-        jacobian = np.zeros((1, n_vars))
-        jacobian[0, inputs] = gradient
-        return np.array([value]), jacobian
-
-    @functools.cached_property
-    def _compiled(self) -> tuple[np.ndarray, tuple]:
-        """The inputs' indices and :func:`.network_point.form_and_gradient_at`'s arguments before the point (made once)."""
-        rows, constants = np.ascontiguousarray(self.c), np.ascontiguousarray(self.d)
-        return np.array(self.inputs, dtype=np.int64), (
-            *self.network.flat.arrays,
-            rows,
-            constants,
-            self.combine == "max",
-        )
 
     def to_json(self) -> dict:
         """Plain JSON; one row is written as it was before rows existed (a flat c, a number d)."""

@@ -1,21 +1,18 @@
-"""A network's f and gradient at one point in one compiled loop: the local solver's evaluation
-of a network objective (:meth:`.network.NetworkObjective.value_and_jacobian`), 5-10 us a point
-where numpy takes a call a step. Batches of points stay with numpy (:func:`.network.forms_and_gradient`),
-whose vectorised tanh is 3-7x faster from 64 points. Imported when first used: ``--help`` loads no numba."""
+"""A network objective's f and gradient at one point in one compiled loop: the local solver's
+evaluation (:func:`point_gradients`), 5-10 us a point where numpy takes a call a step. Batches of
+points stay with numpy (:func:`.network.forms_and_gradient`), whose vectorised tanh is 3-7x faster
+from 64 points. Imported when first used: ``--help`` loads no numba."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
 
-from .network import Elementwise, Layer
-
-if TYPE_CHECKING:
-    from .network import Network
+from .network import Elementwise, Layer, Network, NetworkObjective
 
 # the compiled evaluation's codes (:class:`FlatNetwork`, :func:`form_and_gradient_at`): a step's kind,
 # an activation, an elementwise operation
@@ -209,3 +206,27 @@ def form_and_gradient_at(
             a, b = b, a
     gradient[:] = a[: len(x)]
     return best
+
+
+def point_gradients(objective: NetworkObjective, n_vars: int) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """The function giving ``objective`` at a point (all ``n_vars`` variables) as one output and its
+    Jacobian (1 x n_vars), in floating point, compiled (:func:`form_and_gradient_at`)."""
+    inputs = np.array(objective.inputs, dtype=np.int64)
+    arguments = (
+        *FlatNetwork.of(objective.network).arrays,
+        np.ascontiguousarray(objective.c),
+        np.ascontiguousarray(objective.d),
+        objective.combine == "max",
+    )
+
+    def value_and_jacobian(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        point = np.asarray(x, dtype=np.float64)
+        if point.shape != (n_vars,):
+            raise ValueError(f"the point has shape {point.shape}; the objective needs ({n_vars},)")
+        gradient = np.empty(len(inputs))
+        value = form_and_gradient_at(*arguments, point[inputs], gradient)
+        jacobian = np.zeros((1, n_vars))
+        jacobian[0, inputs] = gradient
+        return np.array([value]), jacobian
+
+    return value_and_jacobian

@@ -755,6 +755,7 @@ def test_the_compiled_point_evaluation_is_numpys(combine):
     """The local solver's compiled value and gradient at one point (every kind of step, a form or
     several) equal numpy's batched ones to rounding; a NaN point gives a NaN value."""
     from pbbflow.spatial.network import forms_and_gradient
+    from pbbflow.spatial.network_point import point_gradients
 
     rng = np.random.default_rng(23)
     for _ in range(20):
@@ -763,15 +764,17 @@ def test_the_compiled_point_evaluation_is_numpys(combine):
         c, d = rng.normal(size=(rows, network.n_outputs)), rng.normal(size=rows)
         n_vars = network.n_inputs + 1
         inputs = tuple(int(i) for i in rng.permutation(n_vars)[: network.n_inputs])
-        objective = NetworkObjective(network, inputs, c, d, combine)
+        evaluate = point_gradients(NetworkObjective(network, inputs, c, d, combine), n_vars)
         for point in rng.uniform(-2.0, 2.0, (5, n_vars)):
-            value, jacobian = objective.value_and_jacobian(point, n_vars)
+            value, jacobian = evaluate(point)
             expected, gradient = forms_and_gradient(network, c, d, point[None, list(inputs)], combine)
             assert value.shape == (1,) and jacobian.shape == (1, n_vars)
             assert np.allclose(value, expected, rtol=1e-12, atol=1e-12)
             assert np.allclose(jacobian[0, list(inputs)], gradient[0], rtol=1e-9, atol=1e-12)
             assert np.all(np.delete(jacobian[0], list(inputs)) == 0.0)
-        assert np.isnan(objective.value_and_jacobian(np.full(n_vars, np.nan), n_vars)[0][0])
+        assert np.isnan(evaluate(np.full(n_vars, np.nan))[0][0])
+        with pytest.raises(ValueError, match="shape"):
+            evaluate(np.zeros(n_vars + 1))
 
 
 def test_a_network_objectives_local_solves_stop_after_the_network_cap():
