@@ -12,29 +12,29 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .network import Elementwise, Layer, Network, NetworkObjective
+from .network import Network, NetworkObjective
+from .network_bounds import (
+    _ADD,
+    _LEAKY,
+    _MUL,
+    _RSUB,
+    _SIGMOID,
+    _SUB,
+    _TANH,
+    _Affine,
+    _Elementwise,
+    _operations,
+)
 
-# the compiled evaluation's codes (:class:`FlatNetwork`, :func:`form_and_gradient_at`): a step's kind,
-# an activation, an elementwise operation
-_LAYER, _ELEMENTWISE, _ACTIVATION = 0, 1, 2
-_LINEAR, _RELU, _LEAKY_RELU, _TANH, _SIGMOID, _SOFTPLUS = range(6)
-_ACTIVATION_CODES = {
-    "linear": _LINEAR,
-    "relu": _RELU,
-    "leaky_relu": _LEAKY_RELU,
-    "tanh": _TANH,
-    "sigmoid": _SIGMOID,
-    "softplus": _SOFTPLUS,
-}
-_ADD, _SUB, _RSUB, _MUL, _DIV = range(5)
-_ELEMENTWISE_CODES = {"add": _ADD, "sub": _SUB, "rsub": _RSUB, "mul": _MUL, "div": _DIV}
+_AFFINE, _ELEMENTWISE, _ACTIVATION = 0, 1, 2  # an operation's kind in the compiled loop
 
 
 @dataclass(frozen=True, eq=False)
 class FlatNetwork:
-    """A network's steps as flat arrays for compiled loops (:attr:`arrays`, in this order): per
-    step its kind (layer, elementwise, activation), inputs and outputs, the offset of its weights
-    in ``weights`` (row-major (out, in)) and of its bias or constant in ``vectors`` (-1: none), its
+    """A network's operations (:func:`.network_bounds._operations`, with their codes; linear
+    activations dropped) as flat arrays for compiled loops (:attr:`arrays`, in this order): per
+    operation its kind (affine, elementwise, activation), inputs and outputs, the offset of its
+    weights in ``weights`` (row-major (out, in)) and of its bias or constant in ``vectors``, its
     activation's or elementwise operation's code, and alpha."""
 
     kind: np.ndarray
@@ -53,21 +53,20 @@ class FlatNetwork:
         weights, vectors = [np.zeros(0)], [np.zeros(0)]
         w_size = v_size = 0
         size = network.n_inputs
-        for step in network.steps:
-            n_in, weight_at, vector_at, alpha = size, -1, -1, 0.0
-            if isinstance(step, Elementwise):
-                kind, code = _ELEMENTWISE, _ELEMENTWISE_CODES[step.op]
+        for op in _operations(network):
+            n_in, weight_at, vector_at, code, alpha = size, -1, -1, 0, 0.0
+            if isinstance(op, _Affine):
+                kind, size = _AFFINE, len(op.bias)
+                weight_at, w_size = w_size, w_size + op.weights.size
                 vector_at, v_size = v_size, v_size + size
-                vectors.append(step.constant)
+                weights.append(op.weights.ravel())
+                vectors.append(op.bias)
+            elif isinstance(op, _Elementwise):
+                kind, code = _ELEMENTWISE, op.code
+                vector_at, v_size = v_size, v_size + size
+                vectors.append(op.constant)
             else:
-                kind, code, alpha = _ACTIVATION, _ACTIVATION_CODES[step.activation], float(step.alpha)
-                if isinstance(step, Layer):
-                    kind, size = _LAYER, step.sizes[1]
-                    weight_at, w_size = w_size, w_size + step.weights.size
-                    weights.append(step.weights.ravel())
-                    if step.bias is not None:
-                        vector_at, v_size = v_size, v_size + size
-                        vectors.append(step.bias)
+                kind, code, alpha = _ACTIVATION, op.code, op.alpha
             for column, value in zip(columns, (kind, n_in, size, weight_at, vector_at, code, alpha)):
                 column.append(value)
         ints = [np.array(column, dtype=np.int64) for column in columns[:6]]
@@ -92,32 +91,27 @@ class FlatNetwork:
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _activate_at(code: int, alpha: float, z: float) -> float:
-    if code == _RELU:
-        return max(z, 0.0)
-    if code == _LEAKY_RELU:
-        return z if z > 0 else alpha * z
+    if code == _LEAKY:  # relu: alpha 0, and 0 below (never 0 * -inf); NaN stays NaN
+        if z > 0 or z != z:
+            return z
+        return alpha * z if alpha != 0.0 else 0.0
     if code == _TANH:
         return math.tanh(z)
     if code == _SIGMOID:
         return 0.5 * (1.0 + math.tanh(0.5 * z))
-    if code == _SOFTPLUS:  # log(1 + e^z), without overflow
-        return max(z, 0.0) + math.log1p(math.exp(-abs(z)))
-    return z
+    # softplus: log(1 + e^z), without overflow
+    return max(z, 0.0) + math.log1p(math.exp(-abs(z)))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _slope_at(code: int, alpha: float, z: float) -> float:
-    if code == _RELU:
-        return 1.0 if z > 0 else 0.0
-    if code == _LEAKY_RELU:
+    if code == _LEAKY:
         return 1.0 if z > 0 else alpha
     if code == _TANH:
         t = math.tanh(z)
         return 1.0 - t * t
-    if code == _SIGMOID or code == _SOFTPLUS:  # softplus' slope is the sigmoid
-        s = 0.5 * (1.0 + math.tanh(0.5 * z))
-        return s * (1.0 - s) if code == _SIGMOID else s
-    return 1.0
+    s = 0.5 * (1.0 + math.tanh(0.5 * z))  # softplus' slope is the sigmoid
+    return s * (1.0 - s) if code == _SIGMOID else s
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -155,26 +149,23 @@ def form_and_gradient_at(
     for k in range(n_steps):
         widest = max(widest, n_out[k])
         stored += n_out[k]
-    inputs = np.empty(stored)  # each step's activation input (an elementwise step's input)
+    inputs = np.empty(stored)  # each activation's input (at every operation's offset)
     a, b = np.empty(widest), np.empty(widest)
     a[: len(x)] = x
     at = 0
     for k in range(n_steps):
         m, n, w, v = n_out[k], n_in[k], weight_at[k], vector_at[k]
         for i in range(m):
-            if kind[k] == _LAYER:
-                z = 0.0
+            if kind[k] == _AFFINE:
+                z = vectors[v + i]
                 for j in range(n):
                     z += weights[w + i * n + j] * a[j]
-                if v >= 0:
-                    z += vectors[v + i]
+                b[i] = z
+            elif kind[k] == _ELEMENTWISE:
+                b[i] = _elementwise_at(code[k], a[i], vectors[v + i])
             else:
-                z = a[i]
-            inputs[at + i] = z
-            if kind[k] == _ELEMENTWISE:
-                b[i] = _elementwise_at(code[k], z, vectors[v + i])
-            else:
-                b[i] = _activate_at(code[k], alpha[k], z)
+                inputs[at + i] = a[i]
+                b[i] = _activate_at(code[k], alpha[k], a[i])
         at += m
         a, b = b, a
     chosen, best = 0, np.nan
@@ -192,12 +183,13 @@ def form_and_gradient_at(
     for k in range(n_steps - 1, -1, -1):
         m, n, w = n_out[k], n_in[k], weight_at[k]
         at -= m
-        for i in range(m):
-            if kind[k] == _ELEMENTWISE:
+        if kind[k] == _ELEMENTWISE:
+            for i in range(m):
                 a[i] *= _elementwise_slope_at(code[k], vectors[vector_at[k] + i])
-            else:
+        elif kind[k] == _ACTIVATION:
+            for i in range(m):
                 a[i] *= _slope_at(code[k], alpha[k], inputs[at + i])
-        if kind[k] == _LAYER:
+        else:
             b[:n] = 0.0
             for i in range(m):
                 if a[i] != 0.0:
